@@ -1,0 +1,96 @@
+package invoke
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+)
+
+// LookupResult is the answer of a binding's lookup (SPEC 2: 200 means the
+// effect was found, 404 that it was not). Exactly one of Found, NotFound and
+// Err != nil holds.
+type LookupResult struct {
+	Found       bool   // 200: the effect exists; StatusCode, ContentType and Body are its answer
+	NotFound    bool   // 404: no effect with this downstream key (yet)
+	StatusCode  int    // the lookup's status, 0 if it did not answer
+	ContentType string // the lookup's Content-Type
+	Body        []byte // the lookup's body (at most MaxBodyBytes)
+	Err         error  // no lookup configured, no answer, another status, or a cut-off body
+}
+
+// Lookup asks the binding's lookup URL (a GET, with the idempotency header,
+// traceparent and r.Header) whether the action's effect exists. A Found
+// answer's body is replayed by the gateway, so a body over the cap is an error.
+func (c *Client) Lookup(ctx context.Context, r Request) LookupResult {
+	b := r.Binding.WithDefaults()
+	if b.LookupURL == "" {
+		return LookupResult{Err: ErrNoLookup}
+	}
+	resp, body, err := c.get(ctx, &b, b.LookupURL, r)
+	if err != nil {
+		return LookupResult{Err: fmt.Errorf("lookup: %w", err)}
+	}
+	res := LookupResult{StatusCode: resp.StatusCode, ContentType: resp.Header.Get("Content-Type"), Body: body}
+	switch resp.StatusCode {
+	case http.StatusOK:
+		res.Found = true
+	case http.StatusNotFound:
+		res.NotFound = true
+	default:
+		res.Err = fmt.Errorf("lookup: downstream answered %d", resp.StatusCode)
+	}
+	return res
+}
+
+// State fetches the binding's state probe (a GET on StateURL) and returns its
+// JSON body. A binding without a StateURL returns nil, nil. Any answer other
+// than 2xx with a valid JSON body, at most MaxBodyBytes long and within the
+// binding's timeout, is an error.
+func (c *Client) State(ctx context.Context, r Request) (json.RawMessage, error) {
+	b := r.Binding.WithDefaults()
+	if b.StateURL == "" {
+		return nil, nil
+	}
+	resp, body, err := c.get(ctx, &b, b.StateURL, r)
+	if err != nil {
+		return nil, fmt.Errorf("state probe: %w", err)
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return nil, fmt.Errorf("state probe: downstream answered %d", resp.StatusCode)
+	}
+	if !json.Valid(body) {
+		return nil, fmt.Errorf("state probe: answer is not JSON")
+	}
+	return json.RawMessage(body), nil
+}
+
+// get sends a bounded GET to the expanded template and reads the capped body.
+// A read-only GET may be retried by the transport; that is harmless.
+func (c *Client) get(ctx context.Context, b *Binding, tmpl string, r Request) (*http.Response, []byte, error) {
+	key, err := DownstreamKey(b, r.Vars)
+	if err != nil {
+		return nil, nil, err
+	}
+	u, err := Expand(tmpl, r.Vars, key)
+	if err != nil {
+		return nil, nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, b.Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	setHeaders(req, r, b.IdempotencyHeader, key)
+	resp, err := c.client().Do(req)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer resp.Body.Close()
+	body, err := readCapped(resp.Body, c.maxBody())
+	if err != nil {
+		return nil, nil, fmt.Errorf("GET %s: %w", u, err)
+	}
+	return resp, body, nil
+}

@@ -1,0 +1,161 @@
+package invoke
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/url"
+	"strconv"
+	"strings"
+)
+
+// ErrTemplate marks a template that cannot be expanded: an unknown or unclosed
+// placeholder, a missing or empty value, or an argument that is not a scalar.
+// Nothing is sent downstream when a binding's template fails.
+var ErrTemplate = errors.New("invoke: template")
+
+// Vars are the values a binding's templates may use.
+type Vars struct {
+	Tenant   string         // {tenant}
+	ActionID string         // {action_id}
+	Args     map[string]any // {args.FIELD}, {args.FIELD.SUB}: the call's decoded arguments
+}
+
+// Expand fills a URL template. Placeholders are {tenant}, {action_id},
+// {downstream_key} and {args.FIELD} (dots walk nested objects). Each
+// substituted value is escaped for where it stands: path-escaped
+// (url.PathEscape, so a "/" in a value stays inside its segment) before the
+// template's first "?", query-escaped (url.QueryEscape) after it. Values must
+// be non-empty strings, numbers or booleans; anything else is an error wrapping
+// ErrTemplate. Text outside placeholders is copied unchanged.
+func Expand(tmpl string, v Vars, downstreamKey string) (string, error) {
+	return expand(tmpl, v, downstreamKey, true)
+}
+
+// DownstreamKey expands the binding's downstream key template (default
+// "{tenant}:{action_id}") without URL escaping; it may not use
+// {downstream_key}. The result must be a valid header value: no control
+// characters, at most 1024 bytes.
+func DownstreamKey(b *Binding, v Vars) (string, error) {
+	tmpl := b.DownstreamKey
+	if tmpl == "" {
+		tmpl = DefaultDownstreamKey
+	}
+	k, err := expand(tmpl, v, "", false)
+	if err != nil {
+		return "", err
+	}
+	if len(k) > 1024 {
+		return "", fmt.Errorf("%w: downstream key longer than 1024 bytes", ErrTemplate)
+	}
+	for i := 0; i < len(k); i++ {
+		if c := k[i]; c < 0x20 || c == 0x7f {
+			return "", fmt.Errorf("%w: downstream key has a control character at byte %d", ErrTemplate, i)
+		}
+	}
+	return k, nil
+}
+
+func expand(tmpl string, v Vars, downstreamKey string, escape bool) (string, error) {
+	var b strings.Builder
+	b.Grow(len(tmpl) + 32)
+	inQuery := false
+	for i := 0; i < len(tmpl); {
+		c := tmpl[i]
+		switch c {
+		case '{':
+			end := strings.IndexByte(tmpl[i+1:], '}')
+			if end < 0 {
+				return "", fmt.Errorf("%w: unclosed \"{\" at byte %d", ErrTemplate, i)
+			}
+			name := tmpl[i+1 : i+1+end]
+			val, err := lookupVar(name, v, downstreamKey, escape)
+			if err != nil {
+				return "", err
+			}
+			switch {
+			case !escape:
+				b.WriteString(val)
+			case inQuery:
+				b.WriteString(url.QueryEscape(val))
+			default:
+				b.WriteString(url.PathEscape(val))
+			}
+			i += end + 2
+		case '}':
+			return "", fmt.Errorf("%w: unmatched \"}\" at byte %d", ErrTemplate, i)
+		default:
+			if c == '?' {
+				inQuery = true
+			}
+			b.WriteByte(c)
+			i++
+		}
+	}
+	return b.String(), nil
+}
+
+func lookupVar(name string, v Vars, downstreamKey string, allowKey bool) (string, error) {
+	var val string
+	switch {
+	case name == "tenant":
+		val = v.Tenant
+	case name == "action_id":
+		val = v.ActionID
+	case name == "downstream_key" && allowKey:
+		val = downstreamKey
+	case strings.HasPrefix(name, "args."):
+		s, err := argValue(v.Args, strings.TrimPrefix(name, "args."))
+		if err != nil {
+			return "", fmt.Errorf("%w: {%s}: %v", ErrTemplate, name, err)
+		}
+		val = s
+	default:
+		return "", fmt.Errorf("%w: unknown placeholder {%s}", ErrTemplate, name)
+	}
+	if val == "" {
+		return "", fmt.Errorf("%w: {%s} is empty", ErrTemplate, name)
+	}
+	return val, nil
+}
+
+// argValue walks a dotted path through decoded JSON objects and formats the
+// scalar it finds.
+func argValue(args map[string]any, path string) (string, error) {
+	if path == "" {
+		return "", errors.New("no field name")
+	}
+	var cur any = args
+	for _, part := range strings.Split(path, ".") {
+		m, ok := cur.(map[string]any)
+		if !ok || part == "" {
+			return "", errors.New("not an object field")
+		}
+		cur, ok = m[part]
+		if !ok {
+			return "", errors.New("missing")
+		}
+	}
+	switch x := cur.(type) {
+	case string:
+		return x, nil
+	case bool:
+		return strconv.FormatBool(x), nil
+	case json.Number:
+		return x.String(), nil
+	case float64:
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return "", errors.New("not a finite number")
+		}
+		return strconv.FormatFloat(x, 'f', -1, 64), nil
+	case int:
+		return strconv.Itoa(x), nil
+	case int64:
+		return strconv.FormatInt(x, 10), nil
+	case nil:
+		return "", errors.New("is null")
+	default:
+		return "", fmt.Errorf("is not a scalar (%T)", cur)
+	}
+}
