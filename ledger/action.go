@@ -1,0 +1,118 @@
+// Package ledger is the durable action ledger: the Action record, its state
+// machine, the small Store interface the databases implement, and the Service
+// that claims, completes and reconciles actions. It imports no database driver
+// and no net/http.
+package ledger
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Action is one intended side effect, named by an application-owned id and
+// scoped by tenant. Every call that carries the same id belongs to it.
+type Action struct {
+	Tenant  string
+	ID      string
+	ToolID  string
+	Version string // the contract version the arguments were bound under
+	State   State
+
+	// NeedsOperator is set on an unknown action whose lookup stayed unanswered
+	// past the binding's hold_after.
+	NeedsOperator bool
+
+	ArgsDigest string // "sha256:<hex>" of the canonical arguments; empty while prepared
+	Arguments  []byte // the canonical (RFC 8785) arguments
+
+	Attempts   int       // downstream attempts started (claims)
+	LeaseOwner string    // who holds the running claim
+	LeaseUntil time.Time // the running claim lapses after this unless renewed
+	LastSentAt time.Time // when a request was last written downstream (the settle rule)
+
+	UnknownSince time.Time // when the action last became unknown
+	NextCheckAt  time.Time // when the reconciler should next run the lookup
+	Checks       int       // lookups run since the action became unknown
+
+	Result        *Result
+	ProviderCalls []ProviderCall
+
+	CorrelationID string
+	Scope         string
+	PolicyVersion string
+
+	CreatedAt time.Time
+	UpdatedAt time.Time
+	History   []Transition
+
+	// Rev is the stored revision. Store.Update writes only when it still
+	// matches, which makes every transition a compare-and-set.
+	Rev int64
+}
+
+// Result is a stored downstream answer, replayed byte for byte.
+type Result struct {
+	StatusCode  int    `json:"status_code"`
+	ContentType string `json:"content_type,omitempty"`
+	Body        []byte `json:"body"`
+}
+
+// ProviderCall is evidence of the model-provider tool call that asked for an action.
+type ProviderCall struct {
+	Name   string    `json:"name,omitempty"`
+	Route  string    `json:"route,omitempty"`
+	CallID string    `json:"call_id,omitempty"`
+	At     time.Time `json:"at"`
+}
+
+// Errors the stores report; nothing above a store sees a driver error.
+var (
+	ErrNotFound = errors.New("action not found")
+	ErrExists   = errors.New("action already exists")
+	ErrStale    = errors.New("action changed since it was read")
+)
+
+// Filter selects actions for List. The zero value lists a tenant's newest actions.
+type Filter struct {
+	Tenant string // required: lists never cross tenants
+	State  State  // "" for any
+	ToolID string // "" for any
+	Limit  int    // defaults to 50, at most 500
+	Cursor string // opaque, from a previous Page.Next
+}
+
+// Page is one page of List.
+type Page struct {
+	Actions []*Action
+	Next    string // "" on the last page
+}
+
+// Store keeps actions durably. Implementations must pass storetest.Exercise.
+//
+// Every write is durable when it returns. Update is a compare-and-set on Rev, so
+// two writers that read the same revision never both succeed: that is what
+// makes a claim atomic across goroutines, processes and replicas.
+type Store interface {
+	// Insert stores a new action with Rev 1 (and sets a.Rev). It returns
+	// ErrExists when the tenant already has an action with that id.
+	Insert(ctx context.Context, a *Action) error
+	// Get returns the action, or ErrNotFound.
+	Get(ctx context.Context, tenant, id string) (*Action, error)
+	// Update writes a when the stored Rev equals a.Rev and then increments a.Rev;
+	// it returns ErrStale when the stored revision differs and ErrNotFound when
+	// the action is gone.
+	Update(ctx context.Context, a *Action) error
+	// List returns one tenant's actions matching f, newest first.
+	List(ctx context.Context, f Filter) (Page, error)
+	// Expired returns up to limit running actions of any tenant whose lease
+	// ends at or before now, oldest lease first.
+	Expired(ctx context.Context, now time.Time, limit int) ([]*Action, error)
+	// DueChecks returns up to limit unknown actions of any tenant whose
+	// NextCheckAt is at or before now, most overdue first.
+	DueChecks(ctx context.Context, now time.Time, limit int) ([]*Action, error)
+	// CountByState counts actions of all tenants per state.
+	CountByState(ctx context.Context) (map[State]int64, error)
+	// Close releases the store's resources.
+	Close() error
+}

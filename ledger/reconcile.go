@@ -1,0 +1,315 @@
+package ledger
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// LookupAnswer is what the downstream's lookup said about an unknown action.
+type LookupAnswer struct {
+	Found    bool    // the effect exists: Result holds the lookup's answer
+	NotFound bool    // the downstream has no effect for the key (yet)
+	Result   *Result // the lookup's status and body when Found
+	Err      error   // no usable answer (no lookup configured, unreachable, odd status)
+}
+
+// ReconcilePolicy is a binding's timing for reconciliation.
+type ReconcilePolicy struct {
+	// SettleAfter: a "not found" is trusted only this long after the last send.
+	SettleAfter time.Duration
+	// HoldAfter: unknown this long with no lookup answer flags needs_operator.
+	HoldAfter time.Duration
+	// Backoff is the wait after the first unanswered lookup; it doubles up to
+	// MaxBackoff. Defaults 1s and 5m.
+	Backoff, MaxBackoff time.Duration
+}
+
+// Reconcile results, as counted by toolgate_reconcile_total{result}.
+const (
+	ReconcileFound       = "found"
+	ReconcileNotFound    = "not_found"
+	ReconcileSettling    = "settling"
+	ReconcileUnavailable = "unavailable"
+	ReconcileHeld        = "needs_operator"
+	ReconcileExpired     = "lease_expired"
+	ReconcileSkipped     = "skipped"
+)
+
+// ApplyLookup records what a lookup answer means for an unknown action (SPEC 4):
+// found settles it at once; not found sends it back to pending only once
+// SettleAfter has passed since the last send; no answer schedules another try
+// with backoff and, past HoldAfter, flags needs_operator. It returns which of
+// the Reconcile* results happened. Actions that are not unknown are left alone.
+func (s *Service) ApplyLookup(ctx context.Context, a *Action, ans LookupAnswer, p ReconcilePolicy, by Actor, principal string) (string, error) {
+	if a.State != Unknown {
+		return ReconcileSkipped, nil
+	}
+	now := s.now()
+	b := a.clone()
+	result := ReconcileUnavailable
+	switch {
+	case ans.Found:
+		to := Succeeded
+		if ans.Result != nil && (ans.Result.StatusCode < 200 || ans.Result.StatusCode > 299) {
+			to = Rejected
+		}
+		if err := b.Move(to, by, principal, "lookup found the effect", now); err != nil {
+			return "", err
+		}
+		b.Result = ans.Result
+		result = ReconcileFound
+	case ans.NotFound && now.Sub(a.LastSentAt) >= p.SettleAfter:
+		if err := b.Move(Pending, by, principal, fmt.Sprintf("lookup found no effect %s after the last send", now.Sub(a.LastSentAt).Round(time.Millisecond)), now); err != nil {
+			return "", err
+		}
+		result = ReconcileNotFound
+	case ans.NotFound:
+		b.Checks++
+		b.NextCheckAt = a.LastSentAt.Add(p.SettleAfter)
+		result = ReconcileSettling
+	default:
+		b.Checks++
+		b.NextCheckAt = now.Add(backoff(p, b.Checks))
+		if !a.NeedsOperator && p.HoldAfter > 0 && now.Sub(a.UnknownSince) >= p.HoldAfter {
+			reason := "no lookup answer for " + p.HoldAfter.String()
+			if ans.Err != nil {
+				reason += ": " + ans.Err.Error()
+			}
+			if err := b.Move(Unknown, ByReconciler, "", reason, now); err != nil {
+				return "", err
+			}
+			b.NeedsOperator = true
+			result = ReconcileHeld
+		}
+	}
+	b.UpdatedAt = now
+	if err := s.write(ctx, a, b); err != nil {
+		return "", err
+	}
+	return result, nil
+}
+
+func backoff(p ReconcilePolicy, checks int) time.Duration {
+	d, max := p.Backoff, p.MaxBackoff
+	if d <= 0 {
+		d = time.Second
+	}
+	if max <= 0 {
+		max = 5 * time.Minute
+	}
+	for i := 1; i < checks && d < max; i++ {
+		d *= 2
+	}
+	if d > max {
+		d = max
+	}
+	return d
+}
+
+// ExpireLeases makes every running action whose lease ended at or before now
+// unknown (SPEC 4, orphans). A gateway on an embedded ledger calls it once at
+// start-up with all=true: every running action there was orphaned by its
+// previous process. It returns how many actions it moved.
+func (s *Service) ExpireLeases(ctx context.Context, all bool, limit int) (int, error) {
+	now := s.now()
+	until := now
+	reason := "lease expired: the gateway running it was lost"
+	if all {
+		until = now.Add(100 * 365 * 24 * time.Hour)
+		reason = "orphaned: the gateway process that ran it stopped"
+	}
+	if limit <= 0 {
+		limit = 500
+	}
+	moved := 0
+	for {
+		list, err := s.Store.Expired(ctx, until, limit)
+		if err != nil {
+			return moved, fmt.Errorf("expire leases: %w", err)
+		}
+		n := 0
+		for _, a := range list {
+			b := a.clone()
+			if err := b.Move(Unknown, ByReconciler, "", reason, now); err != nil {
+				continue
+			}
+			// The request may still land downstream: settle from now.
+			b.LastSentAt, b.NextCheckAt = now, now
+			if err := s.write(ctx, a, b); err == nil {
+				n++
+			} else if !errors.Is(err, ErrStale) {
+				return moved + n, err
+			}
+		}
+		moved += n
+		if len(list) < limit || n == 0 {
+			return moved, nil
+		}
+	}
+}
+
+// Resolution is an operator's verdict on an unknown (or exhausted) action.
+type Resolution struct {
+	Outcome   string  // succeeded | rejected | not_started
+	Note      string  // why; recorded in the history
+	Result    *Result // replayed afterwards; nil: 200 with a JSON record of the resolution
+	Principal string  // who resolved it
+}
+
+// ErrNotResolvable reports a resolve on an action that is neither unknown nor
+// pending with its attempts used up.
+var ErrNotResolvable = errors.New("action is not unknown and has attempts left")
+
+// ErrBadOutcome reports a resolution outcome other than succeeded, rejected or not_started.
+var ErrBadOutcome = errors.New("outcome must be succeeded, rejected or not_started")
+
+// Resolve applies an operator's verdict. not_started sends the action back to
+// pending with a fresh set of attempts; the others make it terminal.
+func (s *Service) Resolve(ctx context.Context, a *Action, r Resolution, maxAttempts int) error {
+	if !(a.State == Unknown || (a.State == Pending && a.Attempts >= maxAttempts)) {
+		return ErrNotResolvable
+	}
+	now := s.now()
+	b := a.clone()
+	reason := "resolved " + r.Outcome
+	if r.Note != "" {
+		reason += ": " + r.Note
+	}
+	var to State
+	switch r.Outcome {
+	case "succeeded":
+		to = Succeeded
+	case "rejected":
+		to = Rejected
+	case "not_started":
+		to = Pending
+		b.Attempts = 0
+	default:
+		return ErrBadOutcome
+	}
+	if err := b.Move(to, ByOperator, r.Principal, reason, now); err != nil {
+		return err
+	}
+	if to != Pending {
+		res := r.Result
+		if res == nil {
+			body, _ := json.Marshal(map[string]any{
+				"action_id": a.ID, "state": to, "resolved_by": r.Principal, "note": r.Note, "resolved_at": now,
+			})
+			res = &Result{StatusCode: 200, ContentType: "application/json", Body: body}
+		}
+		b.Result = res
+	}
+	return s.write(ctx, a, b)
+}
+
+// Approve releases an action waiting for approval back to pending.
+func (s *Service) Approve(ctx context.Context, a *Action, principal, note string) error {
+	return s.decide(ctx, a, Pending, principal, "approved", note, nil)
+}
+
+// Deny makes an action waiting for approval terminal rejected, storing res as
+// what its retries replay.
+func (s *Service) Deny(ctx context.Context, a *Action, principal, note string, res *Result) error {
+	return s.decide(ctx, a, Rejected, principal, "denied", note, res)
+}
+
+func (s *Service) decide(ctx context.Context, a *Action, to State, principal, verb, note string, res *Result) error {
+	b := a.clone()
+	reason := verb
+	if note != "" {
+		reason += ": " + note
+	}
+	if err := b.Move(to, ByOperator, principal, reason, s.now()); err != nil {
+		return err
+	}
+	if res != nil {
+		b.Result = res
+	}
+	return s.write(ctx, a, b)
+}
+
+// Reconciler runs in the background: it expires lost leases and runs the
+// lookup for unknown actions that are due.
+type Reconciler struct {
+	Service *Service
+	// Lookup asks the downstream about an action.
+	Lookup func(ctx context.Context, a *Action) LookupAnswer
+	// Policy gives the timing for an action's binding.
+	Policy func(a *Action) ReconcilePolicy
+	// Interval between passes. Defaults to 5s.
+	Interval time.Duration
+	// Batch is how many actions one pass looks at. Defaults to 100.
+	Batch int
+	// Observe, if set, is told each result (for metrics).
+	Observe func(result string)
+	// Errorf, if set, receives errors a pass meets.
+	Errorf func(format string, args ...any)
+}
+
+// RunOnce makes one pass: expired leases become unknown, then every due
+// unknown action gets a lookup. It returns how many actions it looked at.
+func (r *Reconciler) RunOnce(ctx context.Context) (int, error) {
+	n, err := r.Service.ExpireLeases(ctx, false, r.batch())
+	for i := 0; i < n; i++ {
+		r.observe(ReconcileExpired)
+	}
+	if err != nil {
+		return n, err
+	}
+	due, err := r.Service.Store.DueChecks(ctx, r.Service.now(), r.batch())
+	if err != nil {
+		return n, fmt.Errorf("due checks: %w", err)
+	}
+	for _, a := range due {
+		if ctx.Err() != nil {
+			return n, ctx.Err()
+		}
+		res, err := r.Service.ApplyLookup(ctx, a, r.Lookup(ctx, a), r.Policy(a), ByReconciler, "")
+		if err != nil {
+			if !errors.Is(err, ErrStale) && r.Errorf != nil {
+				r.Errorf("reconcile %s/%s: %v", a.Tenant, a.ID, err)
+			}
+			continue
+		}
+		r.observe(res)
+		n++
+	}
+	return n, nil
+}
+
+// Run makes a pass every Interval until ctx ends.
+func (r *Reconciler) Run(ctx context.Context) {
+	iv := r.Interval
+	if iv <= 0 {
+		iv = 5 * time.Second
+	}
+	t := time.NewTicker(iv)
+	defer t.Stop()
+	for {
+		if _, err := r.RunOnce(ctx); err != nil && ctx.Err() == nil && r.Errorf != nil {
+			r.Errorf("reconciler: %v", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (r *Reconciler) batch() int {
+	if r.Batch > 0 {
+		return r.Batch
+	}
+	return 100
+}
+
+func (r *Reconciler) observe(res string) {
+	if r.Observe != nil {
+		r.Observe(res)
+	}
+}

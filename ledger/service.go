@@ -1,0 +1,360 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// Service moves actions through their states on top of a Store. Every move is a
+// compare-and-set write, so two callers (goroutines, processes or replicas) that
+// race for one action never both win.
+type Service struct {
+	Store Store
+	// Now is the clock. Defaults to time.Now.
+	Now func() time.Time
+	// Lease is how long a running claim lasts without renewal. Defaults to 30s.
+	Lease time.Duration
+	// Owner names this process in leases. Defaults to "gateway".
+	Owner string
+
+	mu      sync.Mutex
+	waiters map[string]chan struct{}
+}
+
+// ErrActionMismatch reports a prepare whose tool, version, scope or policy
+// differs from the stored action's.
+var ErrActionMismatch = errors.New("action exists with other attributes")
+
+func (s *Service) now() time.Time {
+	if s.Now != nil {
+		return s.Now().UTC()
+	}
+	return time.Now().UTC()
+}
+
+func (s *Service) lease() time.Duration {
+	if s.Lease > 0 {
+		return s.Lease
+	}
+	return 30 * time.Second
+}
+
+func (s *Service) owner() string {
+	if s.Owner != "" {
+		return s.Owner
+	}
+	return "gateway"
+}
+
+// Get returns one tenant's action, or ErrNotFound.
+func (s *Service) Get(ctx context.Context, tenant, id string) (*Action, error) {
+	return s.Store.Get(ctx, tenant, id)
+}
+
+// PrepareSpec is what PUT /v1/actions/{id} declares.
+type PrepareSpec struct {
+	ToolID, Version, Scope, PolicyVersion, CorrelationID string
+}
+
+// Prepare creates a prepared action, or returns the existing one when it was
+// prepared with the same attributes (created=false). Other attributes give
+// ErrActionMismatch with the stored action.
+func (s *Service) Prepare(ctx context.Context, tenant, id string, p PrepareSpec) (*Action, bool, error) {
+	now := s.now()
+	a := &Action{
+		Tenant: tenant, ID: id, ToolID: p.ToolID, Version: p.Version, State: Prepared,
+		Scope: p.Scope, PolicyVersion: p.PolicyVersion, CorrelationID: p.CorrelationID,
+		CreatedAt: now, UpdatedAt: now,
+		History: []Transition{{To: Prepared, Reason: "prepared", By: string(ByGateway), At: now}},
+	}
+	err := s.Store.Insert(ctx, a)
+	if err == nil {
+		return a, true, nil
+	}
+	if !errors.Is(err, ErrExists) {
+		return nil, false, fmt.Errorf("prepare action %s: %w", id, err)
+	}
+	old, err := s.Store.Get(ctx, tenant, id)
+	if err != nil {
+		return nil, false, fmt.Errorf("prepare action %s: %w", id, err)
+	}
+	if old.ToolID != p.ToolID || (p.Version != "" && old.Version != p.Version) ||
+		old.Scope != p.Scope || old.PolicyVersion != p.PolicyVersion {
+		return old, false, ErrActionMismatch
+	}
+	return old, false, nil
+}
+
+// StartSpec is a first call for an action id that the ledger has not seen.
+type StartSpec struct {
+	ToolID, Version, ArgsDigest string
+	Arguments                   []byte
+	CorrelationID               string
+	Provider                    *ProviderCall
+	// Hold parks the action in awaiting_approval instead of claiming it; Reason
+	// says why (the review rule, or the binding's require_approval).
+	Hold   bool
+	Reason string
+}
+
+// Start records a new action and, in the same durable write, claims it (state
+// running, attempt 1) or parks it for approval. created=false means the id was
+// taken meanwhile: the stored action is returned untouched and the caller must
+// treat the call as a duplicate.
+func (s *Service) Start(ctx context.Context, tenant, id string, sp StartSpec) (a *Action, created bool, err error) {
+	now := s.now()
+	a = &Action{
+		Tenant: tenant, ID: id, ToolID: sp.ToolID, Version: sp.Version, State: Pending,
+		ArgsDigest: sp.ArgsDigest, Arguments: sp.Arguments, CorrelationID: sp.CorrelationID,
+		CreatedAt: now, UpdatedAt: now,
+		History: []Transition{{To: Pending, Reason: "first call bound the arguments", By: string(ByGateway), At: now}},
+	}
+	if sp.Provider != nil {
+		a.ProviderCalls = []ProviderCall{*sp.Provider}
+	}
+	if sp.Hold {
+		err = a.Move(AwaitingApproval, ByGateway, "", sp.Reason, now)
+	} else {
+		err = s.claimInMemory(a, now)
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	switch err := s.Store.Insert(ctx, a); {
+	case err == nil:
+		return a, true, nil
+	case errors.Is(err, ErrExists):
+		old, gerr := s.Store.Get(ctx, tenant, id)
+		if gerr != nil {
+			return nil, false, fmt.Errorf("start action %s: %w", id, gerr)
+		}
+		return old, false, nil
+	default:
+		return nil, false, fmt.Errorf("start action %s: %w", id, err)
+	}
+}
+
+func (s *Service) claimInMemory(a *Action, now time.Time) error {
+	if err := a.Move(Running, ByGateway, "", fmt.Sprintf("claimed for attempt %d", a.Attempts+1), now); err != nil {
+		return err
+	}
+	a.Attempts++
+	a.LeaseOwner = s.owner()
+	a.LeaseUntil = now.Add(s.lease())
+	a.LastSentAt = now
+	return nil
+}
+
+// Bind attaches the first call's arguments to a prepared action and then
+// claims it (or parks it, with hold). It returns ErrStale when another call
+// moved the action first: re-read and handle the call as a duplicate.
+func (s *Service) Bind(ctx context.Context, a *Action, version, digest string, args []byte, hold bool, reason string) error {
+	now := s.now()
+	b := a.clone()
+	if version != "" {
+		b.Version = version
+	}
+	b.ArgsDigest, b.Arguments = digest, args
+	if err := b.Move(Pending, ByGateway, "", "first call bound the arguments", now); err != nil {
+		return err
+	}
+	var err error
+	if hold {
+		err = b.Move(AwaitingApproval, ByGateway, "", reason, now)
+	} else {
+		err = s.claimInMemory(b, now)
+	}
+	if err != nil {
+		return err
+	}
+	return s.write(ctx, a, b)
+}
+
+// Claim moves a pending action to running and counts an attempt. It returns
+// ErrStale when someone else moved it first.
+func (s *Service) Claim(ctx context.Context, a *Action) error {
+	b := a.clone()
+	if err := s.claimInMemory(b, s.now()); err != nil {
+		return err
+	}
+	return s.write(ctx, a, b)
+}
+
+// Renew extends a running action's lease while its downstream call is in flight.
+func (s *Service) Renew(ctx context.Context, a *Action) error {
+	if a.State != Running {
+		return &TransitionError{From: a.State, To: Running, By: ByGateway}
+	}
+	b := a.clone()
+	b.LeaseUntil = s.now().Add(s.lease())
+	return s.write(ctx, a, b)
+}
+
+// Outcome is what a downstream attempt came to.
+type Outcome int
+
+// The outcomes of one attempt.
+const (
+	Answered   Outcome = iota // the downstream answered; Result holds the answer
+	NotStarted                // nothing was done downstream (never sent, or a not-started status)
+	Lost                      // the request may have taken effect: timeout, dropped, ambiguous 5xx
+)
+
+// Finish records the outcome of a running action's attempt: answered 2xx
+// becomes succeeded, any other answer rejected, not-started goes back to
+// pending, lost becomes unknown. If the action was meanwhile declared unknown
+// (its lease ran out) an answer still settles it, as a late reconciliation.
+func (s *Service) Finish(ctx context.Context, a *Action, o Outcome, res *Result, reason string) error {
+	now := s.now()
+	for try := 0; ; try++ {
+		b := a.clone()
+		by := ByGateway
+		if b.State == Unknown && o == Answered {
+			by, reason = ByReconciler, "late answer after the lease ran out: "+reason
+		}
+		var to State
+		switch o {
+		case Answered:
+			to = Rejected
+			if res != nil && res.StatusCode >= 200 && res.StatusCode < 300 {
+				to = Succeeded
+			}
+			b.Result = res
+		case NotStarted:
+			to = Pending
+		case Lost:
+			to = Unknown
+			b.LastSentAt = now
+		}
+		if b.State == Unknown && to == Unknown {
+			return nil // already unknown: nothing new to record
+		}
+		if err := b.Move(to, by, "", reason, now); err != nil {
+			return err
+		}
+		if to == Unknown {
+			b.NextCheckAt = now
+		}
+		err := s.write(ctx, a, b)
+		if !errors.Is(err, ErrStale) || try > 3 {
+			return err
+		}
+		fresh, gerr := s.Store.Get(ctx, a.Tenant, a.ID)
+		if gerr != nil {
+			return gerr
+		}
+		*a = *fresh
+	}
+}
+
+// AddProviderCall stores one more piece of provider evidence, unless the same
+// call id is already recorded.
+func (s *Service) AddProviderCall(ctx context.Context, a *Action, pc ProviderCall) error {
+	if pc.CallID == "" && pc.Name == "" {
+		return nil
+	}
+	for try := 0; ; try++ {
+		for _, old := range a.ProviderCalls {
+			if old.CallID == pc.CallID && old.Name == pc.Name && old.Route == pc.Route {
+				return nil
+			}
+		}
+		b := a.clone()
+		pc.At = s.now()
+		b.ProviderCalls = append(b.ProviderCalls, pc)
+		err := s.write(ctx, a, b)
+		if !errors.Is(err, ErrStale) || try > 3 {
+			return err
+		}
+		fresh, gerr := s.Store.Get(ctx, a.Tenant, a.ID)
+		if gerr != nil {
+			return gerr
+		}
+		*a = *fresh
+	}
+}
+
+// write stores b over a (compare-and-set on a.Rev); on success a becomes b and
+// anyone waiting for the action is woken.
+func (s *Service) write(ctx context.Context, a, b *Action) error {
+	if err := s.Store.Update(ctx, b); err != nil {
+		return fmt.Errorf("update action %s: %w", a.ID, err)
+	}
+	*a = *b
+	if a.State != Running {
+		s.wake(a.Tenant, a.ID)
+	}
+	return nil
+}
+
+// clone copies a deeply enough that changing the copy's slices leaves a alone.
+func (a *Action) clone() *Action {
+	b := *a
+	b.History = append([]Transition(nil), a.History...)
+	b.ProviderCalls = append([]ProviderCall(nil), a.ProviderCalls...)
+	if a.Result != nil {
+		r := *a.Result
+		b.Result = &r
+	}
+	return &b
+}
+
+// Wait blocks until the action leaves running, ctx ends or timeout passes, and
+// returns the action as last read. Completions in this process wake it at once;
+// completions by other processes are seen by polling every poll interval.
+func (s *Service) Wait(ctx context.Context, tenant, id string, timeout, poll time.Duration) (*Action, error) {
+	if poll <= 0 {
+		poll = 50 * time.Millisecond
+	}
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for {
+		ch := s.waiter(tenant, id)
+		a, err := s.Store.Get(ctx, tenant, id)
+		if err != nil || a.State != Running {
+			return a, err
+		}
+		t := time.NewTimer(poll)
+		select {
+		case <-ch:
+		case <-t.C:
+		case <-deadline.C:
+			t.Stop()
+			return a, nil
+		case <-ctx.Done():
+			t.Stop()
+			return a, ctx.Err()
+		}
+		t.Stop()
+	}
+}
+
+func waitKey(tenant, id string) string { return tenant + "\x00" + id }
+
+func (s *Service) waiter(tenant, id string) chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.waiters == nil {
+		s.waiters = map[string]chan struct{}{}
+	}
+	k := waitKey(tenant, id)
+	ch, ok := s.waiters[k]
+	if !ok {
+		ch = make(chan struct{})
+		s.waiters[k] = ch
+	}
+	return ch
+}
+
+func (s *Service) wake(tenant, id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := waitKey(tenant, id)
+	if ch, ok := s.waiters[k]; ok {
+		close(ch)
+		delete(s.waiters, k)
+	}
+}
