@@ -1,0 +1,403 @@
+package decisionlog
+
+import (
+	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// MaskToken replaces a masked value when the Masker has no HashKey.
+const MaskToken = "***"
+
+// ErrUnmaskable reports a record whose arguments cannot be masked (they are
+// not one valid JSON value). Such a record is dropped, never written raw.
+var ErrUnmaskable = errors.New("decision log record cannot be masked")
+
+// Action says what happens to a sensitive value.
+type Action int
+
+const (
+	// Mask keeps the member and replaces its value (of any type) with
+	// MaskToken, or with a keyed hash when the Masker has a HashKey.
+	Mask Action = iota
+	// Erase removes the value: an object member is deleted; an array item
+	// becomes null, so the indices of the other items keep their meaning.
+	Erase
+)
+
+func (a Action) String() string {
+	if a == Erase {
+		return "erase"
+	}
+	return "mask"
+}
+
+// Rule is one sensitive location: an RFC 6901 pointer into a payload, whose
+// segment "*" matches every array item and every object member.
+type Rule struct {
+	Pointer string
+	Action  Action
+}
+
+// MaskRules returns a Mask rule for each pointer.
+func MaskRules(pointers ...string) []Rule { return rules(Mask, pointers) }
+
+// EraseRules returns an Erase rule for each pointer.
+func EraseRules(pointers ...string) []Rule { return rules(Erase, pointers) }
+
+func rules(a Action, pointers []string) []Rule {
+	out := make([]Rule, len(pointers))
+	for i, p := range pointers {
+		out[i] = Rule{Pointer: p, Action: a}
+	}
+	return out
+}
+
+// MaskerConfig holds a tool version's sensitive locations, per payload. The
+// zero value masks nothing.
+type MaskerConfig struct {
+	// Arguments are pointers into the call's arguments (the x-sensitive
+	// properties of the schema's parameters).
+	Arguments []Rule
+	// Result are pointers into the downstream response body (the
+	// x-sensitive properties of the schema's result).
+	Result []Rule
+	// State are pointers into the state probe's bodies (state_before and
+	// state_after). The contract has no schema for them; the gateway passes
+	// the result's pointers, as the probe usually reads the same resource.
+	State []Rule
+	// HashKey, when set, makes Mask write "hmac-sha256:<32 hex>" (HMAC-SHA256
+	// of the value's JSON, truncated to 128 bits) instead of MaskToken, so
+	// equal values can be correlated across records without being revealed.
+	// Defaults to nil: every masked value is MaskToken.
+	HashKey []byte
+}
+
+// Masker turns a Record's payloads into their loggable form. It is built once
+// per tool version, is immutable and safe for concurrent use.
+type Masker struct {
+	args, result, state []compiledRule
+	hashKey             []byte
+}
+
+type compiledRule struct {
+	p     pointer
+	erase bool
+}
+
+// NewMasker validates every pointer and returns the Masker; a malformed
+// pointer is an error, so a bad contract fails at load time, not per call.
+func NewMasker(cfg MaskerConfig) (*Masker, error) {
+	m := &Masker{hashKey: bytes.Clone(cfg.HashKey)}
+	var err error
+	if m.args, err = compile("arguments", cfg.Arguments); err != nil {
+		return nil, err
+	}
+	if m.result, err = compile("result", cfg.Result); err != nil {
+		return nil, err
+	}
+	if m.state, err = compile("state", cfg.State); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// compile parses the rules and orders them so that erasures run before masks
+// and shallower pointers before deeper ones: a value inside an erased or
+// masked one is then not listed a second time.
+func compile(part string, rs []Rule) ([]compiledRule, error) {
+	out := make([]compiledRule, 0, len(rs))
+	seen := map[Rule]bool{}
+	for _, r := range rs {
+		if r.Action != Mask && r.Action != Erase {
+			return nil, fmt.Errorf("%s rule %q: unknown action %d", part, r.Pointer, r.Action)
+		}
+		p, err := parsePointer(r.Pointer)
+		if err != nil {
+			return nil, fmt.Errorf("%s rule: %w", part, err)
+		}
+		if seen[r] {
+			continue
+		}
+		seen[r] = true
+		out = append(out, compiledRule{p: p, erase: r.Action == Erase})
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].erase != out[j].erase {
+			return out[i].erase
+		}
+		return len(out[i].p.segments) < len(out[j].p.segments)
+	})
+	return out, nil
+}
+
+// Apply replaces rec's payloads by what mode allows in the log, appends the
+// pointers it erased or masked to rec.Erased and rec.Masked, and sets
+// rec.ResultHash. The payload bytes it was given are never modified: masking
+// works on a decoded copy.
+//
+// digest: arguments and result are removed (input_hash and result_hash stay).
+// masked: every payload is masked by its rules. full: payloads are kept raw.
+// State bodies are masked in both digest and masked modes. A result or state
+// body that is not JSON is erased whole. Arguments that are not JSON make the
+// whole record unloggable: Apply returns an error wrapping ErrUnmaskable (in
+// digest mode the arguments are not written, so they need not be JSON).
+// A nil Masker masks nothing.
+func (m *Masker) Apply(rec *Record, mode ArgumentsMode) error {
+	if m == nil {
+		m = &Masker{}
+	}
+	mode = mode.orDefault()
+	if !absent(rec.Result) && rec.ResultHash == "" {
+		sum := sha256.Sum256(rec.Result)
+		rec.ResultHash = "sha256:" + hex.EncodeToString(sum[:])
+	}
+	var err error
+	switch mode {
+	case ModeDigest:
+		rec.Arguments, rec.Result = nil, nil
+	case ModeFull:
+		if !absent(rec.Arguments) && !json.Valid(rec.Arguments) {
+			return fmt.Errorf("%w: arguments are not JSON", ErrUnmaskable)
+		}
+		rec.Result = m.wholeOrErased(rec, "/result", rec.Result)
+	case ModeMasked:
+		if rec.Arguments, err = m.part(rec, "/arguments", rec.Arguments, m.args); err != nil {
+			return fmt.Errorf("%w: arguments: %v", ErrUnmaskable, err)
+		}
+		if rec.Result, err = m.part(rec, "/result", rec.Result, m.result); err != nil {
+			rec.Result = nil
+			rec.Erased = append(rec.Erased, "/result")
+		}
+	default:
+		return fmt.Errorf("decision log: unknown arguments mode %q", mode)
+	}
+	if mode == ModeFull {
+		rec.StateBefore = m.wholeOrErased(rec, "/state_before", rec.StateBefore)
+		rec.StateAfter = m.wholeOrErased(rec, "/state_after", rec.StateAfter)
+		return nil
+	}
+	if rec.StateBefore, err = m.part(rec, "/state_before", rec.StateBefore, m.state); err != nil {
+		rec.StateBefore = nil
+		rec.Erased = append(rec.Erased, "/state_before")
+	}
+	if rec.StateAfter, err = m.part(rec, "/state_after", rec.StateAfter, m.state); err != nil {
+		rec.StateAfter = nil
+		rec.Erased = append(rec.Erased, "/state_after")
+	}
+	return nil
+}
+
+// wholeOrErased keeps a raw payload in full mode if it is JSON, else erases it.
+func (m *Masker) wholeOrErased(rec *Record, prefix string, raw json.RawMessage) json.RawMessage {
+	if absent(raw) {
+		return nil
+	}
+	if !json.Valid(raw) {
+		rec.Erased = append(rec.Erased, prefix)
+		return nil
+	}
+	return raw
+}
+
+func absent(raw json.RawMessage) bool {
+	t := bytes.TrimSpace(raw)
+	return len(t) == 0 || string(t) == "null"
+}
+
+// part masks one payload by its rules and lists the concrete pointers it
+// touched, prefixed by prefix.
+func (m *Masker) part(rec *Record, prefix string, raw json.RawMessage, rs []compiledRule) (json.RawMessage, error) {
+	if absent(raw) {
+		return nil, nil
+	}
+	if len(rs) == 0 {
+		if !json.Valid(raw) {
+			return nil, errors.New("not valid JSON")
+		}
+		return raw, nil
+	}
+	root, err := decodeOne(raw)
+	if err != nil {
+		return nil, err
+	}
+	hit := map[string]bool{}
+	for i := range rs {
+		r := &rs[i]
+		var hits []string
+		root = m.walk(root, r.p.segments, prefix, r, hit, &hits)
+		if r.erase {
+			rec.Erased = append(rec.Erased, hits...)
+		} else {
+			rec.Masked = append(rec.Masked, hits...)
+		}
+	}
+	if root == erasedRoot {
+		return nil, nil
+	}
+	return encodeValue(root)
+}
+
+// erasedRoot is what walk returns for an erased location; the caller deletes
+// the member (or nulls the item, or the whole payload).
+var erasedRoot any = new(erasedMarker)
+
+type erasedMarker struct{ _ int }
+
+// walk applies rule r at segs below node (found at path) and returns node's
+// new value. Locations already erased or masked by an earlier rule (in hit)
+// are left alone.
+func (m *Masker) walk(node any, segs []string, path string, r *compiledRule, hit map[string]bool, hits *[]string) any {
+	if len(segs) == 0 {
+		if hit[path] {
+			return node
+		}
+		hit[path] = true
+		*hits = append(*hits, path)
+		if r.erase {
+			return erasedRoot
+		}
+		return m.token(node)
+	}
+	seg, rest := segs[0], segs[1:]
+	switch n := node.(type) {
+	case map[string]any:
+		keys := []string{seg}
+		if seg == Wildcard {
+			keys = slices.Sorted(maps.Keys(n))
+		}
+		for _, k := range keys {
+			child, ok := n[k]
+			if !ok {
+				continue
+			}
+			nv := m.walk(child, rest, path+"/"+escapeSegment(k), r, hit, hits)
+			if nv == erasedRoot {
+				delete(n, k)
+			} else {
+				n[k] = nv
+			}
+		}
+	case []any:
+		set := func(i int) {
+			nv := m.walk(n[i], rest, fmt.Sprintf("%s/%d", path, i), r, hit, hits)
+			if nv == erasedRoot {
+				nv = nil
+			}
+			n[i] = nv
+		}
+		if seg == Wildcard {
+			for i := range n {
+				set(i)
+			}
+		} else if i, ok := arrayIndex(seg, len(n)); ok {
+			set(i)
+		}
+	}
+	return node
+}
+
+// token is the replacement for a masked value.
+func (m *Masker) token(v any) any {
+	if len(m.hashKey) == 0 {
+		return MaskToken
+	}
+	b, err := encodeValue(v)
+	if err != nil { // cannot happen for decoded JSON; never fall back to the value
+		return MaskToken
+	}
+	mac := hmac.New(sha256.New, m.hashKey)
+	mac.Write(b)
+	return "hmac-sha256:" + hex.EncodeToString(mac.Sum(nil)[:16])
+}
+
+// decodeOne decodes exactly one JSON value into a fresh tree (the copy that
+// is masked), keeping numbers as written.
+func decodeOne(raw []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("data after the JSON value")
+	}
+	return v, nil
+}
+
+func encodeValue(v any) (json.RawMessage, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(b.Bytes(), "\n"), nil
+}
+
+// Encode masks rec per mode and returns its JSON line, newline included. It
+// fills the record's defaults (record_version, a decision_id when empty,
+// empty erased/masked lists, a UTC timestamp) and is what the Writer runs off
+// the request path; the gateway may call it directly to log synchronously.
+func Encode(rec Record, m *Masker, mode ArgumentsMode) ([]byte, error) {
+	if err := m.Apply(&rec, mode); err != nil {
+		return nil, err
+	}
+	rec.RecordVersion = RecordVersion
+	if rec.DecisionID == "" {
+		rec.DecisionID = NewDecisionID()
+	}
+	rec.Timestamp = rec.Timestamp.UTC()
+	rec.Erased = sortedUnique(rec.Erased)
+	rec.Masked = sortedUnique(rec.Masked)
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(&rec); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrUnmaskable, err)
+	}
+	return b.Bytes(), nil
+}
+
+func sortedUnique(s []string) []string {
+	if len(s) == 0 {
+		return []string{}
+	}
+	s = slices.Clone(s)
+	slices.Sort(s)
+	return slices.Compact(s)
+}
+
+// String lists the masker's rules, for logs at start-up.
+func (m *Masker) String() string {
+	var b strings.Builder
+	for _, g := range []struct {
+		name string
+		rs   []compiledRule
+	}{{"arguments", m.args}, {"result", m.result}, {"state", m.state}} {
+		for _, r := range g.rs {
+			if b.Len() > 0 {
+				b.WriteString(" ")
+			}
+			fmt.Fprintf(&b, "%s:%s%s", Action(btoi(r.erase)), g.name, r.p.text)
+		}
+	}
+	return b.String()
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
