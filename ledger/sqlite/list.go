@@ -1,0 +1,99 @@
+package sqlite
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/toolgate/toolgate/ledger"
+)
+
+// List limits: the default page size and the largest one honoured.
+const (
+	DefaultListLimit = 50
+	MaxListLimit     = 500
+)
+
+// ErrBadCursor reports a List cursor that this store did not issue.
+var ErrBadCursor = errors.New("bad list cursor")
+
+// List returns one page of the tenant's actions matching f, newest first
+// (created_at descending, then id ascending). f.Tenant is required. The cursor
+// is a keyset position, so actions inserted while paging never shift a page:
+// every action that existed when paging began is listed exactly once.
+func (s *Store) List(ctx context.Context, f ledger.Filter) (ledger.Page, error) {
+	if f.Tenant == "" {
+		return ledger.Page{}, errors.New("list actions: tenant is required")
+	}
+	if f.State != "" && !f.State.Valid() {
+		return ledger.Page{}, fmt.Errorf("list actions: state %q is not a ledger state", f.State)
+	}
+	limit := f.Limit
+	switch {
+	case limit <= 0:
+		limit = DefaultListLimit
+	case limit > MaxListLimit:
+		limit = MaxListLimit
+	}
+	var where strings.Builder
+	where.WriteString("tenant = ?")
+	args := []any{f.Tenant}
+	if f.State != "" {
+		where.WriteString(" AND state = ?")
+		args = append(args, string(f.State))
+	}
+	if f.ToolID != "" {
+		where.WriteString(" AND tool_id = ?")
+		args = append(args, f.ToolID)
+	}
+	if f.Cursor != "" {
+		at, id, err := decodeCursor(f.Cursor)
+		if err != nil {
+			return ledger.Page{}, fmt.Errorf("list actions: %w", err)
+		}
+		where.WriteString(" AND (created_at < ? OR (created_at = ? AND id > ?))")
+		args = append(args, at, at, id)
+	}
+	args = append(args, limit+1)
+	as, err := s.query(ctx, `SELECT `+columns+` FROM actions WHERE `+where.String()+`
+		ORDER BY created_at DESC, id ASC LIMIT ?`, args...)
+	if err != nil {
+		return ledger.Page{}, fmt.Errorf("list actions: %w", err)
+	}
+	var p ledger.Page
+	if len(as) > limit {
+		as = as[:limit]
+		last := as[limit-1]
+		p.Next = encodeCursor(last.CreatedAt.UnixNano(), last.ID)
+	}
+	p.Actions = as
+	return p, nil
+}
+
+// A cursor is base64url("v1:" + created_at nanos + ":" + id).
+func encodeCursor(at int64, id string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte("v1:" + strconv.FormatInt(at, 10) + ":" + id))
+}
+
+func decodeCursor(c string) (int64, string, error) {
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil {
+		return 0, "", ErrBadCursor
+	}
+	rest, ok := strings.CutPrefix(string(b), "v1:")
+	if !ok {
+		return 0, "", ErrBadCursor
+	}
+	num, id, ok := strings.Cut(rest, ":")
+	if !ok || id == "" {
+		return 0, "", ErrBadCursor
+	}
+	at, err := strconv.ParseInt(num, 10, 64)
+	if err != nil {
+		return 0, "", ErrBadCursor
+	}
+	return at, id, nil
+}

@@ -1,0 +1,191 @@
+// Package sqlite is the embedded ledger store: one SQLite file, opened with
+// modernc.org/sqlite (pure Go), in WAL mode with synchronous=FULL by default so
+// that an acknowledged write survives power loss.
+//
+// Concurrency: the store keeps two connection pools on the same file. Every
+// write goes through a pool of exactly one connection, so writers inside the
+// process queue in Go (database/sql) instead of failing with SQLITE_BUSY, and
+// transactions on it begin IMMEDIATE. Reads go through a pool of read-only
+// connections that WAL lets run beside the writer. The busy timeout covers the
+// remaining case: another process writing the same file.
+//
+// Times are stored as integer unix nanoseconds in UTC, so they round-trip at
+// nanosecond precision and come back in UTC without a monotonic reading. The
+// zero time is stored as NULL and sorts before every other time, as it does in
+// Go: a running action with no lease end is expired, an unknown action with no
+// next check is due. Times before 1678 or after 2262 cannot be stored.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/toolgate/toolgate/ledger"
+	sqlite "modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// Config says where the store lives and how hard it syncs. The zero value is
+// not usable only because Path is required.
+type Config struct {
+	// Path is the database file, created when missing. Required.
+	Path string
+	// Synchronous is "FULL" (the default: every commit is fsynced, so an
+	// acknowledged action survives power loss) or "NORMAL" (WAL commits are
+	// synced at checkpoints only: survives a process crash, may lose the
+	// latest commits on power loss).
+	Synchronous string
+	// BusyTimeout is how long a statement waits for a lock held by another
+	// process before failing. Defaults to 5s.
+	BusyTimeout time.Duration
+	// ReadConns caps the read-only connections. Defaults to max(4, GOMAXPROCS).
+	ReadConns int
+}
+
+// DefaultBusyTimeout is the busy timeout used when Config.BusyTimeout is zero.
+const DefaultBusyTimeout = 5 * time.Second
+
+// Store is a ledger.Store on one SQLite file. It is safe for concurrent use.
+type Store struct {
+	w *sql.DB // exactly one connection: every write
+	r *sql.DB // read-only connections
+}
+
+var _ ledger.Store = (*Store)(nil)
+
+// Open opens (creating if needed) the database at cfg.Path, sets its pragmas
+// and applies every embedded migration not yet applied.
+func Open(ctx context.Context, cfg Config) (*Store, error) {
+	if cfg.Path == "" {
+		return nil, errors.New("open ledger: sqlite: path is required")
+	}
+	sync := strings.ToUpper(cfg.Synchronous)
+	switch sync {
+	case "":
+		sync = "FULL"
+	case "FULL", "NORMAL":
+	default:
+		return nil, fmt.Errorf("open ledger: sqlite: synchronous %q: want FULL or NORMAL", cfg.Synchronous)
+	}
+	busy := cfg.BusyTimeout
+	if busy <= 0 {
+		busy = DefaultBusyTimeout
+	}
+	reads := cfg.ReadConns
+	if reads <= 0 {
+		reads = max(4, runtime.GOMAXPROCS(0))
+	}
+
+	base := "file:" + (&url.URL{Path: cfg.Path}).EscapedPath()
+	common := url.Values{}
+	common.Add("_pragma", "busy_timeout("+strconv.FormatInt(busy.Milliseconds(), 10)+")")
+	common.Add("_pragma", "foreign_keys(1)")
+	common.Add("_pragma", "synchronous("+sync+")")
+
+	wq := cloneValues(common)
+	wq.Add("_pragma", "journal_mode(WAL)")
+	wq.Set("_txlock", "immediate")
+	w, err := sql.Open("sqlite", base+"?"+wq.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("open ledger %s: %w", cfg.Path, translate(err))
+	}
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxLifetime(0)
+	w.SetConnMaxIdleTime(0)
+	// The writer connection is opened first: it turns the file into WAL mode
+	// before any reader connects.
+	if err := w.PingContext(ctx); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("open ledger %s: %w", cfg.Path, translate(err))
+	}
+	if err := migrate(ctx, w); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("open ledger %s: %w", cfg.Path, err)
+	}
+
+	rq := cloneValues(common)
+	rq.Add("_pragma", "query_only(1)")
+	r, err := sql.Open("sqlite", base+"?"+rq.Encode())
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("open ledger %s: %w", cfg.Path, translate(err))
+	}
+	r.SetMaxOpenConns(reads)
+	r.SetMaxIdleConns(reads)
+	if err := r.PingContext(ctx); err != nil {
+		w.Close()
+		r.Close()
+		return nil, fmt.Errorf("open ledger %s: %w", cfg.Path, translate(err))
+	}
+	return &Store{w: w, r: r}, nil
+}
+
+func cloneValues(v url.Values) url.Values {
+	c := url.Values{}
+	for k, vs := range v {
+		c[k] = append([]string(nil), vs...)
+	}
+	return c
+}
+
+// Close closes both pools. Every write already returned is durable.
+func (s *Store) Close() error {
+	return errors.Join(s.r.Close(), s.w.Close())
+}
+
+// Pragma returns the value of a read-only PRAGMA as the writer connection sees
+// it (for example "synchronous" or "journal_mode"). It exists for tests and
+// diagnostics.
+func (s *Store) Pragma(ctx context.Context, name string) (string, error) {
+	for _, c := range name {
+		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
+			return "", fmt.Errorf("pragma %q: not a pragma name", name)
+		}
+	}
+	var v string
+	if err := s.w.QueryRowContext(ctx, "PRAGMA "+name).Scan(&v); err != nil {
+		return "", fmt.Errorf("pragma %s: %w", name, translate(err))
+	}
+	return v, nil
+}
+
+// translate turns driver errors into ledger errors or into plain errors that
+// carry the SQLite message and code, so nothing above this package needs the
+// driver. Context errors are kept so callers can tell a cancelled call.
+func translate(err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, sql.ErrNoRows) {
+		return ledger.ErrNotFound
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		code := se.Code()
+		switch code & 0xff {
+		case sqlite3.SQLITE_CONSTRAINT:
+			if code == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY || code == sqlite3.SQLITE_CONSTRAINT_UNIQUE {
+				return ledger.ErrExists
+			}
+		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
+			return fmt.Errorf("%w: %s", ErrBusy, se.Error())
+		}
+		return fmt.Errorf("sqlite: %s (code %d)", se.Error(), code)
+	}
+	return err
+}
+
+// ErrBusy reports that the database stayed locked by another process past the
+// busy timeout.
+var ErrBusy = errors.New("sqlite database busy")
