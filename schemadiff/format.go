@@ -1,0 +1,149 @@
+package schemadiff
+
+import (
+	"encoding/json"
+	"encoding/xml"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+)
+
+// Formats are the output formats Write accepts.
+var Formats = []string{"text", "json", "markdown", "junit"}
+
+// Write renders a report as text, json, markdown or junit. The JSON form is exactly the
+// Report type: {"changes":[{"kind","pointer","direction","tier","detail"}],"tier",
+// "required_bump","declared_bump","bump_ok"}.
+func Write(w io.Writer, r Report, format string) error {
+	switch format {
+	case "text", "":
+		return writeText(w, r)
+	case "json":
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false)
+		return enc.Encode(r)
+	case "markdown":
+		return writeMarkdown(w, r)
+	case "junit":
+		return writeJUnit(w, r)
+	}
+	return fmt.Errorf("unknown format %q (want one of %s)", format, strings.Join(Formats, ", "))
+}
+
+func declared(r Report) string {
+	if r.DeclaredBump == nil {
+		return "n/a"
+	}
+	return string(*r.DeclaredBump)
+}
+
+func verdict(r Report) string {
+	if r.BumpOK {
+		return "ok"
+	}
+	if r.DeclaredBump == nil {
+		return "breaking"
+	}
+	return "bump too small"
+}
+
+func writeText(w io.Writer, r Report) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, c := range r.Changes {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", c.Tier, c.Kind, c.Direction, c.Pointer, c.Detail)
+	}
+	if len(r.Changes) == 0 {
+		fmt.Fprintln(tw, "no changes")
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "\n%d change(s); tier: %s; required bump: %s; declared bump: %s; %s\n",
+		len(r.Changes), r.Tier, r.RequiredBump, declared(r), verdict(r))
+	return err
+}
+
+func mdCell(s string) string {
+	return strings.NewReplacer("|", `\|`, "\n", " ").Replace(s)
+}
+
+func writeMarkdown(w io.Writer, r Report) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "## Contract diff: %s\n\n", r.Tier)
+	fmt.Fprintf(&b, "| tier | required bump | declared bump | verdict |\n|---|---|---|---|\n| %s | %s | %s | %s |\n\n",
+		r.Tier, r.RequiredBump, declared(r), verdict(r))
+	if len(r.Changes) == 0 {
+		b.WriteString("No changes.\n")
+	} else {
+		b.WriteString("| tier | kind | direction | pointer | detail |\n|---|---|---|---|---|\n")
+		for _, c := range r.Changes {
+			fmt.Fprintf(&b, "| %s | `%s` | %s | `%s` | %s |\n", c.Tier, c.Kind, c.Direction, mdCell(c.Pointer), mdCell(c.Detail))
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+type junitSuite struct {
+	XMLName  xml.Name    `xml:"testsuite"`
+	Name     string      `xml:"name,attr"`
+	Tests    int         `xml:"tests,attr"`
+	Failures int         `xml:"failures,attr"`
+	Cases    []junitCase `xml:"testcase"`
+}
+
+type junitCase struct {
+	Name      string        `xml:"name,attr"`
+	ClassName string        `xml:"classname,attr"`
+	Failure   *junitFailure `xml:"failure,omitempty"`
+	SystemOut string        `xml:"system-out,omitempty"`
+}
+
+type junitFailure struct {
+	Message string `xml:"message,attr"`
+	Type    string `xml:"type,attr"`
+	Text    string `xml:",chardata"`
+}
+
+// writeJUnit writes one test case per change plus one for the bump. A change fails when
+// the report is not OK and the change alone needs more than was declared (or, without a
+// declared version, when it is worse than compatible).
+func writeJUnit(w io.Writer, r Report) error {
+	s := junitSuite{Name: "toolgate diff"}
+	for _, c := range r.Changes {
+		tc := junitCase{Name: c.Kind + " " + c.Pointer, ClassName: "schemadiff." + string(c.Direction), SystemOut: string(c.Tier) + ": " + c.Detail}
+		fails := false
+		if !r.BumpOK {
+			if r.DeclaredBump == nil {
+				fails = c.Tier.Rank() > TierCompatible.Rank()
+			} else {
+				fails = RequiredBump(c.Tier).rank() > r.DeclaredBump.rank()
+			}
+		}
+		if fails {
+			tc.Failure = &junitFailure{Message: string(c.Tier) + " change", Type: c.Kind, Text: c.Detail}
+			s.Failures++
+		}
+		s.Cases = append(s.Cases, tc)
+	}
+	bump := junitCase{Name: "required bump", ClassName: "schemadiff",
+		SystemOut: fmt.Sprintf("tier %s; required bump %s; declared bump %s", r.Tier, r.RequiredBump, declared(r))}
+	if !r.BumpOK {
+		bump.Failure = &junitFailure{Message: verdict(r), Type: "bump", Text: bump.SystemOut}
+		s.Failures++
+	}
+	s.Cases = append(s.Cases, bump)
+	s.Tests = len(s.Cases)
+	if _, err := io.WriteString(w, xml.Header); err != nil {
+		return err
+	}
+	enc := xml.NewEncoder(w)
+	enc.Indent("", "  ")
+	if err := enc.Encode(s); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, "\n")
+	return err
+}

@@ -1,0 +1,376 @@
+package schemadiff
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// known lists every keyword the walk understands; any other keyword (not x-*) that changes
+// is reported as keyword_changed.
+var known = map[string]bool{
+	"$ref": true, "$defs": true, "definitions": true, "$schema": true, "$id": true, "$anchor": true,
+	"$dynamicAnchor": true, "$vocabulary": true, "$comment": true,
+	"description": true, "title": true, "examples": true, "deprecated": true, "readOnly": true,
+	"writeOnly": true, "contentMediaType": true, "contentEncoding": true, "contentSchema": true,
+	"type": true, "enum": true, "const": true, "default": true, "pattern": true, "format": true,
+	"multipleOf": true, "uniqueItems": true,
+	"properties": true, "required": true, "additionalProperties": true, "patternProperties": true,
+	"propertyNames": true, "dependentRequired": true, "dependentSchemas": true, "unevaluatedProperties": true,
+	"items": true, "prefixItems": true, "additionalItems": true, "contains": true, "unevaluatedItems": true,
+	"allOf": true, "anyOf": true, "oneOf": true, "not": true, "if": true, "then": true, "else": true,
+}
+
+// annotations change nothing a validator or a model relies on.
+var annotations = []string{"title", "examples", "deprecated", "readOnly", "writeOnly", "contentMediaType", "contentEncoding", "$comment", "$schema"}
+
+// bound keywords: tighterWhenLarger says whether a larger value accepts less.
+var bounds = []struct {
+	kw                string
+	tighterWhenLarger bool
+}{
+	{"minimum", true}, {"exclusiveMinimum", true}, {"minLength", true}, {"minItems", true},
+	{"minProperties", true}, {"minContains", true},
+	{"maximum", false}, {"exclusiveMaximum", false}, {"maxLength", false}, {"maxItems", false},
+	{"maxProperties", false}, {"maxContains", false},
+}
+
+func init() {
+	for _, b := range bounds {
+		known[b.kw] = true
+	}
+}
+
+func (d *differ) compareAnnotations(om, nm map[string]any, c cursor) {
+	ov, oOK := om["description"]
+	nv, nOK := nm["description"]
+	switch {
+	case oOK && !nOK:
+		d.risky(c, c.ptr+"/description", "description_changed", "description removed (it changes what a model does)")
+	case !oOK && nOK:
+		d.risky(c, c.ptr+"/description", "description_changed", "description added (it changes what a model does)")
+	case oOK && !equalJSON(ov, nv):
+		d.risky(c, c.ptr+"/description", "description_changed", "description changed (it changes what a model does)")
+	}
+	for _, kw := range annotations {
+		if !equalJSON(om[kw], nm[kw]) {
+			d.add(c, c.ptr+"/"+escape(kw), "annotation_changed", TierCompatible, kw+" changed")
+		}
+	}
+	for _, kw := range sortedKeys(om, nm) {
+		if !strings.HasPrefix(kw, "x-") {
+			continue
+		}
+		ov, oOK := om[kw]
+		nv, nOK := nm[kw]
+		if oOK == nOK && equalJSON(ov, nv) {
+			continue
+		}
+		ptr := c.ptr + "/" + escape(kw)
+		what := fmt.Sprintf("%s %s → %s", kw, show(ov, oOK), show(nv, nOK))
+		switch kw {
+		case "x-impact":
+			if oOK {
+				d.risky(c, ptr, "extension_changed", what+" (the field's impact marking changed)")
+			} else {
+				d.add(c, ptr, "extension_changed", TierCompatible, what+" (a field newly marked as impactful)")
+			}
+		case "x-sensitive":
+			if truthy(ov) && !truthy(nv) {
+				d.risky(c, ptr, "extension_changed", what+" (the field would be logged raw)")
+			} else {
+				d.add(c, ptr, "extension_changed", TierCompatible, what)
+			}
+		case "x-idempotency-key":
+			d.risky(c, ptr, "extension_changed", what+" (changes where the idempotency key comes from)")
+		default:
+			d.add(c, ptr, "extension_changed", TierCompatible, what)
+		}
+	}
+}
+
+func truthy(v any) bool { b, _ := v.(bool); return b }
+
+// show renders a value for a detail message.
+func show(v any, present bool) string {
+	if !present {
+		return "(absent)"
+	}
+	s := canon(v)
+	if len(s) > 60 {
+		s = s[:57] + "..."
+	}
+	return s
+}
+
+// typeSet returns the declared types, or nil when "type" is absent or malformed.
+func typeSet(m map[string]any) map[string]bool {
+	switch t := m["type"].(type) {
+	case string:
+		return map[string]bool{t: true}
+	case []any:
+		set := map[string]bool{}
+		for _, v := range t {
+			if s, ok := v.(string); ok {
+				set[s] = true
+			}
+		}
+		return set
+	}
+	return nil
+}
+
+// covers reports whether every type of sub is accepted by super (number accepts integer).
+func covers(super, sub map[string]bool) bool {
+	for t := range sub {
+		if !super[t] && !(t == "integer" && super["number"]) {
+			return false
+		}
+	}
+	return true
+}
+
+func overlaps(a, b map[string]bool) bool {
+	for t := range a {
+		if b[t] || (t == "integer" && b["number"]) || (t == "number" && b["integer"]) {
+			return true
+		}
+	}
+	return false
+}
+
+func typeList(set map[string]bool) string {
+	l := make([]string, 0, len(set))
+	for t := range set {
+		l = append(l, t)
+	}
+	sort.Strings(l)
+	return strings.Join(l, "|")
+}
+
+// compareType classifies a change of "type"; it returns true when the types no longer
+// overlap, in which case the rest of the node is not compared (it would be noise).
+func (d *differ) compareType(om, nm map[string]any, c cursor) bool {
+	ot, nt := typeSet(om), typeSet(nm)
+	ptr := c.ptr + "/type"
+	switch {
+	case ot == nil && nt == nil:
+		if !equalJSON(om["type"], nm["type"]) {
+			d.risky(c, ptr, "keyword_changed", "malformed type changed")
+		}
+		return false
+	case ot == nil:
+		d.narrow(c, ptr, "type_narrowed", "type constrained to "+typeList(nt))
+		return false
+	case nt == nil:
+		d.widen(c, ptr, "type_widened", "type constraint "+typeList(ot)+" removed")
+		return false
+	}
+	if covers(ot, nt) && covers(nt, ot) {
+		return false
+	}
+	what := typeList(ot) + " → " + typeList(nt)
+	switch {
+	case covers(nt, ot):
+		d.widen(c, ptr, "type_widened", "type widened "+what)
+	case covers(ot, nt):
+		d.narrow(c, ptr, "type_narrowed", "type narrowed "+what)
+	case overlaps(ot, nt):
+		d.risky(c, ptr, "type_changed", "type changed "+what)
+	default:
+		if c.depth == 0 && d.effective(c) == Output && !c.cond {
+			d.add(c, ptr, "type_changed", TierMajor, "type changed "+what+": old sessions cannot read the result at all")
+		} else {
+			d.risky(c, ptr, "type_changed", "type changed "+what)
+		}
+		return true
+	}
+	return false
+}
+
+// enumValues returns the allowed values as canonical JSON, treating const as a one-value
+// enum, or nil when neither keyword is present.
+func enumValues(m map[string]any) []string {
+	if l, ok := m["enum"].([]any); ok {
+		out := make([]string, 0, len(l))
+		seen := map[string]bool{}
+		for _, v := range l {
+			s := canon(v)
+			if !seen[s] {
+				seen[s] = true
+				out = append(out, s)
+			}
+		}
+		if cv, ok := m["const"]; ok {
+			// both present: the intersection is what validates
+			keep := out[:0]
+			for _, s := range out {
+				if s == canon(cv) {
+					keep = append(keep, s)
+				}
+			}
+			out = keep
+		}
+		return out
+	}
+	if cv, ok := m["const"]; ok {
+		return []string{canon(cv)}
+	}
+	return nil
+}
+
+func (d *differ) compareEnum(om, nm map[string]any, c cursor) {
+	ov, nv := enumValues(om), enumValues(nm)
+	ptr := c.ptr + "/enum"
+	if _, ok := nm["enum"]; !ok {
+		if _, ok := nm["const"]; ok {
+			ptr = c.ptr + "/const"
+		}
+	}
+	switch {
+	case ov == nil && nv == nil:
+		return
+	case ov == nil:
+		d.narrow(c, ptr, "enum_added", "values restricted to "+strings.Join(nv, ", "))
+		return
+	case nv == nil:
+		d.widen(c, c.ptr+"/enum", "enum_removed", "value restriction "+strings.Join(ov, ", ")+" removed")
+		return
+	}
+	added, removed := setDiff(nv, ov), setDiff(ov, nv)
+	if len(added) == 1 && len(removed) == 1 {
+		d.risky(c, ptr, "enum_value_renamed", "value "+removed[0]+" renamed to "+added[0])
+		return
+	}
+	for _, v := range added {
+		d.widen(c, ptr, "enum_value_added", "value "+v+" added")
+	}
+	for _, v := range removed {
+		d.narrow(c, ptr, "enum_value_removed", "value "+v+" removed")
+	}
+}
+
+// setDiff returns the members of a not in b, in a's order.
+func setDiff(a, b []string) []string {
+	in := make(map[string]bool, len(b))
+	for _, s := range b {
+		in[s] = true
+	}
+	var out []string
+	for _, s := range a {
+		if !in[s] {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func number(v any) (float64, bool) {
+	f, ok := v.(float64)
+	return f, ok && !math.IsNaN(f)
+}
+
+func fmtNum(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
+
+func (d *differ) compareBounds(om, nm map[string]any, c cursor) {
+	for _, b := range bounds {
+		ov, oOK := om[b.kw]
+		nv, nOK := nm[b.kw]
+		if !oOK && !nOK || equalJSON(ov, nv) && oOK == nOK {
+			continue
+		}
+		ptr := c.ptr + "/" + b.kw
+		of, oNum := number(ov)
+		nf, nNum := number(nv)
+		if oOK && !oNum || nOK && !nNum {
+			d.risky(c, ptr, "keyword_changed", b.kw+" "+show(ov, oOK)+" → "+show(nv, nOK))
+			continue
+		}
+		switch {
+		case !oOK:
+			d.narrow(c, ptr, "bound_tightened", b.kw+" "+fmtNum(nf)+" added")
+		case !nOK:
+			d.widen(c, ptr, "bound_relaxed", b.kw+" "+fmtNum(of)+" removed")
+		case (nf > of) == b.tighterWhenLarger:
+			d.narrow(c, ptr, "bound_tightened", b.kw+" "+fmtNum(of)+" → "+fmtNum(nf))
+		default:
+			d.widen(c, ptr, "bound_relaxed", b.kw+" "+fmtNum(of)+" → "+fmtNum(nf))
+		}
+	}
+	// multipleOf: a multiple of the old divisor accepts less, a divisor of it accepts more.
+	ov, oOK := om["multipleOf"]
+	nv, nOK := nm["multipleOf"]
+	if oOK || nOK {
+		ptr := c.ptr + "/multipleOf"
+		of, _ := number(ov)
+		nf, _ := number(nv)
+		switch {
+		case oOK == nOK && equalJSON(ov, nv):
+		case !oOK:
+			d.narrow(c, ptr, "bound_tightened", "multipleOf "+show(nv, true)+" added")
+		case !nOK:
+			d.widen(c, ptr, "bound_relaxed", "multipleOf "+show(ov, true)+" removed")
+		case of > 0 && nf > 0 && isWhole(nf/of):
+			d.narrow(c, ptr, "bound_tightened", "multipleOf "+fmtNum(of)+" → "+fmtNum(nf))
+		case of > 0 && nf > 0 && isWhole(of/nf):
+			d.widen(c, ptr, "bound_relaxed", "multipleOf "+fmtNum(of)+" → "+fmtNum(nf))
+		default:
+			d.risky(c, ptr, "bound_changed", "multipleOf "+show(ov, true)+" → "+show(nv, true))
+		}
+	}
+	ou, nu := truthy(om["uniqueItems"]), truthy(nm["uniqueItems"])
+	switch {
+	case !ou && nu:
+		d.narrow(c, c.ptr+"/uniqueItems", "bound_tightened", "uniqueItems required")
+	case ou && !nu:
+		d.widen(c, c.ptr+"/uniqueItems", "bound_relaxed", "uniqueItems no longer required")
+	}
+}
+
+func isWhole(f float64) bool { return !math.IsInf(f, 0) && f == math.Trunc(f) }
+
+// compareStrings handles pattern, format and default.
+func (d *differ) compareStrings(om, nm map[string]any, c cursor) {
+	for _, kw := range []string{"pattern", "format"} {
+		ov, oOK := om[kw]
+		nv, nOK := nm[kw]
+		ptr := c.ptr + "/" + kw
+		switch {
+		case oOK == nOK && equalJSON(ov, nv):
+		case !oOK:
+			d.narrow(c, ptr, kw+"_added", kw+" "+show(nv, true)+" added")
+		case !nOK:
+			d.widen(c, ptr, kw+"_removed", kw+" "+show(ov, true)+" removed")
+		default:
+			d.risky(c, ptr, kw+"_changed", kw+" "+show(ov, true)+" → "+show(nv, true))
+		}
+	}
+	ov, oOK := om["default"]
+	nv, nOK := nm["default"]
+	ptr := c.ptr + "/default"
+	switch {
+	case oOK == nOK && equalJSON(ov, nv):
+	case !oOK:
+		d.risky(c, ptr, "default_added", "default "+show(nv, true)+" added")
+	case !nOK:
+		d.risky(c, ptr, "default_removed", "default "+show(ov, true)+" removed")
+	default:
+		d.risky(c, ptr, "default_changed", "default "+show(ov, true)+" → "+show(nv, true))
+	}
+}
+
+func (d *differ) compareUnknown(om, nm map[string]any, c cursor) {
+	for _, kw := range sortedKeys(om, nm) {
+		if known[kw] || strings.HasPrefix(kw, "x-") {
+			continue
+		}
+		ov, oOK := om[kw]
+		nv, nOK := nm[kw]
+		if oOK == nOK && equalJSON(ov, nv) {
+			continue
+		}
+		d.risky(c, c.ptr+"/"+escape(kw), "keyword_changed", kw+" "+show(ov, oOK)+" → "+show(nv, nOK))
+	}
+}

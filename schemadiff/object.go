@@ -1,0 +1,332 @@
+package schemadiff
+
+import (
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// propEvent is a property present on one side only. Events are settled after the walk so
+// that a removed+added pair of the same shape can be reported as a rename or a move.
+type propEvent struct {
+	c        cursor // the parent object's cursor
+	name     string
+	ptr      string
+	shape    string // canonical JSON of the schema without annotations
+	required bool   // required on its side (and not on the other)
+	defaults bool   // the schema has a default
+	open     bool   // added: the old object accepted unknown names
+}
+
+func asMap(v any) map[string]any { m, _ := v.(map[string]any); return m }
+
+func requiredSet(m map[string]any) map[string]bool {
+	set := map[string]bool{}
+	if l, ok := m["required"].([]any); ok {
+		for _, v := range l {
+			if s, ok := v.(string); ok {
+				set[s] = true
+			}
+		}
+	}
+	return set
+}
+
+// isOpen says whether an object schema accepts property names it does not declare.
+func isOpen(m map[string]any) bool {
+	return m["additionalProperties"] != false && m["unevaluatedProperties"] != false
+}
+
+func impactOf(root, s any) string {
+	if m := asMap(s); m != nil {
+		if v, ok := m["x-impact"].(string); ok && v != "" {
+			return v
+		}
+	}
+	r, _ := resolve(root, s, "")
+	if m := asMap(r); m != nil {
+		if v, ok := m["x-impact"].(string); ok && v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+func hasDefault(root, s any) bool {
+	r, _ := resolve(root, s, "")
+	_, ok := asMap(r)["default"]
+	return ok
+}
+
+// shapeOf is the schema with its annotations stripped, as canonical JSON: two properties
+// of the same shape differ at most in wording.
+func shapeOf(s any) string { return canon(strip(s, 0)) }
+
+func strip(s any, depth int) any {
+	if depth > maxDepth {
+		return s
+	}
+	switch v := s.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, x := range v {
+			switch k {
+			case "description", "title", "examples", "$comment":
+				continue
+			}
+			out[k] = strip(x, depth+1)
+		}
+		return out
+	case []any:
+		out := make([]any, len(v))
+		for i, x := range v {
+			out[i] = strip(x, depth+1)
+		}
+		return out
+	}
+	return s
+}
+
+func (d *differ) compareObject(om, nm map[string]any, c cursor) {
+	oprops, nprops := asMap(om["properties"]), asMap(nm["properties"])
+	oreq, nreq := requiredSet(om), requiredSet(nm)
+	names := map[string]bool{}
+	for _, m := range []map[string]any{oprops, nprops} {
+		for k := range m {
+			names[k] = true
+		}
+	}
+	for _, set := range []map[string]bool{oreq, nreq} {
+		for k := range set {
+			names[k] = true
+		}
+	}
+	sorted := make([]string, 0, len(names))
+	for k := range names {
+		sorted = append(sorted, k)
+	}
+	sort.Strings(sorted)
+	pc := c.child("properties")
+	for _, name := range sorted {
+		ov, inO := oprops[name]
+		nv, inN := nprops[name]
+		ptr := pc.ptr + "/" + escape(name)
+		switch {
+		case inO && inN:
+			cc := pc.child(name)
+			if cc.impact == "" {
+				cc.impact = impactOf(d.oldRoot, ov)
+			}
+			if cc.impact == "" {
+				cc.impact = impactOf(d.newRoot, nv)
+			}
+			d.compare(ov, nv, cc)
+			d.compareRequired(oreq[name], nreq[name], hasDefault(d.newRoot, nv), cc, ptr, name)
+		case inN:
+			ev := propEvent{c: c, name: name, ptr: ptr, shape: shapeOf(nv), required: nreq[name] && !oreq[name],
+				defaults: hasDefault(d.newRoot, nv), open: isOpen(om)}
+			if ev.c.impact == "" {
+				ev.c.impact = impactOf(d.newRoot, nv)
+			}
+			d.added = append(d.added, ev)
+		case inO:
+			ev := propEvent{c: c, name: name, ptr: ptr, shape: shapeOf(ov), required: oreq[name]}
+			if ev.c.impact == "" {
+				ev.c.impact = impactOf(d.oldRoot, ov)
+			}
+			d.removed = append(d.removed, ev)
+		default:
+			d.compareRequired(oreq[name], nreq[name], false, pc.child(name), ptr, name)
+		}
+	}
+
+	if ao, an := has(om, "additionalProperties"), has(nm, "additionalProperties"); ao || an {
+		cc := c.child("additionalProperties")
+		cc.closeKind, cc.openKind = "object_closed", "object_opened"
+		d.compare(orTrue(om["additionalProperties"], ao), orTrue(nm["additionalProperties"], an), cc)
+	}
+	if ao, an := has(om, "unevaluatedProperties"), has(nm, "unevaluatedProperties"); ao || an {
+		cc := c.child("unevaluatedProperties")
+		cc.closeKind, cc.openKind = "object_closed", "object_opened"
+		d.compare(orTrue(om["unevaluatedProperties"], ao), orTrue(nm["unevaluatedProperties"], an), cc)
+	}
+	if ao, an := has(om, "propertyNames"), has(nm, "propertyNames"); ao || an {
+		d.compare(orTrue(om["propertyNames"], ao), orTrue(nm["propertyNames"], an), c.child("propertyNames"))
+	}
+
+	// patternProperties: on an open object a new pattern constrains matching names (narrows);
+	// on a closed one it admits them (widens).
+	opp, npp := asMap(om["patternProperties"]), asMap(nm["patternProperties"])
+	ppc := c.child("patternProperties")
+	for _, pat := range sortedKeys(opp, npp) {
+		ov, inO := opp[pat]
+		nv, inN := npp[pat]
+		ptr := ppc.ptr + "/" + escape(pat)
+		switch {
+		case inO && inN:
+			d.compare(ov, nv, ppc.child(pat))
+		case inN && isOpen(om):
+			d.narrow(c, ptr, "pattern_property_added", "names matching "+strconv.Quote(pat)+" are now constrained")
+		case inN:
+			d.widen(c, ptr, "pattern_property_added", "names matching "+strconv.Quote(pat)+" are now accepted by a closed object")
+		case isOpen(nm):
+			d.widen(c, ptr, "pattern_property_removed", "names matching "+strconv.Quote(pat)+" are no longer constrained")
+		default:
+			d.narrow(c, ptr, "pattern_property_removed", "names matching "+strconv.Quote(pat)+" are no longer accepted by a closed object")
+		}
+	}
+
+	odr, ndr := asMap(om["dependentRequired"]), asMap(nm["dependentRequired"])
+	for _, k := range sortedKeys(odr, ndr) {
+		ol, nl := stringList(odr[k]), stringList(ndr[k])
+		ptr := c.ptr + "/dependentRequired/" + escape(k)
+		for _, v := range setDiff(nl, ol) {
+			d.narrow(c, ptr, "dependent_required_added", strconv.Quote(v)+" now required when "+strconv.Quote(k)+" is present")
+		}
+		for _, v := range setDiff(ol, nl) {
+			d.widen(c, ptr, "dependent_required_removed", strconv.Quote(v)+" no longer required when "+strconv.Quote(k)+" is present")
+		}
+	}
+	ods, nds := asMap(om["dependentSchemas"]), asMap(nm["dependentSchemas"])
+	dsc := c.child("dependentSchemas")
+	for _, k := range sortedKeys(ods, nds) {
+		ov, inO := ods[k]
+		nv, inN := nds[k]
+		switch {
+		case inO && inN:
+			d.compare(ov, nv, dsc.child(k))
+		case inN:
+			d.narrow(c, dsc.ptr+"/"+escape(k), "dependent_schema_added", "a schema now applies when "+strconv.Quote(k)+" is present")
+		default:
+			d.widen(c, dsc.ptr+"/"+escape(k), "dependent_schema_removed", "a schema no longer applies when "+strconv.Quote(k)+" is present")
+		}
+	}
+}
+
+func has(m map[string]any, k string) bool { _, ok := m[k]; return ok }
+
+func stringList(v any) []string {
+	l, _ := v.([]any)
+	out := make([]string, 0, len(l))
+	for _, x := range l {
+		if s, ok := x.(string); ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// compareRequired classifies a property that stays (or never was) declared but whose
+// required flag changes.
+func (d *differ) compareRequired(wasReq, isReq, withDefault bool, c cursor, ptr, name string) {
+	switch {
+	case isReq && !wasReq:
+		if d.effective(c) == Input {
+			if withDefault {
+				d.add(c, ptr, "required_added", TierHighRisk, strconv.Quote(name)+" is now required (it has a default the tool must apply)")
+			} else {
+				d.add(c, ptr, "required_added", TierMajor, strconv.Quote(name)+" is now required without a default: old agents may omit it")
+			}
+		} else {
+			d.add(c, ptr, "required_added", TierCompatible, strconv.Quote(name)+" is now always present")
+		}
+	case wasReq && !isReq:
+		d.widen(c, ptr, "required_removed", strconv.Quote(name)+" is no longer required")
+	}
+}
+
+// settleProperties pairs removed and added properties into probable renames (same
+// parent, same shape, one candidate each) and moves (same name and shape, another parent),
+// then classifies what is left as plain additions and removals.
+func (d *differ) settleProperties() {
+	usedA := make([]bool, len(d.added))
+	usedR := make([]bool, len(d.removed))
+	pair := func(key func(e propEvent) string, kind string) {
+		ra, rr := map[string][]int{}, map[string][]int{}
+		for i, e := range d.added {
+			if !usedA[i] {
+				ra[key(e)] = append(ra[key(e)], i)
+			}
+		}
+		for i, e := range d.removed {
+			if !usedR[i] {
+				rr[key(e)] = append(rr[key(e)], i)
+			}
+		}
+		for i := range d.removed {
+			if usedR[i] {
+				continue
+			}
+			k := key(d.removed[i])
+			if len(rr[k]) != 1 || len(ra[k]) != 1 {
+				continue
+			}
+			j := ra[k][0]
+			if kind == "property_moved" && parentOf(d.added[j].ptr) == parentOf(d.removed[i].ptr) {
+				continue
+			}
+			usedR[i], usedA[j] = true, true
+			d.renamed(d.removed[i], d.added[j], kind)
+		}
+	}
+	pair(func(e propEvent) string { return parentOf(e.ptr) + "\x00" + e.shape }, "property_renamed")
+	pair(func(e propEvent) string { return e.name + "\x00" + e.shape }, "property_moved")
+
+	for i, e := range d.added {
+		if usedA[i] {
+			continue
+		}
+		q := strconv.Quote(e.name)
+		switch {
+		case d.effective(e.c) == Input && e.required && !e.defaults:
+			d.add(e.c, e.ptr, "required_property_added", TierMajor, "new required input "+q+" without a default: old agents cannot fill it")
+		case d.effective(e.c) == Input && e.required:
+			d.add(e.c, e.ptr, "required_property_added", TierHighRisk, "new required input "+q+" with a default the tool must apply")
+		case d.effective(e.c) == Input:
+			d.add(e.c, e.ptr, "property_added", TierCompatible, "optional input "+q+" added")
+		case e.open:
+			d.add(e.c, e.ptr, "property_added", TierCompatible, q+" added to a result old agents read as open")
+		default:
+			d.add(e.c, e.ptr, "property_added", TierHighRisk, q+" added to a result old agents read as closed")
+		}
+	}
+	for i, e := range d.removed {
+		if usedR[i] {
+			continue
+		}
+		q := strconv.Quote(e.name)
+		switch {
+		case d.effective(e.c) == Output && e.required && !e.c.cond:
+			d.add(e.c, e.ptr, "property_removed", TierMajor, "required result "+q+" removed: old sessions cannot continue without it")
+		case d.effective(e.c) == Output:
+			d.add(e.c, e.ptr, "property_removed", TierHighRisk, "result "+q+" removed")
+		default:
+			d.add(e.c, e.ptr, "property_removed", TierHighRisk, "input "+q+" removed: old agents still send it")
+		}
+	}
+}
+
+func (d *differ) renamed(r, a propEvent, kind string) {
+	verb := "renamed"
+	from, to := strconv.Quote(r.name), strconv.Quote(a.name)
+	if kind == "property_moved" {
+		verb, from, to = "moved", r.ptr, a.ptr
+	}
+	detail := "probably " + verb + ": " + from + " → " + to + " (same shape)"
+	c := a.c
+	if c.impact == "" {
+		c.impact = r.c.impact
+	}
+	if d.effective(c) == Input && a.required && !a.defaults {
+		d.add(c, a.ptr, kind, TierMajor, detail+"; now required without a default")
+		return
+	}
+	d.add(c, a.ptr, kind, TierHighRisk, detail)
+}
+
+func parentOf(ptr string) string {
+	if i := strings.LastIndexByte(ptr, '/'); i >= 0 {
+		return ptr[:i]
+	}
+	return ""
+}

@@ -1,0 +1,327 @@
+package schemadiff
+
+import (
+	"encoding/json"
+	"hash/fnv"
+	"net/url"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Limits that keep the walk finite on hostile or pathological schemas.
+const (
+	maxRefHops = 64  // $ref → $ref chains longer than this are compared as written
+	maxDepth   = 256 // deeper nesting is compared as a whole
+)
+
+// DiffSchemas compares two JSON Schema 2020-12 documents, decoded with encoding/json into
+// any, in the given direction (Input or Output). It never loops on recursive $refs and
+// never panics on malformed schemas. The report has no declared bump.
+func DiffSchemas(oldSchema, newSchema any, dir Direction, opts Options) Report {
+	return finish(diffSchema(oldSchema, newSchema, dir, ""), opts, nil)
+}
+
+// diffSchema walks one pair of documents and returns the unraised changes; prefix is
+// prepended to every pointer ("/parameters" for a contract's parameters).
+func diffSchema(oldSchema, newSchema any, dir Direction, prefix string) []Change {
+	d := &differ{oldRoot: oldSchema, newRoot: newSchema, dir: dir, seen: map[pairKey]bool{}}
+	d.compare(oldSchema, newSchema, cursor{ptr: prefix})
+	d.settleProperties()
+	return d.changes
+}
+
+type differ struct {
+	oldRoot, newRoot any
+	dir              Direction
+	changes          []Change
+	seen             map[pairKey]bool
+	added, removed   []propEvent
+}
+
+// pairKey identifies a visit: the two document positions plus the context that can change
+// a classification. A pair already visited is not walked again, which ends $ref cycles.
+type pairKey struct {
+	o, n       string
+	flip, cond bool
+	impact     string
+}
+
+// cursor is where the walk is.
+type cursor struct {
+	ptr        string // reported pointer (refs shown inlined)
+	opos, npos string // positions inside the old and new documents
+	flip       bool   // inside an odd number of `not`s: narrowing and widening swap
+	cond       bool   // inside an `if`: no change can be proven compatible
+	impact     string // x-impact of the enclosing field
+	depth      int
+	closeKind  string // kind for "schema became false" (default schema_closed)
+	openKind   string // kind for "schema stopped being false" (default schema_opened)
+}
+
+func (c cursor) child(seg string) cursor {
+	seg = escape(seg)
+	c.ptr += "/" + seg
+	c.opos += "/" + seg
+	c.npos += "/" + seg
+	c.depth++
+	c.closeKind, c.openKind = "", ""
+	return c
+}
+
+// childAt is child with different segments for the old and new documents (matched array
+// elements at different indexes); the pointer follows the new document.
+func (c cursor) childAt(oldSeg, newSeg string) cursor {
+	n := c.child(newSeg)
+	n.opos = c.opos + "/" + escape(oldSeg)
+	return n
+}
+
+func escape(s string) string {
+	if !strings.ContainsAny(s, "~/") {
+		return s
+	}
+	return strings.NewReplacer("~", "~0", "/", "~1").Replace(s)
+}
+
+// effective is the direction that decides a tier at c.
+func (d *differ) effective(c cursor) Direction {
+	if c.flip {
+		return d.dir.flip()
+	}
+	return d.dir
+}
+
+// add records a change; inside an `if` nothing is better than high_risk.
+func (d *differ) add(c cursor, ptr, kind string, t Tier, detail string) {
+	if c.cond && t.Rank() < TierHighRisk.Rank() {
+		t = TierHighRisk
+		detail += " (inside an if condition)"
+	}
+	d.changes = append(d.changes, Change{Kind: kind, Pointer: ptr, Direction: d.dir, Tier: t, Detail: detail, impact: c.impact})
+}
+
+// narrow records a change that accepts less than before: it breaks writers (input).
+func (d *differ) narrow(c cursor, ptr, kind, detail string) {
+	t := TierCompatible
+	if d.effective(c) == Input {
+		t = TierHighRisk
+	}
+	d.add(c, ptr, kind, t, detail)
+}
+
+// widen records a change that accepts more than before: it breaks readers (output).
+func (d *differ) widen(c cursor, ptr, kind, detail string) {
+	t := TierCompatible
+	if d.effective(c) == Output {
+		t = TierHighRisk
+	}
+	d.add(c, ptr, kind, t, detail)
+}
+
+func (d *differ) risky(c cursor, ptr, kind, detail string) {
+	d.add(c, ptr, kind, TierHighRisk, detail)
+}
+
+// resolve follows local $refs ("#/$defs/x", "#/definitions/x", "#") and returns the
+// effective schema and its position. Keywords beside a $ref are laid over the target.
+func resolve(root, s any, pos string) (any, string) {
+	for hops := 0; hops < maxRefHops; hops++ {
+		m, ok := s.(map[string]any)
+		if !ok {
+			return s, pos
+		}
+		ref, ok := m["$ref"].(string)
+		if !ok {
+			return s, pos
+		}
+		target, ok := lookup(root, ref)
+		if !ok {
+			return s, pos
+		}
+		if len(m) == 1 {
+			s, pos = target, "#"+ref
+			continue
+		}
+		siblings := make(map[string]any, len(m))
+		for k, v := range m {
+			if k != "$ref" {
+				siblings[k] = v
+			}
+		}
+		pos = "#" + ref + "&" + hashOf(siblings)
+		switch t := target.(type) {
+		case bool:
+			if !t {
+				return false, pos
+			}
+			s = siblings
+		case map[string]any:
+			merged := make(map[string]any, len(t)+len(siblings))
+			for k, v := range t {
+				merged[k] = v
+			}
+			for k, v := range siblings {
+				merged[k] = v
+			}
+			s = merged
+		default:
+			return siblings, pos
+		}
+	}
+	return s, pos
+}
+
+// lookup finds a same-document reference ("#", "#/a/b~1c").
+func lookup(root any, ref string) (any, bool) {
+	if !strings.HasPrefix(ref, "#") {
+		return nil, false
+	}
+	frag, err := url.PathUnescape(ref[1:])
+	if err != nil {
+		return nil, false
+	}
+	if frag == "" {
+		return root, true
+	}
+	if !strings.HasPrefix(frag, "/") {
+		return nil, false
+	}
+	cur := root
+	for _, seg := range strings.Split(frag[1:], "/") {
+		seg = strings.ReplaceAll(strings.ReplaceAll(seg, "~1", "/"), "~0", "~")
+		switch v := cur.(type) {
+		case map[string]any:
+			next, ok := v[seg]
+			if !ok {
+				return nil, false
+			}
+			cur = next
+		case []any:
+			i, err := strconv.Atoi(seg)
+			if err != nil || i < 0 || i >= len(v) {
+				return nil, false
+			}
+			cur = v[i]
+		default:
+			return nil, false
+		}
+	}
+	return cur, true
+}
+
+// asSchema turns a schema value into keywords: true and {} are the empty map, false is
+// reported by closed; anything else (not a schema) is invalid.
+func asSchema(s any) (m map[string]any, closed, invalid bool) {
+	switch v := s.(type) {
+	case map[string]any:
+		return v, false, false
+	case bool:
+		if v {
+			return map[string]any{}, false, false
+		}
+		return nil, true, false
+	}
+	return map[string]any{}, false, true
+}
+
+// orTrue replaces an absent subschema with the schema that accepts everything.
+func orTrue(v any, present bool) any {
+	if !present {
+		return true
+	}
+	return v
+}
+
+func hashOf(v any) string {
+	b, _ := json.Marshal(v)
+	h := fnv.New64a()
+	h.Write(b)
+	return strconv.FormatUint(h.Sum64(), 36)
+}
+
+func canon(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+func equalJSON(a, b any) bool { return reflect.DeepEqual(a, b) }
+
+func sortedKeys(ms ...map[string]any) []string {
+	set := map[string]bool{}
+	for _, m := range ms {
+		for k := range m {
+			set[k] = true
+		}
+	}
+	keys := make([]string, 0, len(set))
+	for k := range set {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// compare is the structural walk: it classifies every difference between o and n.
+func (d *differ) compare(o, n any, c cursor) {
+	if c.depth > maxDepth {
+		if !equalJSON(o, n) {
+			d.risky(c, c.ptr, "schema_changed", "nesting deeper than "+strconv.Itoa(maxDepth)+" levels changed; compared as a whole")
+		}
+		return
+	}
+	o, c.opos = resolve(d.oldRoot, o, c.opos)
+	n, c.npos = resolve(d.newRoot, n, c.npos)
+	key := pairKey{c.opos, c.npos, c.flip, c.cond, c.impact}
+	if d.seen[key] {
+		return
+	}
+	d.seen[key] = true
+
+	om, oClosed, oBad := asSchema(o)
+	nm, nClosed, nBad := asSchema(n)
+	if oBad || nBad {
+		if !equalJSON(o, n) {
+			d.risky(c, c.ptr, "schema_changed", "not a JSON Schema object or boolean; compared as a whole")
+		}
+		return
+	}
+	closeKind, openKind := c.closeKind, c.openKind
+	if closeKind == "" {
+		closeKind, openKind = "schema_closed", "schema_opened"
+	}
+	switch {
+	case oClosed && nClosed:
+		return
+	case nClosed:
+		d.narrow(c, c.ptr, closeKind, "now accepts nothing (false)")
+		return
+	case oClosed:
+		d.widen(c, c.ptr, openKind, "accepted nothing (false), now accepts values")
+		return
+	}
+
+	d.compareAnnotations(om, nm, c)
+	if or, ok := om["$ref"].(string); ok {
+		if nr, _ := nm["$ref"].(string); nr != or {
+			d.risky(c, c.ptr+"/$ref", "ref_changed", "unresolvable $ref "+strconv.Quote(or)+" → "+strconv.Quote(nr))
+		}
+	} else if nr, ok := nm["$ref"].(string); ok {
+		d.risky(c, c.ptr+"/$ref", "ref_changed", "unresolvable $ref "+strconv.Quote(nr)+" added")
+	}
+	if stop := d.compareType(om, nm, c); stop {
+		return
+	}
+	d.compareEnum(om, nm, c)
+	d.compareBounds(om, nm, c)
+	d.compareStrings(om, nm, c)
+	d.compareObject(om, nm, c)
+	d.compareArray(om, nm, c)
+	for _, kw := range []string{"allOf", "anyOf", "oneOf"} {
+		d.compareCombinator(kw, om, nm, c)
+	}
+	d.compareNot(om, nm, c)
+	d.compareConditional(om, nm, c)
+	d.compareUnknown(om, nm, c)
+}
