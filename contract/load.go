@@ -1,0 +1,324 @@
+package contract
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// Problem is one thing wrong with a tools directory.
+type Problem struct {
+	File    string
+	Line    int // 0 when unknown
+	Message string
+}
+
+func (p Problem) String() string {
+	switch {
+	case p.File == "":
+		return p.Message
+	case p.Line > 0:
+		return fmt.Sprintf("%s:%d: %s", p.File, p.Line, p.Message)
+	}
+	return p.File + ": " + p.Message
+}
+
+// LoadError refuses a broken tools directory and lists every problem found.
+type LoadError struct{ Problems []Problem }
+
+// Error lists the problems, one per line.
+func (e *LoadError) Error() string {
+	lines := make([]string, len(e.Problems))
+	for i, p := range e.Problems {
+		lines[i] = p.String()
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Reserved top-level folders of a tools directory that are not tools.
+var reservedDirs = map[string]bool{"agents": true, "approvals": true}
+
+var schemaFileRE = regexp.MustCompile(`^v(\d+\.\d+\.\d+)\.json$`)
+
+// Load reads a tools directory (SPEC 1): every schema compiled, every rule compiled. A
+// broken directory returns a *LoadError listing every problem with its file and line.
+func Load(dir string) (*Registry, error) {
+	reg, problems := Inspect(dir)
+	if len(problems) > 0 {
+		return nil, &LoadError{Problems: problems}
+	}
+	return reg, nil
+}
+
+// Inspect loads what it can of a tools directory and returns the problems it found. The
+// registry holds only the versions and cases that loaded cleanly; tools appear as long as
+// their folder could be read. Lint uses it to check a directory that does not load.
+func Inspect(dir string) (*Registry, []Problem) {
+	l := &loader{}
+	reg := &Registry{Dir: dir, byID: map[string]*Tool{}}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		l.add(dir, 0, "cannot read tools directory: %v", unwrapPath(err))
+		return reg, l.problems
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if !e.IsDir() || strings.HasPrefix(name, ".") || reservedDirs[name] {
+			continue
+		}
+		t := l.loadTool(filepath.Join(dir, name), name)
+		reg.tools = append(reg.tools, t)
+		reg.byID[t.ID] = t
+	}
+	if len(reg.tools) == 0 {
+		l.add(dir, 0, "no tool folders found")
+	}
+	sortTools(reg.tools)
+	return reg, l.problems
+}
+
+func unwrapPath(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+type loader struct{ problems []Problem }
+
+func (l *loader) add(file string, line int, format string, args ...any) {
+	l.problems = append(l.problems, Problem{File: file, Line: line, Message: fmt.Sprintf(format, args...)})
+}
+
+func (l *loader) loadTool(dir, id string) *Tool {
+	t := &Tool{ID: id, Dir: dir}
+	l.loadVersions(t)
+	l.loadOwner(t)
+	l.loadPolicy(t)
+	if b, err := os.ReadFile(filepath.Join(dir, "changelog.md")); err == nil {
+		t.Changelog = string(b)
+		t.ChangelogFile = filepath.Join(dir, "changelog.md")
+	}
+	l.loadCases(t)
+	return t
+}
+
+func (l *loader) loadVersions(t *Tool) {
+	sdir := filepath.Join(t.Dir, "schemas")
+	entries, err := os.ReadDir(sdir)
+	if err != nil {
+		l.add(t.Dir, 0, "tool %s has no schemas/ folder", t.ID)
+		return
+	}
+	found := 0
+	for _, e := range entries {
+		path := filepath.Join(sdir, e.Name())
+		if e.IsDir() || strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
+		m := schemaFileRE.FindStringSubmatch(e.Name())
+		if m == nil {
+			l.add(path, 0, "schema file name must be vMAJOR.MINOR.PATCH.json")
+			continue
+		}
+		found++
+		if _, ok := ParseSemver(m[1]); !ok {
+			l.add(path, 0, "version %q in the file name is not semver (MAJOR.MINOR.PATCH, no leading zeros)", m[1])
+			continue
+		}
+		if v := l.loadVersion(path, t.ID, m[1]); v != nil {
+			t.Versions = append(t.Versions, v)
+		}
+	}
+	if found == 0 {
+		l.add(sdir, 0, "tool %s has no schema files (schemas/vMAJOR.MINOR.PATCH.json)", t.ID)
+	}
+	sort.Slice(t.Versions, func(i, j int) bool {
+		a, _ := ParseSemver(t.Versions[i].Version)
+		b, _ := ParseSemver(t.Versions[j].Version)
+		return a.Compare(b) < 0
+	})
+}
+
+var schemaFields = map[string]bool{
+	"$schema": true, "tool_id": true, "version": true, "name": true, "description": true,
+	"effect": true, "parameters": true, "result": true, "errors": true, "rules": true,
+}
+
+// loadVersion reads and compiles one schema file; nil when it has problems.
+func (l *loader) loadVersion(path, toolID, fileVersion string) *Version {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		l.add(path, 0, "cannot read: %v", unwrapPath(err))
+		return nil
+	}
+	before := len(l.problems)
+	bad := func(ptr, format string, args ...any) {
+		l.add(path, 0, format, args...)
+		l.problems[len(l.problems)-1].Line = lineOf(JSONLines(raw), ptr)
+	}
+	if _, err := DecodeJSON(raw); err != nil {
+		l.add(path, 0, "%v", err)
+		if line, ok := errLine(err); ok {
+			l.problems[len(l.problems)-1].Line = line
+		}
+		return nil
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil {
+		bad("", "a schema file must be a JSON object")
+		return nil
+	}
+	keys := make([]string, 0, len(fields))
+	for k := range fields {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if !schemaFields[k] && !strings.HasPrefix(k, "x-") {
+			bad("/"+escapePointer(k), "unknown field %q (extensions must start with x-)", k)
+		}
+	}
+	v := &Version{File: path, Raw: raw}
+	str := func(key string, dst *string, required bool) {
+		r, ok := fields[key]
+		if !ok {
+			if required {
+				bad("", "missing required field %q", key)
+			}
+			return
+		}
+		if err := json.Unmarshal(r, dst); err != nil {
+			bad("/"+key, "%q must be a string", key)
+		}
+	}
+	str("tool_id", &v.ToolID, true)
+	str("version", &v.Version, true)
+	str("name", &v.Name, true)
+	str("description", &v.Description, false)
+	str("effect", &v.Effect, true)
+	if v.ToolID != "" && v.ToolID != toolID {
+		bad("/tool_id", "tool_id %q does not match its folder %q", v.ToolID, toolID)
+	}
+	if v.Version != "" && v.Version != fileVersion {
+		bad("/version", "version %q does not match the file name (v%s.json)", v.Version, fileVersion)
+	}
+	if v.Effect != "" && v.Effect != EffectMutating && v.Effect != EffectReadOnly {
+		bad("/effect", "effect must be \"mutating\" or \"read_only\", not %q", v.Effect)
+	}
+	label := fmt.Sprintf("%s v%s", toolID, fileVersion)
+	// parameters and result
+	if r, ok := fields["parameters"]; !ok {
+		bad("", "missing required field \"parameters\"")
+	} else {
+		v.Parameters = r
+		v.params, v.paramsValue = l.compile(r, "parameters", label, bad)
+		if m := asMap(v.paramsValue); v.paramsValue != nil && (m == nil || m["type"] != "object") {
+			bad("/parameters", "parameters must be a schema with \"type\": \"object\"")
+		}
+	}
+	if r, ok := fields["result"]; ok {
+		v.Result = r
+		v.result, v.resultValue = l.compile(r, "result", label, bad)
+	}
+	// errors catalogue
+	if r, ok := fields["errors"]; ok {
+		if err := json.Unmarshal(r, &v.Errors); err != nil {
+			bad("/errors", "errors must be a list of {code, category, http_status, retryable}: %v", err)
+		}
+		seen := map[string]bool{}
+		for i, e := range v.Errors {
+			ptr := fmt.Sprintf("/errors/%d", i)
+			if e.Code == "" {
+				bad(ptr, "error %d has no code", i)
+			} else if seen[e.Code] {
+				bad(ptr, "error code %s is listed twice", e.Code)
+			}
+			seen[e.Code] = true
+			if e.HTTPStatus != 0 && (e.HTTPStatus < 400 || e.HTTPStatus > 599) {
+				bad(ptr+"/http_status", "error %s: http_status %d is not a 4xx or 5xx status", e.Code, e.HTTPStatus)
+			}
+		}
+	}
+	// rules
+	if r, ok := fields["rules"]; ok {
+		if err := json.Unmarshal(r, &v.Rules); err != nil {
+			bad("/rules", "rules must be a list of {id, rule, message, field, outcome}: %v", err)
+		}
+		seen := map[string]bool{}
+		for i := range v.Rules {
+			rule := &v.Rules[i]
+			ptr := fmt.Sprintf("/rules/%d", i)
+			if rule.Outcome == "" {
+				rule.Outcome = OutcomeReject
+			}
+			switch {
+			case rule.ID == "":
+				bad(ptr, "%s: rule %d has no id", label, i)
+				continue
+			case seen[rule.ID]:
+				bad(ptr, "%s: rule %s is listed twice", label, rule.ID)
+			}
+			seen[rule.ID] = true
+			if rule.Outcome != OutcomeReject && rule.Outcome != OutcomeReview {
+				bad(ptr+"/outcome", "%s: rule %s: outcome must be \"reject\" or \"review\", not %q", label, rule.ID, rule.Outcome)
+			}
+			if rule.Field != "" && !strings.HasPrefix(rule.Field, "/") {
+				bad(ptr+"/field", "%s: rule %s: field must be a JSON pointer such as /ticket_id", label, rule.ID)
+			}
+			prg, err := compileRule(*rule)
+			if err != nil {
+				bad(ptr+"/rule", "%s: rule %s %v", label, rule.ID, oneLine(err.Error()))
+				continue
+			}
+			v.programs = append(v.programs, prg)
+		}
+	}
+	if len(l.problems) > before {
+		return nil
+	}
+	v.idemKey = idempotencyKeyProperty(v.paramsValue)
+	v.sensParams = sensitivePointers(v.paramsValue)
+	v.sensResult = sensitivePointers(v.resultValue)
+	return v
+}
+
+// compile compiles one embedded schema; it reports problems through bad.
+func (l *loader) compile(r json.RawMessage, field, label string, bad func(string, string, ...any)) (*Schema, any) {
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(r))
+	if err != nil {
+		bad("/"+field, "%s: %s is not valid JSON: %v", label, field, err)
+		return nil, nil
+	}
+	s, err := compileSchemaValue(doc, "urn:toolgate:"+field)
+	if err != nil {
+		bad("/"+field, "%s: %s schema does not compile: %s", label, field, oneLine(err.Error()))
+		return nil, doc
+	}
+	return s, doc
+}
+
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}
+
+var lineRE = regexp.MustCompile(`at line (\d+)`)
+
+func errLine(err error) (int, bool) {
+	m := lineRE.FindStringSubmatch(err.Error())
+	if m == nil {
+		return 0, false
+	}
+	n := 0
+	fmt.Sscan(m[1], &n)
+	return n, true
+}

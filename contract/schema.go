@@ -1,0 +1,272 @@
+package contract
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/big"
+	"sort"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
+)
+
+// Schema is a compiled JSON Schema, safe for concurrent use.
+type Schema struct {
+	s *jsonschema.Schema
+}
+
+// FieldError is one violation: where (an RFC 6901 pointer into the arguments), what (the
+// failing JSON Schema keyword, a rule id, or "rule_error") and a detail a person can read.
+type FieldError struct {
+	Pointer string `json:"pointer"`
+	Code    string `json:"code"`
+	Detail  string `json:"detail"`
+}
+
+// CompileSchema compiles a plain JSON Schema document. The draft is 2020-12 unless
+// `$schema` names another; `format` is asserted; references outside the document are refused.
+func CompileSchema(data []byte) (*Schema, error) {
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
+	if err != nil {
+		return nil, fmt.Errorf("schema is not JSON: %w", err)
+	}
+	return compileSchemaValue(doc, "urn:toolgate:schema")
+}
+
+// noLoader refuses every external reference: contracts must be self-contained.
+type noLoader struct{}
+
+func (noLoader) Load(url string) (any, error) {
+	return nil, fmt.Errorf("external reference %q is not allowed; contracts must be self-contained", url)
+}
+
+func compileSchemaValue(doc any, url string) (*Schema, error) {
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	c.AssertFormat()
+	c.UseLoader(noLoader{})
+	if err := c.AddResource(url, doc); err != nil {
+		return nil, err
+	}
+	s, err := c.Compile(url)
+	if err != nil {
+		return nil, errors.New(strings.ReplaceAll(err.Error(), url, "schema"))
+	}
+	return &Schema{s: s}, nil
+}
+
+// Validate checks v (decoded by DecodeJSON) and returns every violation, sorted by pointer,
+// then code, then detail. A nil result means v is valid.
+func (s *Schema) Validate(v any) []FieldError {
+	err := s.s.Validate(v)
+	if err == nil {
+		return nil
+	}
+	var ve *jsonschema.ValidationError
+	if !errors.As(err, &ve) {
+		return []FieldError{{Pointer: "", Code: "invalid", Detail: err.Error()}}
+	}
+	var out []FieldError
+	collect(ve, &out)
+	sortFieldErrors(out)
+	return dedupe(out)
+}
+
+func sortFieldErrors(errs []FieldError) {
+	sort.SliceStable(errs, func(i, j int) bool {
+		a, b := errs[i], errs[j]
+		if a.Pointer != b.Pointer {
+			return a.Pointer < b.Pointer
+		}
+		if a.Code != b.Code {
+			return a.Code < b.Code
+		}
+		return a.Detail < b.Detail
+	})
+}
+
+func dedupe(errs []FieldError) []FieldError {
+	out := errs[:0]
+	for i, e := range errs {
+		if i > 0 && e == errs[i-1] {
+			continue
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// collect walks the error tree down to the keywords that failed. anyOf/oneOf failures are
+// reported once at their own location: listing every branch's errors misleads more than it helps.
+func collect(e *jsonschema.ValidationError, out *[]FieldError) {
+	switch e.ErrorKind.(type) {
+	case *kind.AnyOf, *kind.OneOf, *kind.Contains:
+		*out = append(*out, leafErrors(e)...)
+		return
+	}
+	if len(e.Causes) > 0 {
+		for _, c := range e.Causes {
+			collect(c, out)
+		}
+		return
+	}
+	*out = append(*out, leafErrors(e)...)
+}
+
+// Pointer builds an RFC 6901 pointer from path segments.
+func Pointer(segments ...string) string {
+	var b strings.Builder
+	for _, s := range segments {
+		b.WriteByte('/')
+		b.WriteString(escapePointer(s))
+	}
+	return b.String()
+}
+
+func escapePointer(s string) string {
+	if !strings.ContainsAny(s, "~/") {
+		return s
+	}
+	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
+}
+
+var printer = message.NewPrinter(language.English)
+
+func leafErrors(e *jsonschema.ValidationError) []FieldError {
+	at := Pointer(e.InstanceLocation...)
+	one := func(code, detail string) []FieldError { return []FieldError{{at, code, detail}} }
+	switch k := e.ErrorKind.(type) {
+	case *kind.Required:
+		out := make([]FieldError, 0, len(k.Missing))
+		for _, m := range k.Missing {
+			out = append(out, FieldError{at + Pointer(m), "required", "is required"})
+		}
+		return out
+	case *kind.AdditionalProperties:
+		out := make([]FieldError, 0, len(k.Properties))
+		for _, p := range k.Properties {
+			out = append(out, FieldError{at + Pointer(p), "additionalProperties", "is not an allowed property"})
+		}
+		return out
+	case *kind.DependentRequired:
+		out := make([]FieldError, 0, len(k.Missing))
+		for _, m := range k.Missing {
+			out = append(out, FieldError{at + Pointer(m), "dependentRequired", fmt.Sprintf("is required when %q is present", k.Prop)})
+		}
+		return out
+	case *kind.Dependency:
+		out := make([]FieldError, 0, len(k.Missing))
+		for _, m := range k.Missing {
+			out = append(out, FieldError{at + Pointer(m), "dependencies", fmt.Sprintf("is required when %q is present", k.Prop)})
+		}
+		return out
+	case *kind.Type:
+		return one("type", fmt.Sprintf("must be %s, not %s", orList(k.Want), k.Got))
+	case *kind.Pattern:
+		return one("pattern", "must match "+k.Want)
+	case *kind.Enum:
+		return one("enum", "must be one of "+jsonList(k.Want))
+	case *kind.Const:
+		return one("const", "must be "+jsonText(k.Want))
+	case *kind.Minimum:
+		return one("minimum", "must be >= "+ratText(k.Want))
+	case *kind.Maximum:
+		return one("maximum", "must be <= "+ratText(k.Want))
+	case *kind.ExclusiveMinimum:
+		return one("exclusiveMinimum", "must be > "+ratText(k.Want))
+	case *kind.ExclusiveMaximum:
+		return one("exclusiveMaximum", "must be < "+ratText(k.Want))
+	case *kind.MultipleOf:
+		return one("multipleOf", "must be a multiple of "+ratText(k.Want))
+	case *kind.MinLength:
+		return one("minLength", fmt.Sprintf("must be at least %d characters long", k.Want))
+	case *kind.MaxLength:
+		return one("maxLength", fmt.Sprintf("must be at most %d characters long", k.Want))
+	case *kind.MinItems:
+		return one("minItems", fmt.Sprintf("must have at least %d items", k.Want))
+	case *kind.MaxItems:
+		return one("maxItems", fmt.Sprintf("must have at most %d items", k.Want))
+	case *kind.MinProperties:
+		return one("minProperties", fmt.Sprintf("must have at least %d properties", k.Want))
+	case *kind.MaxProperties:
+		return one("maxProperties", fmt.Sprintf("must have at most %d properties", k.Want))
+	case *kind.UniqueItems:
+		return one("uniqueItems", fmt.Sprintf("must not repeat items (items %d and %d are equal)", k.Duplicates[0], k.Duplicates[1]))
+	case *kind.Format:
+		return one("format", "must be a valid "+k.Want)
+	case *kind.PropertyNames:
+		return []FieldError{{at + Pointer(k.Property), "propertyNames", "is not an allowed property name"}}
+	case *kind.AnyOf:
+		return one("anyOf", "must match at least one of the allowed schemas")
+	case *kind.OneOf:
+		if len(k.Subschemas) > 1 {
+			return one("oneOf", "must match exactly one of the allowed schemas, but matches several")
+		}
+		return one("oneOf", "must match exactly one of the allowed schemas")
+	case *kind.Not:
+		return one("not", "must not match the excluded schema")
+	case *kind.Contains:
+		return one("contains", "must contain at least one matching item")
+	case *kind.MinContains:
+		return one("minContains", fmt.Sprintf("must contain at least %d matching items", k.Want))
+	case *kind.MaxContains:
+		return one("maxContains", fmt.Sprintf("must contain at most %d matching items", k.Want))
+	case *kind.FalseSchema:
+		return one("false", "is not allowed here")
+	}
+	code := "invalid"
+	if kp := e.ErrorKind.KeywordPath(); len(kp) > 0 {
+		code = kp[0]
+	}
+	return one(code, e.ErrorKind.LocalizedString(printer))
+}
+
+func orList(types []string) string {
+	words := make([]string, len(types))
+	for i, t := range types {
+		words[i] = article(t)
+	}
+	return strings.Join(words, " or ")
+}
+
+func article(t string) string {
+	switch t {
+	case "integer", "object", "array":
+		return "an " + t
+	case "null":
+		return "null"
+	}
+	return "a " + t
+}
+
+func jsonText(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}
+
+func jsonList(vs []any) string {
+	parts := make([]string, len(vs))
+	for i, v := range vs {
+		parts[i] = jsonText(v)
+	}
+	return strings.Join(parts, ", ")
+}
+
+func ratText(r *big.Rat) string {
+	if r == nil {
+		return "?"
+	}
+	if r.IsInt() {
+		return r.Num().String()
+	}
+	f, _ := r.Float64()
+	return fmt.Sprint(f)
+}
