@@ -1,0 +1,186 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/toolgate/toolgate/contract"
+	"github.com/toolgate/toolgate/schemadiff"
+	"go.yaml.in/yaml/v3"
+)
+
+func init() {
+	register(command{Name: "diff", Summary: "classified schema changes and the required bump", Run: runDiff})
+}
+
+const diffSynopsis = `OLD NEW [flags]
+
+OLD and NEW are two contract schema files (schemas/vX.Y.Z.json), two versions of a tool
+in a tools directory (ID@2.1.0 ID@2.2.0, with --dir), or two plain JSON Schema documents
+(with --direction input|output). Exit 0 when the changes are compatible or the declared
+bump satisfies them, 1 when it does not, 2 on usage or load errors.`
+
+func runDiff(_ context.Context, e env) int {
+	fs := newFlagSet(e, "diff", diffSynopsis)
+	dir := fs.String("dir", "./agent-tools", "tools directory for the ID@VERSION form")
+	direction := fs.String("direction", "", "input|output: how to read two plain JSON Schema documents")
+	format := fs.String("format", "text", "output format: "+strings.Join(schemadiff.Formats, "|"))
+	consumers := fs.Int("consumers", -1, "number of consumers (default: owner.yaml's consumers when found)")
+	args, code, ok := parseFlags(fs, e.Args)
+	if !ok {
+		return code
+	}
+	if len(args) != 2 {
+		fmt.Fprintln(e.Stderr, "toolgate diff: need OLD and NEW")
+		fs.Usage()
+		return exitUsage
+	}
+	if !validFormat(*format) {
+		fmt.Fprintf(e.Stderr, "toolgate diff: unknown --format %q (want %s)\n", *format, strings.Join(schemadiff.Formats, "|"))
+		return exitUsage
+	}
+	if *direction != "" && *direction != "input" && *direction != "output" {
+		fmt.Fprintf(e.Stderr, "toolgate diff: --direction must be input or output, not %q\n", *direction)
+		return exitUsage
+	}
+	report, err := diffArgs(args[0], args[1], *dir, schemadiff.Direction(*direction), *consumers)
+	if err != nil {
+		fmt.Fprintf(e.Stderr, "toolgate diff: %v\n", err)
+		return exitUsage
+	}
+	if err := schemadiff.Write(e.Stdout, report, *format); err != nil {
+		fmt.Fprintf(e.Stderr, "toolgate diff: %v\n", err)
+		return exitUsage
+	}
+	if !report.OK() {
+		return exitNegative
+	}
+	return exitOK
+}
+
+func validFormat(f string) bool {
+	for _, ok := range schemadiff.Formats {
+		if f == ok {
+			return true
+		}
+	}
+	return false
+}
+
+// diffArgs picks the form from the arguments and runs the diff.
+func diffArgs(oldArg, newArg, dir string, direction schemadiff.Direction, consumers int) (schemadiff.Report, error) {
+	if isToolRef(oldArg) && isToolRef(newArg) {
+		if direction != "" {
+			return schemadiff.Report{}, errors.New("--direction applies only to plain JSON Schema documents")
+		}
+		return diffToolVersions(oldArg, newArg, dir, consumers)
+	}
+	oldData, err := os.ReadFile(oldArg)
+	if err != nil {
+		return schemadiff.Report{}, err
+	}
+	newData, err := os.ReadFile(newArg)
+	if err != nil {
+		return schemadiff.Report{}, err
+	}
+	oldC, oldErr := schemadiff.ParseContract(oldData)
+	newC, newErr := schemadiff.ParseContract(newData)
+	switch {
+	case oldErr == nil && newErr == nil:
+		if direction != "" {
+			return schemadiff.Report{}, errors.New("--direction applies only to plain JSON Schema documents, not contract files")
+		}
+		if consumers < 0 {
+			consumers = ownerConsumers(newArg)
+		}
+		return schemadiff.Diff(oldC, newC, schemadiff.Options{Consumers: max(consumers, 0)}), nil
+	case oldErr == nil || newErr == nil:
+		return schemadiff.Report{}, errors.New("cannot compare a contract file with a plain schema")
+	case !errors.Is(oldErr, schemadiff.ErrNotContract):
+		return schemadiff.Report{}, fmt.Errorf("%s: %w", oldArg, oldErr)
+	case !errors.Is(newErr, schemadiff.ErrNotContract):
+		return schemadiff.Report{}, fmt.Errorf("%s: %w", newArg, newErr)
+	}
+	if direction == "" {
+		return schemadiff.Report{}, errors.New("plain JSON Schema documents need --direction input|output")
+	}
+	var oldS, newS any
+	if err := json.Unmarshal(oldData, &oldS); err != nil {
+		return schemadiff.Report{}, fmt.Errorf("%s: %w", oldArg, err)
+	}
+	if err := json.Unmarshal(newData, &newS); err != nil {
+		return schemadiff.Report{}, fmt.Errorf("%s: %w", newArg, err)
+	}
+	return schemadiff.DiffSchemas(oldS, newS, direction, schemadiff.Options{Consumers: max(consumers, 0)}), nil
+}
+
+// isToolRef reports whether s reads as ID@VERSION and is not an existing file.
+func isToolRef(s string) bool {
+	i := strings.LastIndexByte(s, '@')
+	if i <= 0 || i == len(s)-1 {
+		return false
+	}
+	_, err := os.Stat(s)
+	return err != nil
+}
+
+func diffToolVersions(oldRef, newRef, dir string, consumers int) (schemadiff.Report, error) {
+	reg, err := contract.Load(dir)
+	if err != nil {
+		return schemadiff.Report{}, fmt.Errorf("load %s: %w", dir, err)
+	}
+	load := func(ref string) (schemadiff.Contract, *contract.Tool, error) {
+		i := strings.LastIndexByte(ref, '@')
+		id, v := ref[:i], ref[i+1:]
+		t := reg.Tool(id)
+		if t == nil {
+			return schemadiff.Contract{}, nil, fmt.Errorf("unknown tool %q in %s", id, dir)
+		}
+		ver := t.Version(v)
+		if ver == nil {
+			return schemadiff.Contract{}, nil, fmt.Errorf("tool %q has no version %q", id, v)
+		}
+		c, err := schemadiff.ParseContract(ver.Raw)
+		if err != nil {
+			return schemadiff.Contract{}, nil, fmt.Errorf("%s: %w", ver.File, err)
+		}
+		return c, t, nil
+	}
+	oldC, _, err := load(oldRef)
+	if err != nil {
+		return schemadiff.Report{}, err
+	}
+	newC, tool, err := load(newRef)
+	if err != nil {
+		return schemadiff.Report{}, err
+	}
+	if consumers < 0 {
+		consumers = len(tool.Owner.Consumers)
+	}
+	return schemadiff.Diff(oldC, newC, schemadiff.Options{Consumers: consumers}), nil
+}
+
+// ownerConsumers counts owner.yaml's consumers for a schema file inside a tool folder
+// (TOOL/schemas/vX.json → TOOL/owner.yaml); 0 when there is none.
+func ownerConsumers(schemaFile string) int {
+	dir := filepath.Dir(schemaFile)
+	if filepath.Base(dir) != "schemas" {
+		return 0
+	}
+	data, err := os.ReadFile(filepath.Join(filepath.Dir(dir), "owner.yaml"))
+	if err != nil {
+		return 0
+	}
+	var owner struct {
+		Consumers []string `yaml:"consumers"`
+	}
+	if yaml.Unmarshal(data, &owner) != nil {
+		return 0
+	}
+	return len(owner.Consumers)
+}
