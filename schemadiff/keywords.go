@@ -329,7 +329,10 @@ func (d *differ) compareBounds(om, nm map[string]any, c cursor) {
 	}
 }
 
-func isWhole(f float64) bool { return !math.IsInf(f, 0) && f == math.Trunc(f) }
+// isWhole reports whether f is an integer, allowing for binary rounding (0.01/0.001).
+func isWhole(f float64) bool {
+	return !math.IsInf(f, 0) && !math.IsNaN(f) && math.Abs(f-math.Round(f)) <= 1e-9*math.Max(1, math.Abs(f))
+}
 
 // compareStrings handles pattern, format and default.
 func (d *differ) compareStrings(om, nm map[string]any, c cursor) {

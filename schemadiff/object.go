@@ -284,10 +284,16 @@ func (d *differ) settleProperties() {
 			d.add(e.c, e.ptr, "required_property_added", TierHighRisk, "new required input "+q+" with a default the tool must apply")
 		case d.effective(e.c) == Input:
 			d.add(e.c, e.ptr, "property_added", TierCompatible, "optional input "+q+" added")
-		case e.open:
-			d.add(e.c, e.ptr, "property_added", TierCompatible, q+" added to a result old agents read as open")
 		default:
-			d.add(e.c, e.ptr, "property_added", TierHighRisk, q+" added to a result old agents read as closed")
+			kind := "property_added"
+			if e.required {
+				kind = "required_property_added"
+			}
+			if e.open {
+				d.add(e.c, e.ptr, kind, TierCompatible, q+" added to a result old agents read as open")
+			} else {
+				d.add(e.c, e.ptr, kind, TierHighRisk, q+" added to a result old agents read as closed")
+			}
 		}
 	}
 	for i, e := range d.removed {
