@@ -195,6 +195,12 @@ func TestMaskerApply(t *testing.T) {
 			want:  event{Erased: []string{"/state_before"}},
 		},
 		{
+			name:  "a key spelled with JSON escapes is still found",
+			cfg:   MaskerConfig{Arguments: MaskRules("/customer_email")},
+			input: event{Arguments: `{"customer\u005femail":"a@b.example"}`},
+			want:  event{Arguments: `{"customer_email":"***"}`, Masked: []string{"/arguments/customer_email"}},
+		},
+		{
 			name:  "duplicate keys collapse: no copy of a sensitive value survives",
 			cfg:   MaskerConfig{Arguments: MaskRules("/email")},
 			input: event{Arguments: `{"email":"first@x","email":"second@x"}`},
