@@ -218,6 +218,9 @@ func (s *Service) Deny(ctx context.Context, a *Action, principal, note string, r
 }
 
 func (s *Service) decide(ctx context.Context, a *Action, to State, principal, verb, note string, res *Result) error {
+	if a.State != AwaitingApproval {
+		return &TransitionError{From: a.State, To: to, By: ByOperator}
+	}
 	b := a.clone()
 	reason := verb
 	if note != "" {

@@ -1,0 +1,222 @@
+// Package gateway is toolgate's HTTP API (SPEC 3): it authenticates, checks
+// calls against their contracts, puts every mutating call through the action
+// ledger and the downstream invoker, and answers with the statuses and problem
+// codes of the spec. It is the only package that decides HTTP statuses.
+package gateway
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"errors"
+	"log"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/toolgate/toolgate/contract"
+	"github.com/toolgate/toolgate/invoke"
+	"github.com/toolgate/toolgate/ledger"
+)
+
+// Config is what a Server needs. Registry, Ledger and Invoker are required; every
+// other field has the default its comment names.
+type Config struct {
+	Registry *contract.Registry
+	Ledger   *ledger.Service
+	Invoker  *invoke.Client
+	// Bindings maps tool ids to where they run. A tool without a binding
+	// answers tool_not_bound.
+	Bindings map[string]invoke.Binding
+	// JoinTimeout is how long a duplicate waits for a running action. Default 5s.
+	JoinTimeout time.Duration
+	// MaxBodyBytes caps request bodies. Default 1 MiB.
+	MaxBodyBytes int64
+	// Keys are the API keys; nil means no authentication: every caller is an
+	// operator of tenant "default" (serve binds loopback only then).
+	Keys []Key
+	// Logf receives operational messages. Default log.Printf.
+	Logf func(format string, args ...any)
+}
+
+// Key is one API key: the SHA-256 of the bearer token and what it may do.
+type Key struct {
+	Name      string
+	SHA256Hex string
+	Tenant    string
+	Role      string   // "agent" or "operator"
+	Tools     []string // tool ids, or "*"
+}
+
+// Principal is the authenticated caller.
+type Principal struct {
+	Name   string
+	Tenant string
+	Role   string
+	tools  map[string]bool
+	all    bool
+}
+
+// Operator reports whether the principal may use operator endpoints.
+func (p *Principal) Operator() bool { return p.Role == "operator" }
+
+// Allows reports whether the principal may call tool id.
+func (p *Principal) Allows(id string) bool { return p.all || p.tools[id] }
+
+// DefaultTenant is the tenant of every call when no keys are configured.
+const DefaultTenant = "default"
+
+// Server is the HTTP API.
+type Server struct {
+	cfg    Config
+	mux    *http.ServeMux
+	keys   []keyEntry
+	noAuth *Principal
+}
+
+type keyEntry struct {
+	sum [32]byte
+	p   *Principal
+}
+
+// New builds a Server from cfg.
+func New(cfg Config) *Server {
+	if cfg.JoinTimeout <= 0 {
+		cfg.JoinTimeout = 5 * time.Second
+	}
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = 1 << 20
+	}
+	if cfg.Logf == nil {
+		cfg.Logf = log.Printf
+	}
+	if cfg.Invoker == nil {
+		cfg.Invoker = &invoke.Client{}
+	}
+	s := &Server{cfg: cfg}
+	if cfg.Keys == nil {
+		s.noAuth = &Principal{Name: "anonymous", Tenant: DefaultTenant, Role: "operator", all: true}
+	}
+	for _, k := range cfg.Keys {
+		var e keyEntry
+		b, err := hex.DecodeString(k.SHA256Hex)
+		if err != nil || len(b) != 32 {
+			continue // config.Parse already refuses such keys
+		}
+		copy(e.sum[:], b)
+		e.p = &Principal{Name: k.Name, Tenant: k.Tenant, Role: k.Role, tools: map[string]bool{}}
+		for _, t := range k.Tools {
+			if t == "*" {
+				e.p.all = true
+			}
+			e.p.tools[t] = true
+		}
+		s.keys = append(s.keys, e)
+	}
+	s.routes()
+	return s
+}
+
+func (s *Server) logf(format string, args ...any) { s.cfg.Logf(format, args...) }
+
+// ServeHTTP serves the API.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+
+// handler is an endpoint that returns its error instead of writing it.
+type handler func(w http.ResponseWriter, r *http.Request, p *Principal) error
+
+// role says who may use an endpoint.
+type role int
+
+const (
+	anyone    role = iota // no authentication (health, problem pages)
+	agents                // any authenticated principal
+	operators             // principals with the operator role
+)
+
+func (s *Server) routes() {
+	m := http.NewServeMux()
+	s.mux = m
+	h := func(pattern string, who role, fn handler) {
+		m.Handle(pattern, s.wrap(who, fn))
+	}
+	h("POST /v1/tools/{tool_id}/calls", agents, s.postToolCall)
+	h("PUT /v1/actions/{action_id}", agents, s.putAction)
+	h("POST /v1/actions/{action_id}/calls", agents, s.postActionCall)
+	h("GET /v1/actions/{action_id}", agents, s.getAction)
+	h("GET /v1/actions", agents, s.listActions)
+	h("POST /v1/actions/{action_id}/reconcile", operators, s.reconcileAction)
+	h("POST /v1/actions/{action_id}/resolve", operators, s.resolveAction)
+	h("POST /v1/actions/{action_id}/approve", operators, s.approveAction)
+	h("POST /v1/actions/{action_id}/deny", operators, s.denyAction)
+	m.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Write([]byte("ok\n"))
+	})
+	h("GET /readyz", anyone, s.readyz)
+	m.HandleFunc("GET /problems/{code}", serveProblemPage)
+	for _, p := range []string{"/v1/tools/{tool_id}/calls", "/v1/actions/{action_id}", "/v1/actions/{action_id}/calls",
+		"/v1/actions", "/v1/actions/{action_id}/reconcile", "/v1/actions/{action_id}/resolve",
+		"/v1/actions/{action_id}/approve", "/v1/actions/{action_id}/deny", "/healthz", "/readyz"} {
+		m.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) {
+			writeProblem(w, problem("method_not_allowed", "%s does not take %s", r.URL.Path, r.Method))
+		})
+	}
+	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeProblem(w, problem("not_found", "no endpoint at %s", r.URL.Path))
+	})
+}
+
+// wrap authenticates (401), checks the role (403) and writes a returned error.
+func (s *Server) wrap(who role, fn handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var p *Principal
+		if who != anyone {
+			p = s.authenticate(r)
+			if p == nil {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="toolgate"`)
+				writeProblem(w, problem("unauthenticated", "send a valid API key as 'Authorization: Bearer <key>'"))
+				return
+			}
+			if who == operators && !p.Operator() {
+				writeProblem(w, problem("forbidden", "%s is for operators; key %q has role %s", r.URL.Path, p.Name, p.Role))
+				return
+			}
+		}
+		if err := fn(w, r, p); err != nil {
+			s.writeError(w, r, err)
+		}
+	})
+}
+
+// authenticate finds the principal for the request's bearer key, or nil. Every
+// configured key is compared, in constant time, whichever matches.
+func (s *Server) authenticate(r *http.Request) *Principal {
+	if s.noAuth != nil {
+		return s.noAuth
+	}
+	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok || token == "" {
+		return nil
+	}
+	sum := sha256.Sum256([]byte(strings.TrimSpace(token)))
+	var found *Principal
+	for _, k := range s.keys {
+		if subtle.ConstantTimeCompare(sum[:], k.sum[:]) == 1 {
+			found = k.p
+		}
+	}
+	return found
+}
+
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request, _ *Principal) error {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	if _, err := s.cfg.Ledger.Get(ctx, "\x00readyz", "\x00probe"); err != nil && !errors.Is(err, ledger.ErrNotFound) {
+		return problem("ledger_unavailable", "the ledger does not answer").withRetry(1).withCause(err)
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Write([]byte("ready\n"))
+	return nil
+}
