@@ -1,0 +1,207 @@
+package storetest
+
+import (
+	"fmt"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/toolgate/toolgate/ledger"
+)
+
+// list calls List and fails the test on error.
+func list(t *testing.T, s ledger.Store, f ledger.Filter) ledger.Page {
+	t.Helper()
+	p, err := s.List(t.Context(), f)
+	if err != nil {
+		t.Fatalf("List(%+v): %v", f, err)
+	}
+	return p
+}
+
+// listAll follows cursors to the end and returns every id in order.
+func listAll(t *testing.T, s ledger.Store, f ledger.Filter) []string {
+	t.Helper()
+	var out []string
+	for pages := 0; ; pages++ {
+		if pages > 1000 {
+			t.Fatal("List never returned an empty Next")
+		}
+		p := list(t, s, f)
+		if f.Limit > 0 && len(p.Actions) > f.Limit {
+			t.Fatalf("page of %d actions, limit %d", len(p.Actions), f.Limit)
+		}
+		out = append(out, ids(p.Actions)...)
+		if p.Next == "" {
+			return out
+		}
+		if len(p.Actions) == 0 {
+			t.Fatal("empty page with a Next cursor")
+		}
+		f.Cursor = p.Next
+	}
+}
+
+func testListNewestFirst(t *testing.T, s ledger.Store) {
+	// Inserted out of order; "b" and "c" share a creation time and are
+	// ordered by id.
+	for _, c := range []struct {
+		id      string
+		created time.Duration
+	}{{"c", 2 * time.Second}, {"a", 3 * time.Second}, {"d", time.Second}, {"b", 2 * time.Second}, {"e", 1}} {
+		insert(t, s, newAction("t1", c.id, ledger.Pending, c.created))
+	}
+	p := list(t, s, ledger.Filter{Tenant: "t1"})
+	sameIDs(t, "newest first", p.Actions, "a", "b", "c", "d", "e")
+	if p.Next != "" {
+		t.Fatalf("single page: Next = %q, want empty", p.Next)
+	}
+	mustEqual(t, "listed action", get(t, s, "t1", "a"), p.Actions[0])
+}
+
+func testListFilters(t *testing.T, s ledger.Store) {
+	rows := []struct {
+		id    string
+		state ledger.State
+		tool  string
+	}{
+		{"1", ledger.Pending, "refunds.create"},
+		{"2", ledger.Running, "refunds.create"},
+		{"3", ledger.Pending, "orders.cancel"},
+		{"4", ledger.Succeeded, "refunds.create"},
+		{"5", ledger.Pending, "refunds.create"},
+		{"6", ledger.Unknown, "orders.cancel"},
+	}
+	for i, r := range rows {
+		a := newAction("t1", r.id, r.state, time.Duration(i)*time.Second)
+		a.ToolID = r.tool
+		insert(t, s, a)
+	}
+	tests := []struct {
+		name   string
+		filter ledger.Filter
+		want   []string
+	}{
+		{"all", ledger.Filter{Tenant: "t1"}, []string{"6", "5", "4", "3", "2", "1"}},
+		{"state", ledger.Filter{Tenant: "t1", State: ledger.Pending}, []string{"5", "3", "1"}},
+		{"tool", ledger.Filter{Tenant: "t1", ToolID: "orders.cancel"}, []string{"6", "3"}},
+		{"state and tool", ledger.Filter{Tenant: "t1", State: ledger.Pending, ToolID: "refunds.create"}, []string{"5", "1"}},
+		{"no match", ledger.Filter{Tenant: "t1", State: ledger.Rejected}, nil},
+		{"unknown tool", ledger.Filter{Tenant: "t1", ToolID: "nope"}, nil},
+		{"paged state", ledger.Filter{Tenant: "t1", State: ledger.Pending, Limit: 1}, []string{"5", "3", "1"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := listAll(t, s, tt.filter)
+			if fmt.Sprint(got) != fmt.Sprint(tt.want) {
+				t.Fatalf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func testListPagination(t *testing.T, s ledger.Store) {
+	const n = 23
+	type key struct {
+		created time.Duration
+		id      string
+	}
+	var keys []key
+	for i := range n {
+		// Three actions per second, so pages split ties.
+		k := key{time.Duration(i/3) * time.Second, fmt.Sprintf("id-%02d", (i*7)%n)}
+		keys = append(keys, k)
+		insert(t, s, newAction("t1", k.id, ledger.Pending, k.created))
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].created != keys[j].created {
+			return keys[i].created > keys[j].created
+		}
+		return keys[i].id < keys[j].id
+	})
+	var want []string
+	for _, k := range keys {
+		want = append(want, k.id)
+	}
+	for _, limit := range []int{1, 2, 3, 5, 22, 23, 24} {
+		t.Run(fmt.Sprint("limit=", limit), func(t *testing.T) {
+			got := listAll(t, s, ledger.Filter{Tenant: "t1", Limit: limit})
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("pages gave\n %q\nwant\n %q", got, want)
+			}
+		})
+	}
+}
+
+func testListPaginationStableUnderInserts(t *testing.T, s ledger.Store) {
+	for i := range 10 {
+		insert(t, s, newAction("t1", fmt.Sprintf("old-%d", i), ledger.Pending, time.Duration(i)*time.Second))
+	}
+	first := list(t, s, ledger.Filter{Tenant: "t1", Limit: 4})
+	seen := map[string]int{}
+	for _, id := range ids(first.Actions) {
+		seen[id]++
+	}
+	// A newer action arrives between pages; it must not shift what follows.
+	insert(t, s, newAction("t1", "new", ledger.Pending, time.Hour))
+	for _, id := range listAll(t, s, ledger.Filter{Tenant: "t1", Limit: 4, Cursor: first.Next}) {
+		seen[id]++
+	}
+	if seen["new"] != 0 {
+		t.Fatal("an action newer than the cursor appeared on a later page")
+	}
+	for i := range 10 {
+		if id := fmt.Sprintf("old-%d", i); seen[id] != 1 {
+			t.Fatalf("%s listed %d times, want once", id, seen[id])
+		}
+	}
+}
+
+func testListLimits(t *testing.T, s ledger.Store) {
+	n := 60
+	if !testing.Short() {
+		n = 501
+	}
+	for i := range n {
+		insert(t, s, newAction("t1", fmt.Sprintf("a-%03d", i), ledger.Pending, time.Duration(i)))
+	}
+	if p := list(t, s, ledger.Filter{Tenant: "t1"}); len(p.Actions) != 50 || p.Next == "" {
+		t.Fatalf("default limit: %d actions, next %q; want 50 and a cursor", len(p.Actions), p.Next)
+	}
+	if p := list(t, s, ledger.Filter{Tenant: "t1", Limit: -3}); len(p.Actions) != 50 {
+		t.Fatalf("negative limit: %d actions, want the default 50", len(p.Actions))
+	}
+	if testing.Short() {
+		return
+	}
+	if p := list(t, s, ledger.Filter{Tenant: "t1", Limit: 10000}); len(p.Actions) != 500 || p.Next == "" {
+		t.Fatalf("limit above the maximum: %d actions, next %q; want 500 and a cursor", len(p.Actions), p.Next)
+	}
+}
+
+func testListTenantIsolation(t *testing.T, s ledger.Store) {
+	for i := range 5 {
+		insert(t, s, newAction("acme", fmt.Sprintf("a-%d", i), ledger.Pending, time.Duration(i)*time.Second))
+		insert(t, s, newAction("globex", fmt.Sprintf("g-%d", i), ledger.Pending, time.Duration(i)*time.Second))
+	}
+	got := listAll(t, s, ledger.Filter{Tenant: "acme", Limit: 2})
+	if fmt.Sprint(got) != fmt.Sprint([]string{"a-4", "a-3", "a-2", "a-1", "a-0"}) {
+		t.Fatalf("acme lists %q", got)
+	}
+	// A cursor taken from one tenant never reveals another's actions.
+	p := list(t, s, ledger.Filter{Tenant: "acme", Limit: 2})
+	for _, a := range list(t, s, ledger.Filter{Tenant: "globex", Cursor: p.Next}).Actions {
+		if a.Tenant != "globex" {
+			t.Fatalf("globex's list returned %s/%s", a.Tenant, a.ID)
+		}
+	}
+	if p := list(t, s, ledger.Filter{Tenant: "initech"}); len(p.Actions) != 0 || p.Next != "" {
+		t.Fatalf("an empty tenant lists %q next %q", ids(p.Actions), p.Next)
+	}
+	if _, err := s.List(t.Context(), ledger.Filter{}); err == nil {
+		t.Fatal("List without a tenant: want an error")
+	}
+	if _, err := s.List(t.Context(), ledger.Filter{Tenant: "acme", Cursor: "not a cursor!"}); err == nil {
+		t.Fatal("List with a cursor the store never issued: want an error")
+	}
+}
