@@ -112,3 +112,12 @@ func apply(ctx context.Context, db *sql.DB, m migration) error {
 	}
 	return translate(tx.Commit())
 }
+
+// SchemaVersion returns the highest migration applied to the database.
+func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
+	var v sql.NullInt64
+	if err := s.r.QueryRowContext(ctx, `SELECT MAX(version) FROM schema_migrations`).Scan(&v); err != nil {
+		return 0, fmt.Errorf("schema version: %w", translate(err))
+	}
+	return int(v.Int64), nil
+}
