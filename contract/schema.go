@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/big"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -62,7 +63,14 @@ func compileSchemaValue(doc any, url string) (*Schema, error) {
 
 // Validate checks v (decoded by DecodeJSON) and returns every violation, sorted by pointer,
 // then code, then detail. A nil result means v is valid.
-func (s *Schema) Validate(v any) []FieldError {
+func (s *Schema) Validate(v any) (errs []FieldError) {
+	defer func() {
+		// The schema library panics on numbers outside big.Rat's reach; DecodeJSON refuses
+		// them, but values decoded some other way must not crash the gateway.
+		if recover() != nil {
+			errs = []FieldError{{Pointer: "", Code: "invalid", Detail: "the value cannot be validated (a number is out of range?)"}}
+		}
+	}()
 	err := s.s.Validate(v)
 	if err == nil {
 		return nil
@@ -72,7 +80,7 @@ func (s *Schema) Validate(v any) []FieldError {
 		return []FieldError{{Pointer: "", Code: "invalid", Detail: err.Error()}}
 	}
 	var out []FieldError
-	collect(ve, &out)
+	collect(ve, v, &out)
 	sortFieldErrors(out)
 	return dedupe(out)
 }
@@ -103,19 +111,19 @@ func dedupe(errs []FieldError) []FieldError {
 
 // collect walks the error tree down to the keywords that failed. anyOf/oneOf failures are
 // reported once at their own location: listing every branch's errors misleads more than it helps.
-func collect(e *jsonschema.ValidationError, out *[]FieldError) {
+func collect(e *jsonschema.ValidationError, root any, out *[]FieldError) {
 	switch e.ErrorKind.(type) {
-	case *kind.AnyOf, *kind.OneOf, *kind.Contains:
-		*out = append(*out, leafErrors(e)...)
+	case *kind.AnyOf, *kind.OneOf, *kind.Contains, *kind.PropertyNames:
+		*out = append(*out, leafErrors(e, root)...)
 		return
 	}
 	if len(e.Causes) > 0 {
 		for _, c := range e.Causes {
-			collect(c, out)
+			collect(c, root, out)
 		}
 		return
 	}
-	*out = append(*out, leafErrors(e)...)
+	*out = append(*out, leafErrors(e, root)...)
 }
 
 // Pointer builds an RFC 6901 pointer from path segments.
@@ -137,7 +145,7 @@ func escapePointer(s string) string {
 
 var printer = message.NewPrinter(language.English)
 
-func leafErrors(e *jsonschema.ValidationError) []FieldError {
+func leafErrors(e *jsonschema.ValidationError, root any) []FieldError {
 	at := Pointer(e.InstanceLocation...)
 	one := func(code, detail string) []FieldError { return []FieldError{{at, code, detail}} }
 	switch k := e.ErrorKind.(type) {
@@ -166,7 +174,11 @@ func leafErrors(e *jsonschema.ValidationError) []FieldError {
 		}
 		return out
 	case *kind.Type:
-		return one("type", fmt.Sprintf("must be %s, not %s", orList(k.Want), k.Got))
+		got := k.Got
+		if got == "number" && isIntegral(valueAt(root, e.InstanceLocation)) {
+			got = "integer"
+		}
+		return one("type", fmt.Sprintf("must be %s, not %s", orList(k.Want), got))
 	case *kind.Pattern:
 		return one("pattern", "must match "+k.Want)
 	case *kind.Enum:
@@ -269,4 +281,35 @@ func ratText(r *big.Rat) string {
 	}
 	f, _ := r.Float64()
 	return fmt.Sprint(f)
+}
+
+// valueAt returns the value at the given instance location, or nil.
+func valueAt(v any, loc []string) any {
+	for _, seg := range loc {
+		switch c := v.(type) {
+		case map[string]any:
+			v = c[seg]
+		case []any:
+			i, err := strconv.Atoi(seg)
+			if err != nil || i < 0 || i >= len(c) {
+				return nil
+			}
+			v = c[i]
+		default:
+			return nil
+		}
+	}
+	return v
+}
+
+func isIntegral(v any) bool {
+	switch n := v.(type) {
+	case json.Number:
+		return !strings.ContainsAny(string(n), ".eE")
+	case float64:
+		return n == float64(int64(n)) && n > -1e18 && n < 1e18
+	case int, int64:
+		return true
+	}
+	return false
 }

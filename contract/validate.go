@@ -6,6 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
+	"strconv"
+	"strings"
 )
 
 // Verdict is the outcome of validating one call's arguments.
@@ -83,18 +86,58 @@ func DecodeJSON(data []byte) (any, error) {
 		return nil, jsonError(data, err)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		off := int(dec.InputOffset())
-		line, col := lineCol(data, off)
+		line, col := lineCol(data, int(dec.InputOffset())-1)
 		return nil, fmt.Errorf("invalid JSON at line %d, column %d: unexpected data after the value", line, col)
 	}
+	if err := checkNumbers(v, ""); err != nil {
+		return nil, err
+	}
 	return v, nil
+}
+
+// MaxNumberLength bounds a JSON number literal's length; DecodeJSON refuses longer ones.
+const MaxNumberLength = 100
+
+// checkNumbers refuses numbers a float64 cannot hold (1e999999999 and the like): exact
+// decimal arithmetic on them costs memory and time an attacker controls.
+func checkNumbers(v any, ptr string) error {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			if err := checkNumbers(e, ptr+"/"+escapePointer(k)); err != nil {
+				return err
+			}
+		}
+	case []any:
+		for i, e := range x {
+			if err := checkNumbers(e, ptr+"/"+strconv.Itoa(i)); err != nil {
+				return err
+			}
+		}
+	case json.Number:
+		if len(x) > MaxNumberLength {
+			return fmt.Errorf("invalid JSON: the number at %q is longer than %d characters", ptr, MaxNumberLength)
+		}
+		exp := 0
+		if i := strings.IndexAny(string(x), "eE"); i >= 0 {
+			e, err := strconv.Atoi(strings.TrimPrefix(string(x[i+1:]), "+"))
+			if err != nil {
+				e = math.MaxInt32
+			}
+			exp = e
+		}
+		if _, err := strconv.ParseFloat(string(x), 64); err != nil || exp > 400 || exp < -400 {
+			return fmt.Errorf("invalid JSON: the number at %q is out of range", ptr)
+		}
+	}
+	return nil
 }
 
 // jsonError rewrites an encoding/json error with a line and column.
 func jsonError(data []byte, err error) error {
 	var se *json.SyntaxError
 	if errors.As(err, &se) {
-		line, col := lineCol(data, int(se.Offset))
+		line, col := lineCol(data, int(se.Offset)-1)
 		return fmt.Errorf("invalid JSON at line %d, column %d: %s", line, col, se.Error())
 	}
 	var ue *json.UnmarshalTypeError
