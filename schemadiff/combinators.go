@@ -69,10 +69,11 @@ func (d *differ) compareArray(om, nm map[string]any, c cursor) {
 func (d *differ) compareCombinator(kw string, om, nm map[string]any, c cursor) {
 	ol, oOK := om[kw].([]any)
 	nl, nOK := nm[kw].([]any)
+	if !oOK && !nOK {
+		return
+	}
 	ptr := c.ptr + "/" + kw
 	switch {
-	case !oOK && !nOK:
-		return
 	case !oOK:
 		if kw == "allOf" || len(nl) > 0 {
 			d.narrow(c, ptr, "combinator_added", kw+" added")

@@ -59,10 +59,7 @@ func (d *differ) compareAnnotations(om, nm map[string]any, c cursor) {
 			d.add(c, c.ptr+"/"+escape(kw), "annotation_changed", TierCompatible, kw+" changed")
 		}
 	}
-	for _, kw := range sortedKeys(om, nm) {
-		if !strings.HasPrefix(kw, "x-") {
-			continue
-		}
+	for _, kw := range keysWhere(om, nm, isExtension) {
 		ov, oOK := om[kw]
 		nv, nOK := nm[kw]
 		if oOK == nOK && equalJSON(ov, nv) {
@@ -154,6 +151,9 @@ func typeList(set map[string]bool) string {
 // overlap, in which case the rest of the node is not compared (it would be noise).
 func (d *differ) compareType(om, nm map[string]any, c cursor) bool {
 	ot, nt := typeSet(om), typeSet(nm)
+	if ot == nil && nt == nil && !has(om, "type") && !has(nm, "type") {
+		return false
+	}
 	ptr := c.ptr + "/type"
 	switch {
 	case ot == nil && nt == nil:
@@ -223,6 +223,9 @@ func enumValues(m map[string]any) []string {
 
 func (d *differ) compareEnum(om, nm map[string]any, c cursor) {
 	ov, nv := enumValues(om), enumValues(nm)
+	if ov == nil && nv == nil {
+		return
+	}
 	ptr := c.ptr + "/enum"
 	if _, ok := nm["enum"]; !ok {
 		if _, ok := nm["const"]; ok {
@@ -339,9 +342,11 @@ func (d *differ) compareStrings(om, nm map[string]any, c cursor) {
 	for _, kw := range []string{"pattern", "format"} {
 		ov, oOK := om[kw]
 		nv, nOK := nm[kw]
+		if oOK == nOK && equalJSON(ov, nv) {
+			continue
+		}
 		ptr := c.ptr + "/" + kw
 		switch {
-		case oOK == nOK && equalJSON(ov, nv):
 		case !oOK:
 			d.narrow(c, ptr, kw+"_added", kw+" "+show(nv, true)+" added")
 		case !nOK:
@@ -352,9 +357,11 @@ func (d *differ) compareStrings(om, nm map[string]any, c cursor) {
 	}
 	ov, oOK := om["default"]
 	nv, nOK := nm["default"]
+	if oOK == nOK && equalJSON(ov, nv) {
+		return
+	}
 	ptr := c.ptr + "/default"
 	switch {
-	case oOK == nOK && equalJSON(ov, nv):
 	case !oOK:
 		d.risky(c, ptr, "default_added", "default "+show(nv, true)+" added")
 	case !nOK:
@@ -365,10 +372,7 @@ func (d *differ) compareStrings(om, nm map[string]any, c cursor) {
 }
 
 func (d *differ) compareUnknown(om, nm map[string]any, c cursor) {
-	for _, kw := range sortedKeys(om, nm) {
-		if known[kw] || strings.HasPrefix(kw, "x-") {
-			continue
-		}
+	for _, kw := range keysWhere(om, nm, isUnknown) {
 		ov, oOK := om[kw]
 		nv, nOK := nm[kw]
 		if oOK == nOK && equalJSON(ov, nv) {
@@ -376,4 +380,26 @@ func (d *differ) compareUnknown(om, nm map[string]any, c cursor) {
 		}
 		d.risky(c, c.ptr+"/"+escape(kw), "keyword_changed", kw+" "+show(ov, oOK)+" → "+show(nv, nOK))
 	}
+}
+
+func isExtension(kw string) bool { return strings.HasPrefix(kw, "x-") }
+
+func isUnknown(kw string) bool { return !known[kw] && !isExtension(kw) }
+
+// keysWhere returns the sorted keys of both maps that satisfy keep; it allocates only
+// when some key does.
+func keysWhere(om, nm map[string]any, keep func(string) bool) []string {
+	var keys []string
+	for k := range om {
+		if keep(k) {
+			keys = append(keys, k)
+		}
+	}
+	for k := range nm {
+		if _, dup := om[k]; !dup && keep(k) {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	return keys
 }

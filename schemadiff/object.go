@@ -106,7 +106,10 @@ func (d *differ) compareObject(om, nm map[string]any, c cursor) {
 		sorted = append(sorted, k)
 	}
 	sort.Strings(sorted)
-	pc := c.child("properties")
+	var pc cursor
+	if len(sorted) > 0 {
+		pc = c.child("properties")
+	}
 	for _, name := range sorted {
 		ov, inO := oprops[name]
 		nv, inN := nprops[name]
@@ -157,7 +160,10 @@ func (d *differ) compareObject(om, nm map[string]any, c cursor) {
 	// patternProperties: on an open object a new pattern constrains matching names (narrows);
 	// on a closed one it admits them (widens).
 	opp, npp := asMap(om["patternProperties"]), asMap(nm["patternProperties"])
-	ppc := c.child("patternProperties")
+	var ppc cursor
+	if len(opp)+len(npp) > 0 {
+		ppc = c.child("patternProperties")
+	}
 	for _, pat := range sortedKeys(opp, npp) {
 		ov, inO := opp[pat]
 		nv, inN := npp[pat]
@@ -188,7 +194,10 @@ func (d *differ) compareObject(om, nm map[string]any, c cursor) {
 		}
 	}
 	ods, nds := asMap(om["dependentSchemas"]), asMap(nm["dependentSchemas"])
-	dsc := c.child("dependentSchemas")
+	var dsc cursor
+	if len(ods)+len(nds) > 0 {
+		dsc = c.child("dependentSchemas")
+	}
 	for _, k := range sortedKeys(ods, nds) {
 		ov, inO := ods[k]
 		nv, inN := nds[k]

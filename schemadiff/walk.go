@@ -12,8 +12,8 @@ import (
 
 // Limits that keep the walk finite on hostile or pathological schemas.
 const (
-	maxRefHops = 64  // $ref → $ref chains longer than this are compared as written
-	maxDepth   = 256 // deeper nesting is compared as a whole
+	maxRefHops = 64   // $ref → $ref chains longer than this are compared as written
+	maxDepth   = 4096 // deeper nesting is compared as a whole (a stack guard; $ref cycles end earlier)
 )
 
 // DiffSchemas compares two JSON Schema 2020-12 documents, decoded with encoding/json into
@@ -34,6 +34,7 @@ func diffSchema(oldSchema, newSchema any, dir Direction, prefix string) []Change
 
 type differ struct {
 	oldRoot, newRoot any
+	rootsEqual       int // 0 unknown, 1 equal, 2 different
 	dir              Direction
 	changes          []Change
 	seen             map[pairKey]bool
@@ -266,7 +267,9 @@ func sortedKeys(ms ...map[string]any) []string {
 // compare is the structural walk: it classifies every difference between o and n.
 func (d *differ) compare(o, n any, c cursor) {
 	if c.depth > maxDepth {
-		if !equalJSON(o, n) {
+		// Refs below here may resolve differently in the two documents: unless the
+		// documents are equal, a differing or ref-holding subtree counts as changed.
+		if !equalJSON(o, n) || strings.Contains(canon(o), `"$ref"`) && !d.sameRoots() {
 			d.risky(c, c.ptr, "schema_changed", "nesting deeper than "+strconv.Itoa(maxDepth)+" levels changed; compared as a whole")
 		}
 		return
@@ -324,4 +327,15 @@ func (d *differ) compare(o, n any, c cursor) {
 	d.compareNot(om, nm, c)
 	d.compareConditional(om, nm, c)
 	d.compareUnknown(om, nm, c)
+}
+
+// sameRoots reports (once) whether the two documents are equal.
+func (d *differ) sameRoots() bool {
+	if d.rootsEqual == 0 {
+		d.rootsEqual = 2
+		if equalJSON(d.oldRoot, d.newRoot) {
+			d.rootsEqual = 1
+		}
+	}
+	return d.rootsEqual == 1
 }
