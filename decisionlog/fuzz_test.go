@@ -46,6 +46,12 @@ func FuzzMask(f *testing.F) {
 			}
 			return
 		}
+		// Values that appear only inside sensitive subtrees of the input must
+		// not appear anywhere in the output.
+		var secrets map[string]bool
+		if v, err := decodeOne(data); err == nil {
+			secrets = sensitiveOnly(v, p.segments)
+		}
 		var out struct {
 			Arguments   json.RawMessage `json:"arguments"`
 			Result      json.RawMessage `json:"result"`
@@ -61,6 +67,11 @@ func FuzzMask(f *testing.F) {
 			v, err := decodeOne(part)
 			if err != nil {
 				t.Fatalf("masked payload is not JSON: %v", err)
+			}
+			for _, leaf := range leaves(v, nil) {
+				if secrets[leaf] {
+					t.Fatalf("sensitive value %q (pointer %q) leaked into %s", leaf, ptr, part)
+				}
 			}
 			for _, got := range lookup(v, p.segments) {
 				if erase && got != nil || !erase && got != MaskToken {
@@ -94,4 +105,81 @@ func lookup(v any, segs []string) []any {
 		}
 	}
 	return out
+}
+
+// sensitiveOnly returns the keys and scalar values found only inside the
+// subtrees the pointer's segments reach, never outside them (nor equal to the
+// mask token).
+func sensitiveOnly(v any, segs []string) map[string]bool {
+	inside, outside := map[string]bool{}, map[string]bool{}
+	var walk func(v any, path []string, sensitive bool)
+	walk = func(v any, path []string, sensitive bool) {
+		sensitive = sensitive || matches(path, segs)
+		set := outside
+		if sensitive {
+			set = inside
+		}
+		switch n := v.(type) {
+		case map[string]any:
+			for k, c := range n {
+				set["k:"+k] = true
+				walk(c, append(path[:len(path):len(path)], k), sensitive)
+			}
+		case []any:
+			for i, c := range n {
+				walk(c, append(path[:len(path):len(path)], strconv.Itoa(i)), sensitive)
+			}
+		default:
+			set[scalar(n)] = true
+		}
+	}
+	walk(v, nil, false)
+	out := map[string]bool{}
+	for s := range inside {
+		if !outside[s] && s != scalar(MaskToken) && s != scalar(nil) {
+			out[s] = true
+		}
+	}
+	return out
+}
+
+func matches(path, segs []string) bool {
+	if len(path) != len(segs) {
+		return false
+	}
+	for i := range segs {
+		if segs[i] != Wildcard && segs[i] != path[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// leaves lists every key and scalar of v in the form sensitiveOnly uses.
+func leaves(v any, acc []string) []string {
+	switch n := v.(type) {
+	case map[string]any:
+		for k, c := range n {
+			acc = leaves(c, append(acc, "k:"+k))
+		}
+	case []any:
+		for _, c := range n {
+			acc = leaves(c, acc)
+		}
+	default:
+		acc = append(acc, scalar(n))
+	}
+	return acc
+}
+
+func scalar(v any) string {
+	switch n := v.(type) {
+	case string:
+		return "s:" + n
+	case json.Number:
+		return "n:" + n.String()
+	case bool:
+		return "b:" + strconv.FormatBool(n)
+	}
+	return "null"
 }

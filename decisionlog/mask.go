@@ -230,6 +230,9 @@ func (m *Masker) part(rec *Record, prefix string, raw json.RawMessage, rs []comp
 	if err != nil {
 		return nil, err
 	}
+	// Always re-encode the decoded copy, even when no rule matched: the raw
+	// bytes may hold a sensitive value in an earlier duplicate of a key that
+	// the decoder (keeping the last) no longer shows.
 	hit := map[string]bool{}
 	for i := range rs {
 		r := &rs[i]
@@ -350,6 +353,7 @@ func encodeValue(v any) (json.RawMessage, error) {
 // empty erased/masked lists, a UTC timestamp) and is what the Writer runs off
 // the request path; the gateway may call it directly to log synchronously.
 func Encode(rec Record, m *Masker, mode ArgumentsMode) ([]byte, error) {
+	rec.Erased, rec.Masked = slices.Clone(rec.Erased), slices.Clone(rec.Masked) // never append into the caller's arrays
 	if err := m.Apply(&rec, mode); err != nil {
 		return nil, err
 	}

@@ -195,6 +195,12 @@ func TestMaskerApply(t *testing.T) {
 			want:  event{Erased: []string{"/state_before"}},
 		},
 		{
+			name:  "a duplicated container is re-encoded even when its last copy holds nothing sensitive",
+			cfg:   MaskerConfig{Arguments: MaskRules("/items/*/email")},
+			input: event{Arguments: `{"items":[{"email":"early@x"}],"items":[]}`},
+			want:  event{Arguments: `{"items":[]}`},
+		},
+		{
 			name:  "a key spelled with JSON escapes is still found",
 			cfg:   MaskerConfig{Arguments: MaskRules("/customer_email")},
 			input: event{Arguments: `{"customer\u005femail":"a@b.example"}`},

@@ -95,8 +95,8 @@ func NewWriter(sink Sink, cfg Config) *Writer {
 
 // Log queues rec to be masked by m (nil: nothing is sensitive) and written.
 // It never blocks: when the buffer is full the record is dropped and counted,
-// and Log reports false. Log takes ownership of rec's byte slices; the caller
-// must not modify them afterwards.
+// and Log reports false. Log takes ownership of rec's slices and pointers
+// (payload bytes, Provider); the caller must not modify them afterwards.
 func (w *Writer) Log(rec Record, m *Masker) bool {
 	if rec.Timestamp.IsZero() {
 		rec.Timestamp = w.cfg.Now()
