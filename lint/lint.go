@@ -1,0 +1,190 @@
+// Package lint checks a tools directory against the release checklist: the parts of it a
+// machine can judge (owners, closed objects, described properties, integer money, error
+// categories, contract cases, changelogs). Each finding has a stable id, a severity and a
+// location (file, line, JSON pointer).
+package lint
+
+import (
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/toolgate/toolgate/contract"
+)
+
+// Severity of a finding: errors fail the lint, warnings are advice.
+type Severity string
+
+// Severities.
+const (
+	Error   Severity = "error"
+	Warning Severity = "warning"
+)
+
+// Finding is one checklist item a tools directory misses.
+type Finding struct {
+	ID       string   `json:"id"`
+	Severity Severity `json:"severity"`
+	Tool     string   `json:"tool,omitempty"`
+	Version  string   `json:"version,omitempty"`
+	File     string   `json:"file"`
+	Line     int      `json:"line,omitempty"`
+	Pointer  string   `json:"pointer,omitempty"`
+	Message  string   `json:"message"`
+}
+
+// Rule describes one check: its stable id, severity and what it asks for.
+type Rule struct {
+	ID       string
+	Severity Severity
+	Summary  string
+}
+
+// Rules is the catalogue of checks, in the order docs/contracts.md lists them.
+var Rules = []Rule{
+	{"load", Error, "the directory loads: JSON/YAML syntax, required fields, tool_id/version match their folder and file, schemas and CEL rules compile"},
+	{"tool-id-format", Error, "tool_id is a stable dotted name: lowercase namespace.name ([a-z][a-z0-9_]*, at least one dot)"},
+	{"name-changed", Warning, "the function name stays the same across versions"},
+	{"owner-missing", Error, "owner.yaml names an owner"},
+	{"risk-level-missing", Error, "owner.yaml sets risk_level (low, medium, high)"},
+	{"consumers-missing", Warning, "owner.yaml lists the consumers"},
+	{"description-missing", Error, "each version has a description"},
+	{"object-not-closed", Error, "every object in parameters sets additionalProperties (false to close it; true or a schema declares it open on purpose)"},
+	{"property-undescribed", Error, "every property in parameters has a description (a warning in result)"},
+	{"money-not-integer", Error, "money fields (amount, price, cost, fee, total, balance...) are integers in minor units, not numbers"},
+	{"enum-undescribed", Error, "a string enum's description mentions every value (or x-enum-descriptions describes each)"},
+	{"error-category-missing", Error, "every error code has a category"},
+	{"error-category-invalid", Error, "error categories are business, validation, permission, rate_limit or platform"},
+	{"errors-missing", Warning, "mutating tools list their error catalogue"},
+	{"idempotency-key-not-string", Error, "the x-idempotency-key property is a string"},
+	{"rule-field-unknown", Warning, "a rule's field points at a declared parameter"},
+	{"golden-cases-missing", Error, "mutating tools have contract cases in contracts/golden/"},
+	{"case-version-unknown", Error, "a contract case names a version the tool has"},
+	{"case-id-mismatch", Warning, "a contract case's case_id matches its file name"},
+	{"changelog-missing", Error, "each tool has a changelog.md"},
+	{"changelog-version-missing", Error, "the changelog mentions every version"},
+	{"versions-not-monotonic", Error, "the changelog's version headings run in one direction (newest first or oldest first), each once"},
+}
+
+var severityOf = func() map[string]Severity {
+	m := map[string]Severity{}
+	for _, r := range Rules {
+		m[r.ID] = r.Severity
+	}
+	return m
+}()
+
+// Run lints a tools directory. A directory that does not load still gets its load
+// problems as findings (id "load", with file and line) plus every check that can run on
+// the parts that did load. Findings are sorted by file, line, id and pointer.
+func Run(dir string) []Finding {
+	reg, problems := contract.Inspect(dir)
+	var out []Finding
+	for _, p := range problems {
+		out = append(out, Finding{ID: "load", Severity: Error, File: p.File, Line: p.Line, Message: p.Message})
+	}
+	out = append(out, Check(reg)...)
+	Sort(out)
+	return out
+}
+
+// Check runs the checklist on a loaded registry (unsorted).
+func Check(reg *contract.Registry) []Finding {
+	var out []Finding
+	for _, t := range reg.Tools() {
+		c := &checker{tool: t}
+		c.run()
+		out = append(out, c.findings...)
+	}
+	return out
+}
+
+// HasErrors reports whether any finding is an error.
+func HasErrors(fs []Finding) bool {
+	for _, f := range fs {
+		if f.Severity == Error {
+			return true
+		}
+	}
+	return false
+}
+
+// Sort orders findings by file, line, id, pointer and message.
+func Sort(fs []Finding) {
+	sort.SliceStable(fs, func(i, j int) bool {
+		a, b := fs[i], fs[j]
+		switch {
+		case a.File != b.File:
+			return a.File < b.File
+		case a.Line != b.Line:
+			return a.Line < b.Line
+		case a.ID != b.ID:
+			return a.ID < b.ID
+		case a.Pointer != b.Pointer:
+			return a.Pointer < b.Pointer
+		}
+		return a.Message < b.Message
+	})
+}
+
+type checker struct {
+	tool     *contract.Tool
+	findings []Finding
+}
+
+func (c *checker) add(id, version, file string, line int, pointer, msg string) {
+	c.findings = append(c.findings, Finding{
+		ID: id, Severity: severityOf[id], Tool: c.tool.ID, Version: version,
+		File: file, Line: line, Pointer: pointer, Message: msg,
+	})
+}
+
+func (c *checker) run() {
+	t := c.tool
+	c.checkToolID()
+	c.checkOwner()
+	mutating := false
+	for _, v := range t.Versions {
+		mutating = mutating || v.Mutating()
+		c.checkVersion(v)
+	}
+	if mutating {
+		golden := 0
+		for _, cs := range t.Cases {
+			if cs.Suite == "golden" {
+				golden++
+			}
+		}
+		if golden == 0 {
+			c.add("golden-cases-missing", "", filepath.Join(t.Dir, "contracts", "golden"), 0, "",
+				"mutating tool "+t.ID+" has no contract cases in contracts/golden/")
+		}
+	}
+	for _, cs := range t.Cases {
+		if t.Version(cs.ToolVersion) == nil && cs.ToolVersion != "" {
+			c.add("case-version-unknown", cs.ToolVersion, cs.File, yamlKeyLine(cs.File, "tool"), "",
+				"case "+cs.ID+" names version "+cs.ToolVersion+", which "+t.ID+" does not have")
+		}
+		base := strings.TrimSuffix(filepath.Base(cs.File), filepath.Ext(cs.File))
+		if cs.ID != base {
+			c.add("case-id-mismatch", "", cs.File, yamlKeyLine(cs.File, "case_id"), "",
+				"case_id "+cs.ID+" does not match the file name "+filepath.Base(cs.File))
+		}
+	}
+	c.checkChangelog()
+}
+
+// yamlKeyLine finds the line of a top-level key in a YAML file; 0 when not found.
+func yamlKeyLine(file, key string) int {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return 0
+	}
+	for i, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, key+":") {
+			return i + 1
+		}
+	}
+	return 0
+}
