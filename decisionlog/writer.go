@@ -210,6 +210,10 @@ func (w *Writer) run() {
 				if !ok {
 					break batch
 				}
+				if w.stopped() {
+					w.drop(DropClosed, 1)
+					break batch
+				}
 				pending += w.write(e)
 			default:
 				break batch

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -265,7 +266,12 @@ func TestCloseAfterContextEndsCountsTheRest(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	go func() { time.Sleep(10 * time.Millisecond); close(sink.release) }()
+	go func() { // let the blocked sink go only once Close has given up
+		for !w.stopped() {
+			runtime.Gosched()
+		}
+		close(sink.release)
+	}()
 	if err := w.Close(ctx); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Close = %v, want context.Canceled", err)
 	}
