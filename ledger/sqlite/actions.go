@@ -16,6 +16,22 @@ const columns = `tenant, id, tool_id, version, state, needs_operator, args_diges
 	result_status, result_content_type, result_body, provider_calls,
 	correlation_id, scope, policy_version, created_at, updated_at, history, rev`
 
+// The statements every call runs, prepared once per connection.
+const (
+	insertSQL = `INSERT INTO actions (` + columns + `)
+		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
+		ON CONFLICT (tenant, id) DO NOTHING`
+	getSQL    = `SELECT ` + columns + ` FROM actions WHERE tenant = ? AND id = ?`
+	revSQL    = `SELECT rev FROM actions WHERE tenant = ? AND id = ?`
+	updateSQL = `UPDATE actions SET
+		tool_id = ?, version = ?, state = ?, needs_operator = ?, args_digest = ?, arguments = ?,
+		attempts = ?, lease_owner = ?, lease_until = ?, last_sent_at = ?, unknown_since = ?,
+		next_check_at = ?, checks = ?, result_status = ?, result_content_type = ?, result_body = ?,
+		provider_calls = ?, correlation_id = ?, scope = ?, policy_version = ?,
+		updated_at = ?, history = ?, rev = ?
+		WHERE tenant = ? AND id = ? AND rev = ?`
+)
+
 // Insert stores a new action with Rev 1 and sets a.Rev. It returns
 // ledger.ErrExists when the tenant already has an action with a.ID. Tenant, ID,
 // a valid State and CreatedAt are required.
@@ -30,9 +46,7 @@ func (s *Store) Insert(ctx context.Context, a *ledger.Action) error {
 	if err != nil {
 		return fmt.Errorf("insert action %s: %w", a.ID, err)
 	}
-	res, err := s.w.ExecContext(ctx, `INSERT INTO actions (`+columns+`)
-		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
-		ON CONFLICT (tenant, id) DO NOTHING`, vals...)
+	res, err := s.insert.ExecContext(ctx, vals...)
 	if err != nil {
 		return fmt.Errorf("insert action %s: %w", a.ID, translate(err))
 	}
@@ -49,7 +63,7 @@ func (s *Store) Insert(ctx context.Context, a *ledger.Action) error {
 
 // Get returns the tenant's action id, or ledger.ErrNotFound.
 func (s *Store) Get(ctx context.Context, tenant, id string) (*ledger.Action, error) {
-	row := s.r.QueryRowContext(ctx, `SELECT `+columns+` FROM actions WHERE tenant = ? AND id = ?`, tenant, id)
+	row := s.get.QueryRowContext(ctx, tenant, id)
 	a, err := scan(row)
 	if err != nil {
 		return nil, fmt.Errorf("get action %s: %w", id, err)
@@ -70,13 +84,7 @@ func (s *Store) Update(ctx context.Context, a *ledger.Action) error {
 	set := vals[2:22:22]
 	set = append(set, vals[23:]...)
 	args := append(set, a.Tenant, a.ID, a.Rev)
-	res, err := s.w.ExecContext(ctx, `UPDATE actions SET
-		tool_id = ?, version = ?, state = ?, needs_operator = ?, args_digest = ?, arguments = ?,
-		attempts = ?, lease_owner = ?, lease_until = ?, last_sent_at = ?, unknown_since = ?,
-		next_check_at = ?, checks = ?, result_status = ?, result_content_type = ?, result_body = ?,
-		provider_calls = ?, correlation_id = ?, scope = ?, policy_version = ?,
-		updated_at = ?, history = ?, rev = ?
-		WHERE tenant = ? AND id = ? AND rev = ?`, args...)
+	res, err := s.update.ExecContext(ctx, args...)
 	if err != nil {
 		return fmt.Errorf("update action %s: %w", a.ID, translate(err))
 	}
@@ -89,7 +97,7 @@ func (s *Store) Update(ctx context.Context, a *ledger.Action) error {
 		return nil
 	}
 	var rev int64
-	err = s.r.QueryRowContext(ctx, `SELECT rev FROM actions WHERE tenant = ? AND id = ?`, a.Tenant, a.ID).Scan(&rev)
+	err = s.rev.QueryRowContext(ctx, a.Tenant, a.ID).Scan(&rev)
 	if err != nil {
 		return fmt.Errorf("update action %s: %w", a.ID, translate(err))
 	}

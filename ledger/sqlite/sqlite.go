@@ -56,6 +56,9 @@ const DefaultBusyTimeout = 5 * time.Second
 type Store struct {
 	w *sql.DB // exactly one connection: every write
 	r *sql.DB // read-only connections
+
+	insert, update *sql.Stmt // on w
+	get, rev       *sql.Stmt // on r
 }
 
 var _ ledger.Store = (*Store)(nil)
@@ -125,7 +128,20 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		r.Close()
 		return nil, fmt.Errorf("open ledger %s: %w", cfg.Path, translate(err))
 	}
-	return &Store{w: w, r: r}, nil
+	s := &Store{w: w, r: r}
+	for _, p := range []struct {
+		db   *sql.DB
+		sql  string
+		stmt **sql.Stmt
+	}{
+		{w, insertSQL, &s.insert}, {w, updateSQL, &s.update}, {r, getSQL, &s.get}, {r, revSQL, &s.rev},
+	} {
+		if *p.stmt, err = p.db.PrepareContext(ctx, p.sql); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("open ledger %s: prepare: %w", cfg.Path, translate(err))
+		}
+	}
+	return s, nil
 }
 
 func cloneValues(v url.Values) url.Values {
@@ -138,7 +154,13 @@ func cloneValues(v url.Values) url.Values {
 
 // Close closes both pools. Every write already returned is durable.
 func (s *Store) Close() error {
-	return errors.Join(s.r.Close(), s.w.Close())
+	var errs []error
+	for _, st := range []*sql.Stmt{s.insert, s.update, s.get, s.rev} {
+		if st != nil {
+			errs = append(errs, st.Close())
+		}
+	}
+	return errors.Join(append(errs, s.r.Close(), s.w.Close())...)
 }
 
 // Pragma returns the value of a read-only PRAGMA as the writer connection sees
