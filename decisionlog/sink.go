@@ -63,6 +63,11 @@ type FileConfig struct {
 	Perm fs.FileMode
 	// Sync is the fsync policy. Defaults to SyncOnRotate.
 	Sync SyncPolicy
+	// OnError is told when a rotation fails. The line is still written, to
+	// the live file, and rotation is tried again after another MaxBytes:
+	// a full or read-only directory must not cost every record. Defaults
+	// to nil.
+	OnError func(error)
 }
 
 // FileSink appends lines to a file, rotating it by size. Reopen may be called
@@ -73,6 +78,9 @@ type FileSink struct {
 	f    *os.File
 	bw   *bufio.Writer
 	size int64 // bytes in the live file, buffered ones included
+	// rotateAt is the size past which the next line rotates: MaxBytes, or
+	// further after a failed rotation.
+	rotateAt int64
 }
 
 // OpenFile opens (or creates) the live file and returns its sink.
@@ -106,7 +114,7 @@ func (s *FileSink) open() error {
 		f.Close()
 		return fmt.Errorf("open decision log: %w", err)
 	}
-	s.f, s.size = f, st.Size()
+	s.f, s.size, s.rotateAt = f, st.Size(), s.cfg.MaxBytes
 	if s.bw == nil {
 		s.bw = bufio.NewWriterSize(f, 64<<10)
 	} else {
@@ -140,9 +148,17 @@ func (s *FileSink) WriteLine(line []byte) error {
 			return err
 		}
 	}
-	if s.cfg.MaxBytes > 0 && s.size > 0 && s.size+int64(len(line)) > s.cfg.MaxBytes {
+	if s.cfg.MaxBytes > 0 && s.size > 0 && s.size+int64(len(line)) > s.rotateAt {
 		if err := s.rotate(); err != nil {
-			return err
+			if s.f == nil {
+				if oerr := s.open(); oerr != nil {
+					return errors.Join(err, oerr)
+				}
+			}
+			s.rotateAt = s.size + int64(len(line)) + s.cfg.MaxBytes // retry after MaxBytes more
+			if s.cfg.OnError != nil {
+				s.cfg.OnError(err)
+			}
 		}
 	}
 	n, err := s.bw.Write(line)

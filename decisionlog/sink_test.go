@@ -1,11 +1,14 @@
 package decisionlog
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -198,5 +201,50 @@ func TestWriterConcurrent(t *testing.T) {
 	}
 	if st.DroppedUnmasked+st.DroppedWrite+st.DroppedClosed != 0 {
 		t.Errorf("unexpected drops: %+v", st)
+	}
+}
+
+func TestFileSinkKeepsWritingWhenRotationFails(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "decisions.jsonl")
+	// A non-empty directory where the rotated file must go: rotation fails.
+	if err := os.MkdirAll(filepath.Join(path+".1", "blocker"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	var rotateErrs atomic.Int64
+	sink, err := OpenFile(FileConfig{Path: path, MaxBytes: 4096, MaxFiles: 1,
+		OnError: func(error) { rotateErrs.Add(1) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := NewWriter(sink, Config{})
+	const n = 20 // about 1.3 KB a line
+	for i := range n {
+		w.Log(typicalRecord(i), typicalMasker(t))
+	}
+	if err := w.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(readLines(t, path)); got != n || w.Dropped() != 0 {
+		t.Errorf("%d lines in the live file, %d dropped; want all %d written", got, w.Dropped(), n)
+	}
+	// Retried once per MaxBytes written, not on every line.
+	if got := rotateErrs.Load(); got == 0 || got > n/3 {
+		t.Errorf("%d rotation errors reported for %d lines", got, n)
+	}
+}
+
+func TestLinesStayOnOneLine(t *testing.T) {
+	t.Parallel()
+	pretty := json.RawMessage("{\n  \"a\": [1,\n 2],\n  \"b\": \"x\\ny\"\n}\n")
+	for _, mode := range []ArgumentsMode{ModeDigest, ModeMasked, ModeFull} {
+		rec := Record{Arguments: pretty, Result: pretty, StateBefore: pretty, StateAfter: pretty}
+		line, err := Encode(rec, nil, mode)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bytes.Count(line, []byte("\n")) != 1 {
+			t.Errorf("%s: line breaks inside the record: %q", mode, line)
+		}
 	}
 }
