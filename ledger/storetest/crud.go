@@ -3,6 +3,7 @@ package storetest
 import (
 	"fmt"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -380,5 +381,135 @@ func testLifecycle(t *testing.T, s ledger.Store) {
 	})
 	if a.Rev != 8 || len(a.History) != 7 {
 		t.Fatalf("after the walk: rev %d history %d, want 8 and 7", a.Rev, len(a.History))
+	}
+}
+
+// testUpdateClearsFields writes zero values over set ones: a store must not
+// keep an old lease, result or flag because the new value is empty.
+func testUpdateClearsFields(t *testing.T, s ledger.Store) {
+	a := insert(t, s, fullAction("t1", "clear"))
+	cur := get(t, s, "t1", "clear")
+	cur.NeedsOperator, cur.ArgsDigest, cur.Arguments = false, "", nil
+	cur.Attempts, cur.LeaseOwner, cur.LeaseUntil, cur.LastSentAt = 0, "", time.Time{}, time.Time{}
+	cur.UnknownSince, cur.NextCheckAt, cur.Checks = time.Time{}, time.Time{}, 0
+	cur.Result, cur.ProviderCalls, cur.History = nil, nil, nil
+	cur.CorrelationID, cur.Scope, cur.PolicyVersion, cur.UpdatedAt = "", "", "", time.Time{}
+	if err := s.Update(t.Context(), cur); err != nil {
+		t.Fatal(err)
+	}
+	mustEqual(t, "after clearing", cur, get(t, s, "t1", "clear"))
+
+	// And back again.
+	a.Rev = cur.Rev
+	if err := s.Update(t.Context(), a); err != nil {
+		t.Fatal(err)
+	}
+	mustEqual(t, "after restoring", a, get(t, s, "t1", "clear"))
+}
+
+// testLargeBody stores a result body of a mebibyte, every byte kept.
+func testLargeBody(t *testing.T, s ledger.Store) {
+	body := make([]byte, 1<<20)
+	x := uint32(2463534242)
+	for i := range body {
+		x ^= x << 13
+		x ^= x >> 17
+		x ^= x << 5
+		body[i] = byte(x)
+	}
+	a := newAction("t1", "big", ledger.Succeeded, 0)
+	a.Result = &ledger.Result{StatusCode: 200, ContentType: "application/octet-stream", Body: body}
+	insert(t, s, a)
+	mustEqual(t, "large body", a, get(t, s, "t1", "big"))
+}
+
+// oddIDs are ids and tenants a store must keep as given: every visible ASCII
+// character an Idempotency-Key may hold (SPEC 3.1: 0x21-0x7E, up to 255),
+// separators, quotes, SQL and cursor metacharacters, and some UTF-8 (valid
+// UTF-8 without NUL is all a store may assume).
+var oddIDs = []string{
+	"a:b:c", "v1:123:x", "slash/and\\back", "quote'\"`", "semi;--", "percent%_*?", "<&>=#[]{}|^~!@$()+,",
+	visibleASCII, strings.Repeat("k", 255), "with space", "tab\tnewline\n", "é", "日本語", "emoji🙂",
+}
+
+// visibleASCII is every character from 0x21 to 0x7E.
+var visibleASCII = func() string {
+	var b strings.Builder
+	for c := byte(0x21); c <= 0x7e; c++ {
+		b.WriteByte(c)
+	}
+	return b.String()
+}()
+
+func testOddIDs(t *testing.T, s ledger.Store) {
+	for i, id := range oddIDs {
+		a := newAction(id, id, ledger.Pending, time.Duration(i))
+		insert(t, s, a)
+		mustEqual(t, fmt.Sprintf("id %q", id), a, get(t, s, id, id))
+	}
+	// The same ids in one tenant, paged one at a time through cursors.
+	for i, id := range oddIDs {
+		insert(t, s, newAction("odd", id, ledger.Pending, time.Duration(i)))
+	}
+	got := listAll(t, s, ledger.Filter{Tenant: "odd", Limit: 1})
+	if len(got) != len(oddIDs) {
+		t.Fatalf("paged %d odd ids, want %d: %q", len(got), len(oddIDs), got)
+	}
+	for i, id := range got {
+		if want := oddIDs[len(oddIDs)-1-i]; id != want {
+			t.Fatalf("page %d: %q, want %q", i, id, want)
+		}
+	}
+}
+
+// testConcurrentReadsAndWrites runs readers (Get, List, CountByState,
+// Expired, DueChecks) beside writers: none may fail.
+func testConcurrentReadsAndWrites(t *testing.T, s ledger.Store) {
+	const writers, readers, each = 8, 8, 10
+	for i := range each {
+		insert(t, s, newAction("t1", fmt.Sprintf("seed-%d", i), ledger.Pending, time.Duration(i)))
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, writers*each+readers*each)
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				if err := claimAndComplete(t, s, fmt.Sprintf("w%d-%d", w, i)); err != nil {
+					errs <- fmt.Errorf("writer %d: %w", w, err)
+				}
+			}
+		}()
+	}
+	for r := range readers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx := t.Context()
+			for i := range each {
+				var err error
+				switch (r + i) % 5 {
+				case 0:
+					_, err = s.Get(ctx, "t1", fmt.Sprintf("seed-%d", i))
+				case 1:
+					_, err = s.List(ctx, ledger.Filter{Tenant: "t1", Limit: 7})
+				case 2:
+					_, err = s.CountByState(ctx)
+				case 3:
+					_, err = s.Expired(ctx, at(time.Hour), 10)
+				case 4:
+					_, err = s.DueChecks(ctx, at(time.Hour), 10)
+				}
+				if err != nil {
+					errs <- fmt.Errorf("reader %d: %w", r, err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
 	}
 }

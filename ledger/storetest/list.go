@@ -205,3 +205,17 @@ func testListTenantIsolation(t *testing.T, s ledger.Store) {
 		t.Fatal("List with a cursor the store never issued: want an error")
 	}
 }
+
+// testListTiesOrderIDsAsBytes pins the tie order: ids of one creation time
+// ascend by their bytes (not by a locale's collation, which would put "a"
+// before "B").
+func testListTiesOrderIDsAsBytes(t *testing.T, s ledger.Store) {
+	for _, id := range []string{"é", "a", "_", "B", "Z9", "b", "A"} {
+		insert(t, s, newAction("t1", id, ledger.Pending, 0))
+	}
+	want := []string{"A", "B", "Z9", "_", "a", "b", "é"}
+	sameIDs(t, "one page", list(t, s, ledger.Filter{Tenant: "t1"}).Actions, want...)
+	if got := listAll(t, s, ledger.Filter{Tenant: "t1", Limit: 2}); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("paged ties: %q, want %q", got, want)
+	}
+}
