@@ -126,6 +126,13 @@ func (d *differ) compareObject(om, nm map[string]any, c cursor) {
 			d.compare(ov, nv, cc)
 			d.compareRequired(oreq[name], nreq[name], hasDefault(d.newRoot, nv), cc, ptr, name)
 		case inN:
+			if ap, ok := om["additionalProperties"].(map[string]any); ok && len(ap) > 0 {
+				// Old agents already met this name, checked against additionalProperties:
+				// compare that schema with the new property's.
+				cc := pc.child(name)
+				cc.opos = c.opos + "/additionalProperties"
+				d.compare(ap, nv, cc)
+			}
 			ev := propEvent{c: c, name: name, ptr: ptr, shape: shapeOf(nv), required: nreq[name] && !oreq[name],
 				defaults: hasDefault(d.newRoot, nv), open: isOpen(om)}
 			if ev.c.impact == "" {
