@@ -1,0 +1,228 @@
+package pgtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Cluster is a throwaway PostgreSQL cluster in a temporary directory,
+// listening on one loopback port. Stop it when done; Restart stops and starts
+// it on the same port and data, as a database restart in a fault test.
+type Cluster struct {
+	DSN string // superuser "postgres", database "postgres", trust auth
+
+	bin  string // the directory of initdb and postgres
+	dir  string // removed by Stop
+	port int
+	cred *syscall.Credential // nil when not running as root
+	proc *exec.Cmd
+	done chan error // the postmaster's exit
+}
+
+// BinDir returns the newest /usr/lib/postgresql/*/bin that has initdb and
+// postgres, or an error saying none is installed.
+func BinDir() (string, error) {
+	matches, _ := filepath.Glob("/usr/lib/postgresql/*/bin/initdb")
+	var dirs []string
+	for _, m := range matches {
+		d := filepath.Dir(m)
+		if _, err := os.Stat(filepath.Join(d, "postgres")); err == nil {
+			dirs = append(dirs, d)
+		}
+	}
+	if len(dirs) == 0 {
+		return "", errors.New("no /usr/lib/postgresql/*/bin/initdb")
+	}
+	version := func(d string) int {
+		v, _ := strconv.Atoi(filepath.Base(filepath.Dir(d)))
+		return v
+	}
+	sort.Slice(dirs, func(i, j int) bool { return version(dirs[i]) > version(dirs[j]) })
+	return dirs[0], nil
+}
+
+// StartCluster creates and starts a throwaway cluster (see the package doc).
+func StartCluster() (*Cluster, error) {
+	bin, err := BinDir()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "toolgate-pgtest-")
+	if err != nil {
+		return nil, err
+	}
+	c := &Cluster{bin: bin, dir: dir}
+	if err := c.init(); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	if err := c.start(); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *Cluster) init() error {
+	if os.Geteuid() == 0 {
+		cred, err := serverUser()
+		if err != nil {
+			return err
+		}
+		c.cred = cred
+		if err := os.Chown(c.dir, int(cred.Uid), int(cred.Gid)); err != nil {
+			return err
+		}
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	c.port = l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	c.DSN = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", c.port)
+
+	cmd := exec.Command(filepath.Join(c.bin, "initdb"), "-D", c.data(), "-U", "postgres",
+		"--auth=trust", "--encoding=UTF8", "--locale=C", "--no-sync")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: c.cred, Pdeathsig: syscall.SIGKILL}
+	cmd.Dir = c.dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("initdb: %v: %s", err, lastLines(string(out), 10))
+	}
+	return nil
+}
+
+func (c *Cluster) data() string { return filepath.Join(c.dir, "data") }
+func (c *Cluster) log() string  { return filepath.Join(c.dir, "postgres.log") }
+
+// serverUser returns the credentials of the "postgres" user, creating a
+// system user of that name when there is none.
+func serverUser() (*syscall.Credential, error) {
+	u, err := user.Lookup("postgres")
+	if err != nil {
+		if out, err := exec.Command("useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", "postgres").CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("running as root and there is no postgres user; useradd: %v: %s", err, out)
+		}
+		if u, err = user.Lookup("postgres"); err != nil {
+			return nil, err
+		}
+	}
+	uid, err := strconv.ParseUint(u.Uid, 10, 32)
+	if err != nil {
+		return nil, err
+	}
+	gid, err := strconv.ParseUint(u.Gid, 10, 32)
+	if err != nil {
+		return nil, err
+	}
+	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}, nil
+}
+
+// start runs the postmaster and waits until it accepts connections.
+func (c *Cluster) start() error {
+	logf, err := os.OpenFile(c.log(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	if c.cred != nil {
+		os.Chown(c.log(), int(c.cred.Uid), int(c.cred.Gid))
+	}
+	cmd := exec.Command(filepath.Join(c.bin, "postgres"), "-D", c.data(),
+		"-p", strconv.Itoa(c.port), "-h", "127.0.0.1", "-k", "",
+		"-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
+		"-c", "max_connections=300", "-c", "shared_buffers=64MB")
+	cmd.Stdout, cmd.Stderr = logf, logf
+	// The postmaster dies with this process even when the tests are killed.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: c.cred, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start postgres: %w", err)
+	}
+	c.proc = cmd
+	c.done = make(chan error, 1)
+	go func() { c.done <- cmd.Wait() }()
+
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		conn, err := pgx.Connect(ctx, c.DSN)
+		cancel()
+		if err == nil {
+			conn.Close(context.Background())
+			return nil
+		}
+		select {
+		case werr := <-c.done:
+			c.done <- werr
+			return fmt.Errorf("postgres exited (%v): %s", werr, c.tail())
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			c.kill()
+			return fmt.Errorf("postgres did not accept connections within a minute: %v: %s", err, c.tail())
+		}
+	}
+}
+
+func (c *Cluster) tail() string {
+	b, _ := os.ReadFile(c.log())
+	return lastLines(string(b), 10)
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// halt asks the postmaster for a fast shutdown (SIGINT: roll back open
+// transactions, close connections) and kills it after 20 seconds.
+func (c *Cluster) halt() error {
+	if c.proc == nil {
+		return nil
+	}
+	c.proc.Process.Signal(syscall.SIGINT)
+	select {
+	case <-c.done:
+	case <-time.After(20 * time.Second):
+		c.kill()
+	}
+	c.proc = nil
+	return nil
+}
+
+func (c *Cluster) kill() {
+	c.proc.Process.Kill()
+	<-c.done
+}
+
+// Restart shuts the server down (fast) and starts it again on the same port
+// and data; clients see their connections closed, then refused, then
+// accepted again.
+func (c *Cluster) Restart() error {
+	if err := c.halt(); err != nil {
+		return err
+	}
+	return c.start()
+}
+
+// Stop shuts the server down and removes its directory.
+func (c *Cluster) Stop() error {
+	err := c.halt()
+	return errors.Join(err, os.RemoveAll(c.dir))
+}

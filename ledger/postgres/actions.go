@@ -1,0 +1,307 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/toolgate/toolgate/ledger"
+)
+
+// columns lists the actions columns in the order values and scan use.
+const columns = `tenant, id, tool_id, version, state, needs_operator, args_digest, arguments,
+	attempts, lease_owner, lease_until, last_sent_at, unknown_since, next_check_at, checks,
+	result_status, result_content_type, result_body, provider_calls,
+	correlation_id, scope, policy_version, created_at, updated_at, history, rev`
+
+// Insert stores a new action with Rev 1 and sets a.Rev, in one INSERT … ON
+// CONFLICT DO NOTHING: when the tenant already has an action with a.ID no
+// row is written and it returns ledger.ErrExists. Tenant, ID, a valid State
+// and CreatedAt are required.
+func (s *Store) Insert(ctx context.Context, a *ledger.Action) error {
+	if a.Tenant == "" || a.ID == "" {
+		return fmt.Errorf("insert action: tenant and id are required")
+	}
+	if a.CreatedAt.IsZero() {
+		return fmt.Errorf("insert action %s: created_at is required", a.ID)
+	}
+	vals, err := values(a, 1)
+	if err != nil {
+		return fmt.Errorf("insert action %s: %w", a.ID, err)
+	}
+	tag, err := s.pool.Exec(ctx, `INSERT INTO actions (`+columns+`)
+		VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$23,$24,$25,$26)
+		ON CONFLICT (tenant, id) DO NOTHING`, vals...)
+	if err != nil {
+		return fmt.Errorf("insert action %s: %w", a.ID, translate(err))
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("insert action %s: %w", a.ID, ledger.ErrExists)
+	}
+	a.Rev = 1
+	return nil
+}
+
+// Get returns the tenant's action id, or ledger.ErrNotFound.
+func (s *Store) Get(ctx context.Context, tenant, id string) (*ledger.Action, error) {
+	row := s.pool.QueryRow(ctx, `SELECT `+columns+` FROM actions WHERE tenant = $1 AND id = $2`, tenant, id)
+	a, err := scan(row)
+	if err != nil {
+		return nil, fmt.Errorf("get action %s: %w", id, err)
+	}
+	return a, nil
+}
+
+// updateSQL writes every column but tenant, id and created_at when the stored
+// revision is $25 (updateArgs gives the parameters), and reports in the same statement (so in the same
+// snapshot) whether the row exists: the conditional UPDATE is the whole
+// compare-and-set, the second CTE only names the failure.
+const updateSQL = `WITH upd AS (
+	UPDATE actions SET
+		tool_id = $3, version = $4, state = $5, needs_operator = $6, args_digest = $7, arguments = $8,
+		attempts = $9, lease_owner = $10, lease_until = $11, last_sent_at = $12, unknown_since = $13,
+		next_check_at = $14, checks = $15, result_status = $16, result_content_type = $17, result_body = $18,
+		provider_calls = $19, correlation_id = $20, scope = $21, policy_version = $22,
+		updated_at = $23, history = $24, rev = $25 + 1
+	WHERE tenant = $1 AND id = $2 AND rev = $25
+	RETURNING rev
+), cur AS (
+	SELECT rev FROM actions WHERE tenant = $1 AND id = $2
+)
+SELECT (SELECT rev FROM upd), (SELECT rev FROM cur)`
+
+// Update writes every field of a except Tenant, ID and CreatedAt, in one
+// conditional UPDATE that matches only the stored revision a.Rev, and then
+// increments a.Rev. It returns ledger.ErrStale (and writes nothing) when the
+// stored revision differs, ledger.ErrNotFound when there is no such action.
+// When the error satisfies IsUnavailable the write may or may not have
+// happened: re-read before acting on it.
+func (s *Store) Update(ctx context.Context, a *ledger.Action) error {
+	vals, err := values(a, a.Rev)
+	if err != nil {
+		return fmt.Errorf("update action %s: %w", a.ID, err)
+	}
+	// values order: tenant, id, the updatable fields, created_at at 22, then
+	// updated_at, history and rev.
+	vals = append(vals[:22:22], vals[23:]...)
+	var written, stored *int64
+	if err := s.pool.QueryRow(ctx, updateSQL, vals...).Scan(&written, &stored); err != nil {
+		return fmt.Errorf("update action %s: %w", a.ID, translate(err))
+	}
+	switch {
+	case written != nil:
+		a.Rev = *written
+		return nil
+	case stored == nil:
+		return fmt.Errorf("update action %s: %w", a.ID, ledger.ErrNotFound)
+	default:
+		return fmt.Errorf("update action %s at rev %d (stored %d or later): %w", a.ID, a.Rev, *stored, ledger.ErrStale)
+	}
+}
+
+// Expired returns up to limit (default 50) running actions of any tenant whose
+// lease ends at or before now, oldest lease first (a running action without a
+// lease end first of all). It is a plain read: whoever acts on the result
+// writes with Update, whose compare-and-set lets one replica win.
+func (s *Store) Expired(ctx context.Context, now time.Time, limit int) ([]*ledger.Action, error) {
+	as, err := s.query(ctx, `SELECT `+columns+` FROM actions
+		WHERE state = 'running' AND (lease_until IS NULL OR lease_until <= $1)
+		ORDER BY lease_until NULLS FIRST, tenant, id LIMIT $2`, now.UnixNano(), defaultLimit(limit))
+	if err != nil {
+		return nil, fmt.Errorf("expired actions: %w", err)
+	}
+	return as, nil
+}
+
+// DueChecks returns up to limit (default 50) unknown actions of any tenant
+// whose NextCheckAt is at or before now, most overdue first (never scheduled
+// first of all). Like Expired it is a plain read.
+func (s *Store) DueChecks(ctx context.Context, now time.Time, limit int) ([]*ledger.Action, error) {
+	as, err := s.query(ctx, `SELECT `+columns+` FROM actions
+		WHERE state = 'unknown' AND (next_check_at IS NULL OR next_check_at <= $1)
+		ORDER BY next_check_at NULLS FIRST, tenant, id LIMIT $2`, now.UnixNano(), defaultLimit(limit))
+	if err != nil {
+		return nil, fmt.Errorf("due checks: %w", err)
+	}
+	return as, nil
+}
+
+// CountByState counts the actions of all tenants per state. Every state of
+// ledger.States is in the map, with 0 when no action is in it.
+func (s *Store) CountByState(ctx context.Context) (map[ledger.State]int64, error) {
+	rows, err := s.pool.Query(ctx, `SELECT state, count(*) FROM actions GROUP BY state`)
+	if err != nil {
+		return nil, fmt.Errorf("count by state: %w", translate(err))
+	}
+	out := make(map[ledger.State]int64, len(ledger.States))
+	for _, st := range ledger.States {
+		out[st] = 0
+	}
+	var st string
+	var n int64
+	_, err = pgx.ForEachRow(rows, []any{&st, &n}, func() error {
+		out[ledger.State(st)] = n
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("count by state: %w", translate(err))
+	}
+	return out, nil
+}
+
+func defaultLimit(n int) int {
+	if n <= 0 {
+		return 50
+	}
+	return n
+}
+
+func (s *Store) query(ctx context.Context, q string, args ...any) ([]*ledger.Action, error) {
+	rows, err := s.pool.Query(ctx, q, args...)
+	if err != nil {
+		return nil, translate(err)
+	}
+	defer rows.Close()
+	var out []*ledger.Action
+	for rows.Next() {
+		a, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, translate(err)
+	}
+	return out, nil
+}
+
+// values returns a's column values in columns order, with rev as the revision.
+func values(a *ledger.Action, rev int64) ([]any, error) {
+	if !a.State.Valid() {
+		return nil, fmt.Errorf("state %q is not a ledger state", a.State)
+	}
+	var times [6]*int64
+	for i, t := range []time.Time{a.LeaseUntil, a.LastSentAt, a.UnknownSince, a.NextCheckAt, a.CreatedAt, a.UpdatedAt} {
+		v, err := nanos(t)
+		if err != nil {
+			return nil, err
+		}
+		times[i] = v
+	}
+	var status *int32
+	var ctype string
+	var body []byte
+	if a.Result != nil {
+		st := int32(a.Result.StatusCode)
+		status, ctype, body = &st, a.Result.ContentType, a.Result.Body
+		if body == nil {
+			body = []byte{}
+		}
+	}
+	calls, err := jsonList(a.ProviderCalls, func(c ledger.ProviderCall) ledger.ProviderCall { c.At = c.At.UTC(); return c })
+	if err != nil {
+		return nil, fmt.Errorf("provider calls: %w", err)
+	}
+	hist, err := jsonList(a.History, func(h ledger.Transition) ledger.Transition { h.At = h.At.UTC(); return h })
+	if err != nil {
+		return nil, fmt.Errorf("history: %w", err)
+	}
+	return []any{
+		a.Tenant, a.ID, a.ToolID, a.Version, string(a.State), a.NeedsOperator, a.ArgsDigest, a.Arguments,
+		int32(a.Attempts), a.LeaseOwner, times[0], times[1], times[2], times[3], int32(a.Checks),
+		status, ctype, body, calls,
+		a.CorrelationID, a.Scope, a.PolicyVersion, times[4], times[5], hist, rev,
+	}, nil
+}
+
+// jsonList encodes a non-empty list as JSON text (times normalized to UTC by
+// norm); an empty list is NULL.
+func jsonList[T any](xs []T, norm func(T) T) (*string, error) {
+	if len(xs) == 0 {
+		return nil, nil
+	}
+	cp := make([]T, len(xs))
+	for i, x := range xs {
+		cp[i] = norm(x)
+	}
+	b, err := json.Marshal(cp)
+	if err != nil {
+		return nil, err
+	}
+	s := string(b)
+	return &s, nil
+}
+
+// nanos returns t as unix nanoseconds, nil for the zero time, or an error when
+// t does not fit in int64 nanoseconds.
+func nanos(t time.Time) (*int64, error) {
+	if t.IsZero() {
+		return nil, nil
+	}
+	n := t.UnixNano()
+	if !time.Unix(0, n).Equal(t) {
+		return nil, fmt.Errorf("time %s is outside the storable range (years 1678 to 2262)", t.Format(time.RFC3339))
+	}
+	return &n, nil
+}
+
+func fromNanos(n *int64) time.Time {
+	if n == nil {
+		return time.Time{}
+	}
+	return time.Unix(0, *n).UTC()
+}
+
+// scan reads one row of columns into an Action.
+func scan(row pgx.Row) (*ledger.Action, error) {
+	var (
+		a                                             ledger.Action
+		state                                         string
+		leaseUntil, lastSent, unknownSince, nextCheck *int64
+		createdAt, updatedAt                          *int64
+		status, attempts, checks                      *int32
+		args, body                                    []byte
+		calls, hist                                   *string
+		ctype                                         string
+	)
+	err := row.Scan(&a.Tenant, &a.ID, &a.ToolID, &a.Version, &state, &a.NeedsOperator, &a.ArgsDigest, &args,
+		&attempts, &a.LeaseOwner, &leaseUntil, &lastSent, &unknownSince, &nextCheck, &checks,
+		&status, &ctype, &body, &calls,
+		&a.CorrelationID, &a.Scope, &a.PolicyVersion, &createdAt, &updatedAt, &hist, &a.Rev)
+	if err != nil {
+		return nil, translate(err)
+	}
+	a.State = ledger.State(state)
+	if len(args) > 0 {
+		a.Arguments = args
+	}
+	if attempts != nil {
+		a.Attempts = int(*attempts)
+	}
+	if checks != nil {
+		a.Checks = int(*checks)
+	}
+	a.LeaseUntil, a.LastSentAt = fromNanos(leaseUntil), fromNanos(lastSent)
+	a.UnknownSince, a.NextCheckAt = fromNanos(unknownSince), fromNanos(nextCheck)
+	a.CreatedAt, a.UpdatedAt = fromNanos(createdAt), fromNanos(updatedAt)
+	if status != nil {
+		a.Result = &ledger.Result{StatusCode: int(*status), ContentType: ctype, Body: body}
+		if a.Result.Body == nil {
+			a.Result.Body = []byte{}
+		}
+	}
+	if calls != nil {
+		if err := json.Unmarshal([]byte(*calls), &a.ProviderCalls); err != nil {
+			return nil, fmt.Errorf("decode provider calls of %s: %w", a.ID, err)
+		}
+	}
+	if hist != nil {
+		if err := json.Unmarshal([]byte(*hist), &a.History); err != nil {
+			return nil, fmt.Errorf("decode history of %s: %w", a.ID, err)
+		}
+	}
+	return &a, nil
+}

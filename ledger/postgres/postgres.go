@@ -1,0 +1,155 @@
+// Package postgres is the shared ledger store: one PostgreSQL database that
+// several gateway replicas use at once, through github.com/jackc/pgx/v5
+// (pgxpool).
+//
+// Atomicity comes from the database, one statement per promise: Insert is an
+// INSERT … ON CONFLICT DO NOTHING (no row written means ErrExists), Update is a
+// single conditional UPDATE … WHERE tenant, id and rev match, so two replicas
+// that read the same revision never both write. Nothing checks and then acts
+// across two statements. Expired and DueChecks are plain reads: every write a
+// reconciler makes after them is itself a compare-and-set, so two replicas
+// that pick the same action cannot both move it.
+//
+// Times are stored as bigint unix nanoseconds in UTC (the zero time as NULL,
+// sorting before every other time), so they round-trip at nanosecond precision
+// like the SQLite store. Times before 1678 or after 2262 cannot be stored.
+//
+// Migrations are embedded and applied by Open in one transaction that holds a
+// transaction-scoped advisory lock, so replicas that start together apply each
+// migration exactly once and the others wait, then find nothing to do.
+//
+// Errors: ledger.ErrNotFound, ledger.ErrExists and ledger.ErrStale as the
+// ledger.Store interface promises; a database that cannot be reached (refused,
+// reset, restarting, shut down, too many connections, a read-only standby)
+// yields an error for which IsUnavailable is true, which the gateway answers
+// with 503 and Retry-After. An unavailable Update may or may not have been
+// written: the caller must re-read before it acts on the outcome.
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/toolgate/toolgate/ledger"
+)
+
+// Config says which database to use and how many connections to keep. Every
+// zero value means the documented default; only DSN is required.
+type Config struct {
+	// DSN is a PostgreSQL URL or keyword/value string, as libpq and pgx
+	// accept it ("postgres://user:pass@host:5432/db?sslmode=disable").
+	// Runtime parameters in it (search_path, application_name, …) are sent
+	// to the server. Required.
+	DSN string
+	// Schema, when set, is the schema the store's tables live in: Open
+	// creates it when missing and every connection uses it as its
+	// search_path. Defaults to the DSN's search_path (normally "public").
+	Schema string
+	// MaxConns caps the pool. When zero, the DSN's pool_max_conns is used,
+	// or else pgxpool's default of max(4, number of CPUs).
+	MaxConns int32
+	// ConnectTimeout bounds one connection attempt, so an unreachable server
+	// fails fast. Defaults to 5s; a DSN connect_timeout is used when this is
+	// zero.
+	ConnectTimeout time.Duration
+	// ApplicationName is reported in pg_stat_activity. Defaults to
+	// "toolgate"; a DSN application_name is used when this is empty.
+	ApplicationName string
+}
+
+// DefaultConnectTimeout is the connection timeout used when neither
+// Config.ConnectTimeout nor the DSN sets one.
+const DefaultConnectTimeout = 5 * time.Second
+
+// Store is a ledger.Store on a PostgreSQL database. It is safe for concurrent
+// use by many goroutines, and many Stores (in many processes) may share one
+// database.
+type Store struct {
+	pool   *pgxpool.Pool
+	schema string // the schema the tables are in, as the server resolved it
+}
+
+var _ ledger.Store = (*Store)(nil)
+
+// Open connects to cfg.DSN, applies every embedded migration not yet applied
+// (under an advisory lock) and returns the store. It fails, with an error for
+// which IsUnavailable is true, when the server cannot be reached within the
+// connect timeout (or ctx ends first).
+func Open(ctx context.Context, cfg Config) (*Store, error) {
+	if cfg.DSN == "" {
+		return nil, errors.New("open ledger: postgres: DSN is required")
+	}
+	pc, err := pgxpool.ParseConfig(cfg.DSN)
+	if err != nil {
+		// pgx redacts the password in its parse errors.
+		return nil, fmt.Errorf("open ledger: postgres: %w", err)
+	}
+	where := fmt.Sprintf("postgres %s:%d/%s", pc.ConnConfig.Host, pc.ConnConfig.Port, pc.ConnConfig.Database)
+	if cfg.MaxConns > 0 {
+		pc.MaxConns = cfg.MaxConns
+	}
+	switch {
+	case cfg.ConnectTimeout > 0:
+		pc.ConnConfig.ConnectTimeout = cfg.ConnectTimeout
+	case pc.ConnConfig.ConnectTimeout == 0:
+		pc.ConnConfig.ConnectTimeout = DefaultConnectTimeout
+	}
+	rp := pc.ConnConfig.RuntimeParams
+	if cfg.ApplicationName != "" {
+		rp["application_name"] = cfg.ApplicationName
+	} else if rp["application_name"] == "" {
+		rp["application_name"] = "toolgate"
+	}
+	if cfg.Schema != "" {
+		rp["search_path"] = quoteIdent(cfg.Schema)
+	}
+	// A dead peer is noticed by TCP keepalive within about a minute rather
+	// than the kernel's two hours.
+	pc.HealthCheckPeriod = 15 * time.Second
+
+	pool, err := pgxpool.NewWithConfig(ctx, pc)
+	if err != nil {
+		return nil, fmt.Errorf("open ledger %s: %w", where, translate(err))
+	}
+	schema, err := migrate(ctx, pool, cfg.Schema)
+	if err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("open ledger %s: %w", where, err)
+	}
+	return &Store{pool: pool, schema: schema}, nil
+}
+
+// Close closes every connection of the pool, waiting for operations in
+// flight. Every write already returned is durable.
+func (s *Store) Close() error {
+	s.pool.Close()
+	return nil
+}
+
+// Schema returns the schema the store's tables live in.
+func (s *Store) Schema() string { return s.schema }
+
+// Ping checks that the database answers, for readiness probes. Its error
+// satisfies IsUnavailable when the server cannot be reached.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.pool.Ping(ctx); err != nil {
+		return fmt.Errorf("ping ledger: %w", translate(err))
+	}
+	return nil
+}
+
+// quoteIdent quotes a PostgreSQL identifier.
+func quoteIdent(s string) string {
+	out := make([]byte, 0, len(s)+2)
+	out = append(out, '"')
+	for i := range len(s) {
+		if s[i] == '"' {
+			out = append(out, '"')
+		}
+		out = append(out, s[i])
+	}
+	return string(append(out, '"'))
+}
