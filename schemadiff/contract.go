@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 )
 
 // Contract is what the diff compares in a schema file (SPEC 1.1). Parameters and Result
@@ -91,7 +92,17 @@ func Diff(oldC, newC Contract, opts Options) Report {
 	ch = append(ch, diffSchema(orTrue(oldC.Parameters, oldC.Parameters != nil), orTrue(newC.Parameters, newC.Parameters != nil), Input, "/parameters")...)
 	ch = append(ch, diffSchema(orTrue(oldC.Result, oldC.Result != nil), orTrue(newC.Result, newC.Result != nil), Output, "/result")...)
 	ch = append(ch, diffErrors(oldC.Errors, newC.Errors)...)
-	ch = append(ch, diffRules(oldC.Rules, newC.Rules)...)
+	rules := diffRules(oldC.Rules, newC.Rules)
+	for i := range rules {
+		// A rule about an x-impact field is as risky as a change to the field itself.
+		if r := ruleAt(rules[i].Pointer, oldC.Rules, newC.Rules, rules[i].Kind == "rule_removed"); r != nil {
+			rules[i].impact = impactAtField(newC.Parameters, r.Field)
+			if rules[i].impact == "" {
+				rules[i].impact = impactAtField(oldC.Parameters, r.Field)
+			}
+		}
+	}
+	ch = append(ch, rules...)
 
 	var declared *Bump
 	if b, ok := DeclaredBump(oldC.Version, newC.Version); ok {
@@ -188,4 +199,38 @@ func diffRules(oldR, newR []Rule) []Change {
 		}
 	}
 	return ch
+}
+
+// ruleAt returns the rule a /rules/N pointer names, in the old list for removals.
+func ruleAt(ptr string, oldR, newR []Rule, removed bool) *Rule {
+	i, err := strconv.Atoi(strings.TrimPrefix(ptr, "/rules/"))
+	list := newR
+	if removed {
+		list = oldR
+	}
+	if err != nil || i < 0 || i >= len(list) {
+		return nil
+	}
+	return &list[i]
+}
+
+// impactAtField returns the x-impact of the property a rule's field pointer ("/amount",
+// "/refund/amount") names in a parameters schema, or of any property on the way to it.
+func impactAtField(params any, field string) string {
+	if !strings.HasPrefix(field, "/") {
+		return ""
+	}
+	cur, _ := resolve(params, params, "")
+	for _, seg := range strings.Split(field[1:], "/") {
+		seg = strings.ReplaceAll(strings.ReplaceAll(seg, "~1", "/"), "~0", "~")
+		prop, ok := asMap(asMap(cur)["properties"])[seg]
+		if !ok {
+			return ""
+		}
+		if imp := impactOf(params, prop); imp != "" {
+			return imp
+		}
+		cur, _ = resolve(params, prop, "")
+	}
+	return ""
 }

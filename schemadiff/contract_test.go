@@ -13,7 +13,7 @@ func baseContract(t testing.TB) Contract {
 		Parameters: mustJSON(t, `{"type":"object","additionalProperties":false,"properties":{"order_id":{"type":"string"},"amount_cents":{"type":"integer","x-impact":"funds"}},"required":["order_id"]}`),
 		Result:     mustJSON(t, `{"type":"object","properties":{"status":{"enum":["created","pending_review"]}}}`),
 		Errors:     []ErrorDef{{Code: "ORDER_NOT_FOUND", Category: "business", HTTPStatus: 404}},
-		Rules:      []Rule{{ID: "positive", Rule: "args.amount_cents > 0", Message: "amount must be positive", Field: "/amount_cents", Outcome: "reject"}},
+		Rules:      []Rule{{ID: "order_format", Rule: "args.order_id.startsWith('ord_')", Message: "not an order id", Field: "/order_id", Outcome: "reject"}},
 	}
 }
 
@@ -57,11 +57,11 @@ func TestDiffContract(t *testing.T) {
 			c.Rules = append(c.Rules, Rule{ID: "cap", Rule: "args.amount_cents < 100000", Outcome: "review"})
 		}, kind: "rule_added", pointer: "/rules/1", tier: TierHighRisk, dir: Input, declared: BumpMinor, bumpOK: true},
 		{name: "rule changed", change: func(c *Contract) {
-			c.Rules = []Rule{{ID: "positive", Rule: "args.amount_cents >= 100", Message: "amount must be positive", Field: "/amount_cents", Outcome: "reject"}}
+			c.Rules = []Rule{{ID: "order_format", Rule: "args.order_id.startsWith('ord')", Message: "not an order id", Field: "/order_id", Outcome: "reject"}}
 		}, kind: "rule_changed", pointer: "/rules/0", tier: TierHighRisk, dir: Input, declared: BumpMinor, bumpOK: true},
 		{name: "rule outcome changed", change: func(c *Contract) { c.Rules[0].Outcome = "review" }, kind: "rule_outcome_changed", pointer: "/rules/0", tier: TierHighRisk, dir: Input, declared: BumpMinor, bumpOK: true},
-		{name: "rule message changed", change: func(c *Contract) { c.Rules[0].Message = "positive amounts only" }, kind: "rule_message_changed", pointer: "/rules/0", tier: TierCompatible, dir: Input, declared: BumpMinor, bumpOK: true},
-		{name: "rule field changed", change: func(c *Contract) { c.Rules[0].Field = "/amount" }, kind: "rule_field_changed", pointer: "/rules/0", tier: TierCompatible, dir: Input, declared: BumpMinor, bumpOK: true},
+		{name: "rule message changed", change: func(c *Contract) { c.Rules[0].Message = "order ids start with ord_" }, kind: "rule_message_changed", pointer: "/rules/0", tier: TierCompatible, dir: Input, declared: BumpMinor, bumpOK: true},
+		{name: "rule field changed", change: func(c *Contract) { c.Rules[0].Field = "/order" }, kind: "rule_field_changed", pointer: "/rules/0", tier: TierCompatible, dir: Input, declared: BumpMinor, bumpOK: true},
 		{name: "rule removed", change: func(c *Contract) { c.Rules = nil }, kind: "rule_removed", pointer: "/rules/0", tier: TierCompatible, dir: Input, declared: BumpMinor, bumpOK: true},
 		{name: "new required input needs major", change: func(c *Contract) {
 			c.Parameters = mustJSON(t, `{"type":"object","additionalProperties":false,"properties":{"order_id":{"type":"string"},"amount_cents":{"type":"integer","x-impact":"funds"},"approval_channel":{"enum":["email","slack"]}},"required":["order_id","approval_channel"]}`)
@@ -70,6 +70,7 @@ func TestDiffContract(t *testing.T) {
 		{name: "x-impact raises a high-risk input change", change: func(c *Contract) {
 			c.Parameters = mustJSON(t, `{"type":"object","additionalProperties":false,"properties":{"order_id":{"type":"string"},"amount_cents":{"type":"integer","x-impact":"funds","maximum":50000}},"required":["order_id"]}`)
 		}, kind: "bound_tightened", pointer: "/parameters/properties/amount_cents/maximum", tier: TierMajor, dir: Input, declared: BumpMinor},
+		{name: "rule on an x-impact field raised to major", change: func(c *Contract) { c.Rules[0].Rule = "args.amount_cents >= 100"; c.Rules[0].Field = "/amount_cents" }, kind: "rule_changed", pointer: "/rules/0", tier: TierMajor, dir: Input, declared: BumpMinor},
 		{name: "result enum value added", change: func(c *Contract) {
 			c.Result = mustJSON(t, `{"type":"object","properties":{"status":{"enum":["created","pending_review","rejected"]}}}`)
 		}, kind: "enum_value_added", pointer: "/result/properties/status/enum", tier: TierHighRisk, dir: Output, declared: BumpMinor, bumpOK: true},
