@@ -3,6 +3,7 @@ package contract
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 
 	"cel.dev/cel-go/cel"
@@ -46,7 +47,11 @@ func compileRule(r Rule) (*ruleProgram, error) {
 	}
 	ast, iss := env.Compile(r.Rule)
 	if iss != nil && iss.Err() != nil {
-		return nil, fmt.Errorf("does not compile: %v", iss.Err())
+		msg := iss.Err().Error()
+		if i := strings.IndexByte(msg, '\n'); i >= 0 {
+			msg = msg[:i]
+		}
+		return nil, fmt.Errorf("does not compile: %s", strings.TrimPrefix(msg, "ERROR: <input>:"))
 	}
 	if !ast.OutputType().IsExactType(cel.BoolType) {
 		return nil, fmt.Errorf("must return bool, returns %s", ast.OutputType())
