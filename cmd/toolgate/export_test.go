@@ -67,7 +67,7 @@ func TestExportOpenAIStrictInvariants(t *testing.T) {
 			t.Parallel()
 			got := runCLI(t, "", "export", "--format", format, exampleTools)
 			var out struct {
-				Tools []map[string]any `json:"tools"`
+				Tools []map[string]any  `json:"tools"`
 				Names map[string]string `json:"names"`
 			}
 			if err := json.Unmarshal([]byte(got.stdout), &out); err != nil {
