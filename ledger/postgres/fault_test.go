@@ -1,0 +1,272 @@
+package postgres_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/toolgate/toolgate/internal/pgtest"
+	"github.com/toolgate/toolgate/ledger"
+	"github.com/toolgate/toolgate/ledger/postgres"
+)
+
+// freeAddr returns a loopback address nothing listens on.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return addr
+}
+
+// via returns dsn pointed at addr instead of its own host and port.
+func via(dsn, addr string) string {
+	host, port, _ := net.SplitHostPort(addr)
+	return pgtest.WithParam(pgtest.WithParam(dsn, "host", host), "port", port)
+}
+
+func TestOpenUnreachable(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.DSN(t)
+
+	// A port that refuses, and one that accepts and never answers.
+	silent, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { silent.Close() }) // the subtests run after this function returns
+	go func() {
+		for {
+			c, err := silent.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+		}
+	}()
+	tests := []struct {
+		name string
+		addr string
+	}{
+		{"refused", freeAddr(t)},
+		{"silent", silent.Addr().String()},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			start := time.Now()
+			s, err := postgres.Open(t.Context(), postgres.Config{DSN: via(dsn, tt.addr), ConnectTimeout: 500 * time.Millisecond})
+			if err == nil {
+				s.Close()
+				t.Fatal("Open: want an error")
+			}
+			if !postgres.IsUnavailable(err) {
+				t.Fatalf("Open: IsUnavailable(%v) = false", err)
+			}
+			if !strings.Contains(err.Error(), tt.addr[strings.LastIndex(tt.addr, ":")+1:]) {
+				t.Errorf("Open error %q does not name the port", err)
+			}
+			if strings.Contains(err.Error(), "password=") {
+				t.Errorf("Open error %q shows a password", err)
+			}
+			t.Logf("failed after %s: %v", time.Since(start).Round(time.Millisecond), err)
+		})
+	}
+}
+
+// proxy forwards loopback TCP connections to a PostgreSQL server, and can
+// drop every connection at once and refuse new ones: a server that went away.
+type proxy struct {
+	target string
+	addr   string
+
+	mu    sync.Mutex
+	l     net.Listener
+	conns []net.Conn
+}
+
+func startProxy(t *testing.T, target string) *proxy {
+	t.Helper()
+	p := &proxy{target: target}
+	if err := p.listen("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	p.addr = p.l.Addr().String()
+	t.Cleanup(p.down)
+	return p
+}
+
+func (p *proxy) listen(addr string) error {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	p.l = l
+	p.mu.Unlock()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			s, err := net.Dial("tcp", p.target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			p.mu.Lock()
+			p.conns = append(p.conns, c, s)
+			p.mu.Unlock()
+			go func() { io.Copy(s, c); s.Close() }()
+			go func() { io.Copy(c, s); c.Close() }()
+		}
+	}()
+	return nil
+}
+
+// down closes the listener and resets every connection.
+func (p *proxy) down() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.l != nil {
+		p.l.Close()
+		p.l = nil
+	}
+	for _, c := range p.conns {
+		if tc, ok := c.(*net.TCPConn); ok {
+			tc.SetLinger(0)
+		}
+		c.Close()
+	}
+	p.conns = nil
+}
+
+// up listens again on the same address.
+func (p *proxy) up(t *testing.T) {
+	t.Helper()
+	if err := p.listen(p.addr); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// serverAddr returns the host:port the DSN points at.
+func serverAddr(t *testing.T, dsn string) string {
+	t.Helper()
+	cfg, err := pgconn.ParseConfig(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port)))
+}
+
+// TestServerGoesAway: operations on a store whose server vanished fail with
+// an error the gateway maps to 503 (never ErrNotFound or a silent success),
+// and the same store works again once the server is back.
+func TestServerGoesAway(t *testing.T) {
+	t.Parallel()
+	dsn, _ := pgtest.Schema(t)
+	p := startProxy(t, serverAddr(t, dsn))
+	s := open(t, postgres.Config{DSN: via(dsn, p.addr), ConnectTimeout: time.Second})
+	ctx := t.Context()
+	a := &ledger.Action{Tenant: "t1", ID: "a1", ToolID: "x", State: ledger.Pending, CreatedAt: time.Now()}
+	if err := s.Insert(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+
+	p.down()
+	ops := []struct {
+		name string
+		run  func() error
+	}{
+		{"Get", func() error { _, err := s.Get(ctx, "t1", "a1"); return err }},
+		{"Insert", func() error {
+			return s.Insert(ctx, &ledger.Action{Tenant: "t1", ID: "a2", State: ledger.Pending, CreatedAt: time.Now()})
+		}},
+		{"Update", func() error { b := *a; b.State = ledger.Running; return s.Update(ctx, &b) }},
+		{"List", func() error { _, err := s.List(ctx, ledger.Filter{Tenant: "t1"}); return err }},
+		{"Expired", func() error { _, err := s.Expired(ctx, time.Now(), 10); return err }},
+		{"CountByState", func() error { _, err := s.CountByState(ctx); return err }},
+		{"Ping", func() error { return s.Ping(ctx) }},
+	}
+	for _, op := range ops {
+		err := op.run()
+		if err == nil {
+			t.Fatalf("%s with the server gone: want an error", op.name)
+		}
+		if !postgres.IsUnavailable(err) || errors.Is(err, ledger.ErrNotFound) || errors.Is(err, ledger.ErrStale) {
+			t.Fatalf("%s with the server gone: %v; want an unavailable error", op.name, err)
+		}
+	}
+
+	p.up(t)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		got, err := s.Get(ctx, "t1", "a1")
+		if err == nil {
+			if got.Rev != 1 || got.State != ledger.Pending {
+				t.Fatalf("after recovery: rev %d state %s; a failed Update was written", got.Rev, got.State)
+			}
+			break
+		}
+		if !postgres.IsUnavailable(err) {
+			t.Fatalf("while recovering: %v", err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the store did not recover within 30s: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestBackendsTerminated: the server ends every session of the store (as a
+// restart or failover does, SQLSTATE 57P01). An operation may fail, and then
+// only as unavailable; the pool replaces the connections by itself.
+func TestBackendsTerminated(t *testing.T) {
+	t.Parallel()
+	dsn, schema := pgtest.Schema(t)
+	s := open(t, postgres.Config{DSN: dsn, ApplicationName: schema, MaxConns: 3})
+	ctx := t.Context()
+	for i := range 3 {
+		if err := s.Insert(ctx, &ledger.Action{Tenant: "t1", ID: strconv.Itoa(i), State: ledger.Pending, CreatedAt: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	admin, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(context.Background())
+	var n int
+	if err := admin.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = $1`, schema).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n == 0 {
+		t.Fatal("terminated no session of the store")
+	}
+	failed := 0
+	for i := range 10 {
+		_, err := s.Get(ctx, "t1", strconv.Itoa(i%3))
+		if err != nil {
+			failed++
+			if !postgres.IsUnavailable(err) {
+				t.Fatalf("Get after termination: %v; want an unavailable error", err)
+			}
+		}
+	}
+	if failed == 10 {
+		t.Fatal("the store never recovered from terminated sessions")
+	}
+	t.Logf("%d sessions terminated, %d of 10 reads failed as unavailable", n, failed)
+}

@@ -1,0 +1,98 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/toolgate/toolgate/ledger"
+)
+
+// Channel is the LISTEN/NOTIFY channel on which the database announces that
+// an action left running (a trigger on the actions table sends it when the
+// writing transaction commits).
+const Channel = "toolgate_ledger"
+
+// Completion is a wake-up: an action of this store left running. A Completion
+// with an empty ID means notifications may have been missed (Listen
+// reconnected, or the id was too long for a payload): whoever waits should
+// re-read every action it waits for.
+type Completion struct {
+	Tenant string
+	ID     string
+	State  ledger.State // the state the action moved to
+}
+
+// Missed reports whether c stands for "some wake-ups may have been lost".
+func (c Completion) Missed() bool { return c.ID == "" }
+
+// Listen calls fn for every action of this store's schema that leaves
+// running, on any replica, until ctx ends; then it returns nil. It uses a
+// connection of its own, outside the pool. When that connection fails it
+// calls fn with a Missed Completion once it is back, retrying with backoff
+// (100ms doubling to 5s) for as long as ctx lasts. fn runs on Listen's
+// goroutine and should not block for long.
+//
+// A wake-up is a hint, never the truth: a waiter re-reads the action with Get,
+// and should still poll at a bounded interval, since a notification can be
+// lost between a failure and the reconnect.
+func (s *Store) Listen(ctx context.Context, fn func(Completion)) error {
+	backoff := 100 * time.Millisecond
+	first := true
+	for ctx.Err() == nil {
+		conn, err := s.listenConn(ctx)
+		if err == nil {
+			if !first {
+				fn(Completion{})
+			}
+			first = false
+			backoff = 100 * time.Millisecond
+			err = s.receive(ctx, conn, fn)
+			conn.Close(context.WithoutCancel(ctx))
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		first = false
+		select {
+		case <-ctx.Done():
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
+	return nil
+}
+
+func (s *Store) listenConn(ctx context.Context) (*pgx.Conn, error) {
+	conn, err := pgx.ConnectConfig(ctx, s.pool.Config().ConnConfig.Copy())
+	if err != nil {
+		return nil, translate(err)
+	}
+	if _, err := conn.Exec(ctx, "LISTEN "+Channel); err != nil {
+		conn.Close(context.WithoutCancel(ctx))
+		return nil, translate(err)
+	}
+	return conn, nil
+}
+
+// receive delivers notifications from conn until it fails or ctx ends.
+func (s *Store) receive(ctx context.Context, conn *pgx.Conn, fn func(Completion)) error {
+	for {
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
+			return translate(err)
+		}
+		var p struct {
+			Schema string `json:"schema"`
+			Tenant string `json:"tenant"`
+			ID     string `json:"id"`
+			State  string `json:"state"`
+		}
+		// Someone else's payload on the channel is not ours to judge.
+		if err := json.Unmarshal([]byte(n.Payload), &p); err != nil || p.Schema != s.schema {
+			continue
+		}
+		fn(Completion{Tenant: p.Tenant, ID: p.ID, State: ledger.State(p.State)})
+	}
+}
