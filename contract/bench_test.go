@@ -19,7 +19,7 @@ func BenchmarkValidate(b *testing.B) {
 		v := reg.Tool(c.tool).Version(c.version)
 		name := c.tool + "@" + c.version
 		if i == len(calls)-1 {
-			name += "/invalid"
+			name += "-invalid"
 		}
 		b.Run(name, func(b *testing.B) {
 			b.ReportAllocs()

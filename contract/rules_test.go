@@ -1,6 +1,7 @@
 package contract
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -128,5 +129,43 @@ func TestRuleLoadErrors(t *testing.T) {
 				t.Errorf("problem does not name the file: %v", err)
 			}
 		})
+	}
+}
+
+// TestValidateConcurrently runs one compiled version from many goroutines (run with -race).
+func TestValidateConcurrently(t *testing.T) {
+	t.Parallel()
+	reg, err := Load(examples)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := reg.Tool("payments.issue_refund").Version("1.0.0")
+	calls := []string{
+		`{"order_id":"ord_8Xk2Lm9Q","amount_minor":1999,"currency":"EUR","reason":"duplicate_charge"}`,
+		`{"order_id":"ord_8Xk2Lm9Q","amount_minor":200000,"currency":"EUR","reason":"customer_request"}`,
+		`{"order_id":"x","amount_minor":0}`,
+	}
+	want := make([]Verdict, len(calls))
+	for i, c := range calls {
+		want[i] = v.Validate(mustDecode(t, c))
+	}
+	done := make(chan error)
+	for g := 0; g < 16; g++ {
+		go func(g int) {
+			for i := 0; i < 50; i++ {
+				k := (g + i) % len(calls)
+				args, _ := DecodeJSON([]byte(calls[k]))
+				if got := v.Validate(args); !reflect.DeepEqual(got, want[k]) {
+					done <- fmt.Errorf("call %d: got %+v, want %+v", k, got, want[k])
+					return
+				}
+			}
+			done <- nil
+		}(g)
+	}
+	for g := 0; g < 16; g++ {
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
 	}
 }

@@ -99,24 +99,38 @@ func DecodeJSON(data []byte) (any, error) {
 const MaxNumberLength = 100
 
 // checkNumbers refuses numbers a float64 cannot hold (1e999999999 and the like): exact
-// decimal arithmetic on them costs memory and time an attacker controls.
-func checkNumbers(v any, ptr string) error {
+// decimal arithmetic on them costs memory and time an attacker controls. The pointer is
+// built only on failure, so valid input costs one walk without allocations.
+func checkNumbers(v any, _ string) error {
+	path, why := badNumber(v)
+	if why == "" {
+		return nil
+	}
+	ptr := ""
+	for i := len(path) - 1; i >= 0; i-- {
+		ptr += "/" + escapePointer(path[i])
+	}
+	return fmt.Errorf("invalid JSON: the number at %q %s", ptr, why)
+}
+
+// badNumber returns the reversed path to the first unacceptable number and why.
+func badNumber(v any) (reversedPath []string, why string) {
 	switch x := v.(type) {
 	case map[string]any:
 		for k, e := range x {
-			if err := checkNumbers(e, ptr+"/"+escapePointer(k)); err != nil {
-				return err
+			if p, why := badNumber(e); why != "" {
+				return append(p, k), why
 			}
 		}
 	case []any:
 		for i, e := range x {
-			if err := checkNumbers(e, ptr+"/"+strconv.Itoa(i)); err != nil {
-				return err
+			if p, why := badNumber(e); why != "" {
+				return append(p, strconv.Itoa(i)), why
 			}
 		}
 	case json.Number:
 		if len(x) > MaxNumberLength {
-			return fmt.Errorf("invalid JSON: the number at %q is longer than %d characters", ptr, MaxNumberLength)
+			return nil, fmt.Sprintf("is longer than %d characters", MaxNumberLength)
 		}
 		exp := 0
 		if i := strings.IndexAny(string(x), "eE"); i >= 0 {
@@ -127,10 +141,10 @@ func checkNumbers(v any, ptr string) error {
 			exp = e
 		}
 		if _, err := strconv.ParseFloat(string(x), 64); err != nil || exp > 400 || exp < -400 {
-			return fmt.Errorf("invalid JSON: the number at %q is out of range", ptr)
+			return nil, "is out of range"
 		}
 	}
-	return nil
+	return nil, ""
 }
 
 // jsonError rewrites an encoding/json error with a line and column.
