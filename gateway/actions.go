@@ -81,11 +81,13 @@ func (s *Server) postActionCall(w http.ResponseWriter, r *http.Request, p *Princ
 	if tool == nil {
 		return problem("tool_not_found", "the action's tool %q is no longer in the registry", a.ToolID)
 	}
+	trailOf(r).toolID = tool.ID
 	c, err := s.newCall(w, r, p, tool)
 	if err != nil {
 		return err
 	}
 	c.key = id
+	trailOf(r).noteCall(c)
 	return s.existing(w, r, c, a)
 }
 

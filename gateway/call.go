@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/contract"
+	"github.com/toolgate/toolgate/decisionlog"
 	"github.com/toolgate/toolgate/invoke"
 	"github.com/toolgate/toolgate/ledger"
 )
@@ -40,16 +41,20 @@ func (s *Server) postToolCall(w http.ResponseWriter, r *http.Request, p *Princip
 	if tool == nil {
 		return problem("tool_not_found", "no tool %q in the registry", id)
 	}
+	trailOf(r).toolID = tool.ID
 	c, err := s.newCall(w, r, p, tool)
 	if err != nil {
 		return err
 	}
+	trailOf(r).noteCall(c)
 	if !s.mutating(c) {
 		return s.runReadOnly(w, r, c)
 	}
 	if err := c.findKey(r); err != nil {
 		return err
 	}
+	t := trailOf(r)
+	t.key, t.actionID = c.key, c.key
 	return s.runMutating(w, r, c)
 }
 
@@ -174,6 +179,8 @@ func (s *Server) start(w http.ResponseWriter, r *http.Request, c *call) error {
 	if !created {
 		return s.existing(w, r, c, a) // a duplicate won the race to insert
 	}
+	t := trailOf(r)
+	t.version, t.stateAfter = a.Version, string(a.State)
 	if hold {
 		return writeAwaiting(w, a)
 	}
@@ -219,7 +226,13 @@ func plural(n int, one, many string) string {
 // re-validated.
 func (s *Server) existing(w http.ResponseWriter, r *http.Request, c *call, a *ledger.Action) error {
 	ctx := r.Context()
+	t := trailOf(r)
+	t.actionID, t.key = a.ID, c.key
+	if t.stateBefore == "" {
+		t.stateBefore = string(a.State)
+	}
 	for try := 0; try < 8; try++ {
+		t.version, t.stateAfter, t.attempt = a.Version, string(a.State), a.Attempts
 		if a.ToolID != c.tool.ID || (c.version != nil && a.Version != "" && c.version.Version != a.Version) {
 			return problem("idempotency_key_reused", "key %q names an action for %s %s", c.key, a.ToolID, a.Version).withAction(a.ID, "")
 		}
@@ -236,6 +249,7 @@ func (s *Server) existing(w http.ResponseWriter, r *http.Request, c *call, a *le
 		}
 		switch a.State {
 		case ledger.Succeeded, ledger.Rejected:
+			t.outcome, t.result = decisionlog.OutcomeReplayed, bodyOf(a)
 			return writeReplay(w, a)
 		case ledger.Running:
 			joined, err := s.cfg.Ledger.Wait(ctx, a.Tenant, a.ID, s.cfg.JoinTimeout, 0)
@@ -244,6 +258,10 @@ func (s *Server) existing(w http.ResponseWriter, r *http.Request, c *call, a *le
 					return nil // the caller went away
 				}
 				return ledgerDown(err)
+			}
+			t.stateAfter, t.attempt = string(joined.State), joined.Attempts
+			if joined.State.Terminal() {
+				t.outcome, t.result = decisionlog.OutcomeJoined, bodyOf(joined)
 			}
 			return s.afterJoin(w, joined)
 		case ledger.Unknown:
@@ -362,7 +380,21 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request, c *call, a *led
 		Body:        a.Arguments,
 		Traceparent: c.trace,
 	}
+	t := trailOf(r)
+	t.attempt = a.Attempts
+	probe := s.cfg.DecisionLog != nil && b.StateURL != ""
+	if probe {
+		t.probeBefore, t.probeBeforeErr = s.probeState(ctx, req)
+	}
+	began := time.Now()
 	res := s.invokeWithLease(ctx, a, req)
+	s.metrics.DownstreamDuration.WithLabelValues(a.ToolID).Observe(time.Since(began).Seconds())
+	defer func() {
+		t.stateAfter = string(a.State)
+		if probe {
+			t.probeAfter, t.probeAfterErr = s.probeState(ctx, req)
+		}
+	}()
 	switch {
 	case res.Outcome == invoke.Answered && res.Err == nil:
 		state := &ledger.Result{StatusCode: res.StatusCode, ContentType: res.ContentType, Body: res.Body}
@@ -370,6 +402,7 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request, c *call, a *led
 			return s.finishFailed(a, err)
 		}
 		if a.State == ledger.Succeeded || a.State == ledger.Rejected {
+			t.outcome, t.result = decisionlog.OutcomeExecuted, res.Body
 			writeResult(w, a, false)
 			return nil
 		}
@@ -450,17 +483,39 @@ func (s *Server) runReadOnly(w http.ResponseWriter, r *http.Request, c *call) er
 		return problem("tool_not_bound", "%s has no binding in this gateway", c.tool.ID)
 	}
 	args, _ := c.decoded().(map[string]any)
+	id := r.Header.Get("Idempotency-Key")
+	if !validKey(id) {
+		id = "read-" + decisionlog.NewDecisionID() // templates may name {action_id}; nothing is stored under it
+	}
 	res := s.cfg.Invoker.Call(r.Context(), invoke.Request{
-		Binding: &b, Vars: invoke.Vars{Tenant: c.p.Tenant, ActionID: c.key, Args: args},
+		Binding: &b, Vars: invoke.Vars{Tenant: c.p.Tenant, ActionID: id, Args: args},
 		Body: c.canon, Traceparent: c.trace,
 	})
 	if res.StatusCode == 0 || (res.Outcome != invoke.Answered && res.StatusCode < 500) {
 		return problem("downstream_unreachable", "the read-only call did not get an answer: %s", errText(res)).withRetry(1)
 	}
+	trailOf(r).outcome, trailOf(r).result = decisionlog.OutcomeExecuted, res.Body
 	setContentType(w, res.ContentType)
 	w.WriteHeader(res.StatusCode)
 	w.Write(res.Body)
 	return nil
+}
+
+// probeState reads the binding's state probe for the decision log; a failed
+// probe is noted, never fatal.
+func (s *Server) probeState(ctx context.Context, req invoke.Request) (json.RawMessage, string) {
+	body, err := s.cfg.Invoker.State(ctx, req)
+	if err != nil {
+		return nil, err.Error()
+	}
+	return body, ""
+}
+
+func bodyOf(a *ledger.Action) []byte {
+	if a.Result == nil {
+		return nil
+	}
+	return a.Result.Body
 }
 
 // writeReplay answers with an action's stored result.

@@ -10,12 +10,16 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"log"
 	"net/http"
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/toolgate/toolgate/contract"
+	"github.com/toolgate/toolgate/decisionlog"
 	"github.com/toolgate/toolgate/invoke"
 	"github.com/toolgate/toolgate/ledger"
 )
@@ -38,6 +42,11 @@ type Config struct {
 	Keys []Key
 	// Logf receives operational messages. Default log.Printf.
 	Logf func(format string, args ...any)
+	// DecisionLog receives one record per handled call. Default nil: no log.
+	DecisionLog *decisionlog.Writer
+	// Prometheus is where the metrics are registered and what /metrics
+	// serves. Default: a new registry of the gateway's own.
+	Prometheus *prometheus.Registry
 }
 
 // Key is one API key: the SHA-256 of the bearer token and what it may do.
@@ -73,6 +82,9 @@ type Server struct {
 	mux    *http.ServeMux
 	keys   []keyEntry
 	noAuth *Principal
+
+	metrics *Metrics
+	maskers map[string]*decisionlog.Masker
 }
 
 type keyEntry struct {
@@ -80,8 +92,9 @@ type keyEntry struct {
 	p   *Principal
 }
 
-// New builds a Server from cfg.
-func New(cfg Config) *Server {
+// New builds a Server from cfg. It fails when a contract's sensitive pointers
+// cannot be turned into a decision-log masker.
+func New(cfg Config) (*Server, error) {
 	if cfg.JoinTimeout <= 0 {
 		cfg.JoinTimeout = 5 * time.Second
 	}
@@ -94,7 +107,15 @@ func New(cfg Config) *Server {
 	if cfg.Invoker == nil {
 		cfg.Invoker = &invoke.Client{}
 	}
+	if cfg.Prometheus == nil {
+		cfg.Prometheus = prometheus.NewRegistry()
+	}
 	s := &Server{cfg: cfg}
+	var err error
+	if s.maskers, err = buildMaskers(cfg.Registry); err != nil {
+		return nil, fmt.Errorf("decision log masking: %w", err)
+	}
+	s.metrics = NewMetrics(cfg.Prometheus, cfg.Ledger.Store)
 	if cfg.Keys == nil {
 		s.noAuth = &Principal{Name: "anonymous", Tenant: DefaultTenant, Role: "operator", all: true}
 	}
@@ -115,8 +136,12 @@ func New(cfg Config) *Server {
 		s.keys = append(s.keys, e)
 	}
 	s.routes()
-	return s
+	return s, nil
 }
+
+// Metrics returns the server's metrics, for the reconciler and decision log
+// to report into.
+func (s *Server) Metrics() *Metrics { return s.metrics }
 
 func (s *Server) logf(format string, args ...any) { s.cfg.Logf(format, args...) }
 
@@ -141,9 +166,9 @@ func (s *Server) routes() {
 	h := func(pattern string, who role, fn handler) {
 		m.Handle(pattern, s.wrap(who, fn))
 	}
-	h("POST /v1/tools/{tool_id}/calls", agents, s.postToolCall)
+	m.Handle("POST /v1/tools/{tool_id}/calls", s.observed(s.wrap(agents, s.postToolCall)))
 	h("PUT /v1/actions/{action_id}", agents, s.putAction)
-	h("POST /v1/actions/{action_id}/calls", agents, s.postActionCall)
+	m.Handle("POST /v1/actions/{action_id}/calls", s.observed(s.wrap(agents, s.postActionCall)))
 	h("GET /v1/actions/{action_id}", agents, s.getAction)
 	h("GET /v1/actions", agents, s.listActions)
 	h("POST /v1/actions/{action_id}/reconcile", operators, s.reconcileAction)
@@ -155,10 +180,15 @@ func (s *Server) routes() {
 		w.Write([]byte("ok\n"))
 	})
 	h("GET /readyz", anyone, s.readyz)
+	metrics := promhttp.HandlerFor(s.cfg.Prometheus, promhttp.HandlerOpts{})
+	h("GET /metrics", operators, func(w http.ResponseWriter, r *http.Request, _ *Principal) error {
+		metrics.ServeHTTP(w, r)
+		return nil
+	})
 	m.HandleFunc("GET /problems/{code}", serveProblemPage)
 	for _, p := range []string{"/v1/tools/{tool_id}/calls", "/v1/actions/{action_id}", "/v1/actions/{action_id}/calls",
 		"/v1/actions", "/v1/actions/{action_id}/reconcile", "/v1/actions/{action_id}/resolve",
-		"/v1/actions/{action_id}/approve", "/v1/actions/{action_id}/deny", "/healthz", "/readyz"} {
+		"/v1/actions/{action_id}/approve", "/v1/actions/{action_id}/deny", "/healthz", "/readyz", "/metrics"} {
 		m.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) {
 			writeProblem(w, problem("method_not_allowed", "%s does not take %s", r.URL.Path, r.Method))
 		})
@@ -175,11 +205,14 @@ func (s *Server) wrap(who role, fn handler) http.Handler {
 		if who != anyone {
 			p = s.authenticate(r)
 			if p == nil {
+				trailOf(r).problem = "unauthenticated"
 				w.Header().Set("WWW-Authenticate", `Bearer realm="toolgate"`)
 				writeProblem(w, problem("unauthenticated", "send a valid API key as 'Authorization: Bearer <key>'"))
 				return
 			}
+			trailOf(r).principal, trailOf(r).tenant = p.Name, p.Tenant
 			if who == operators && !p.Operator() {
+				trailOf(r).problem = "forbidden"
 				writeProblem(w, problem("forbidden", "%s is for operators; key %q has role %s", r.URL.Path, p.Name, p.Role))
 				return
 			}

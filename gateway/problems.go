@@ -133,6 +133,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	} else if p.cause != nil && p.Status >= 500 {
 		s.logf("%s on %s %s: %v", p.Code, r.Method, r.URL.Path, p.cause)
 	}
+	trailOf(r).problem = p.Code
 	writeProblem(w, p)
 }
 

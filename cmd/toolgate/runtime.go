@@ -1,0 +1,192 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/toolgate/toolgate/config"
+	"github.com/toolgate/toolgate/contract"
+	"github.com/toolgate/toolgate/examples"
+	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/invoke"
+	"github.com/toolgate/toolgate/ledger"
+	"github.com/toolgate/toolgate/ledger/sqlite"
+)
+
+// gatewayRuntime is a running gateway: its registry, ledger, HTTP server and
+// reconciler. serve and demo both start one.
+type gatewayRuntime struct {
+	cfg    *config.Config
+	store  ledger.Store
+	svc    *ledger.Service
+	server *gateway.Server
+	http   *http.Server
+	ln     net.Listener
+	stop   context.CancelFunc
+	done   chan struct{}
+	dlog   *decisionLog
+}
+
+// startGateway opens the ledger, loads the tools, recovers orphaned actions and
+// starts serving on cfg.Listen and reconciling in the background.
+func startGateway(ctx context.Context, cfg *config.Config, logw io.Writer) (*gatewayRuntime, error) {
+	logger := log.New(logw, "toolgate: ", log.LstdFlags|log.Lmsgprefix)
+	reg, err := contract.Load(cfg.ToolsDir)
+	if err != nil {
+		return nil, fmt.Errorf("load tools from %s: %w", cfg.ToolsDir, err)
+	}
+	ld, err := config.LedgerDSN(cfg.Ledger)
+	if err != nil {
+		return nil, err
+	}
+	var store ledger.Store
+	switch ld.Kind {
+	case "sqlite":
+		store, err = sqlite.Open(ctx, sqlite.Config{Path: ld.Location})
+	default:
+		err = fmt.Errorf("ledger %s: the %s store is not available in this build", cfg.Ledger, ld.Kind)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open ledger: %w", err)
+	}
+	host, _ := os.Hostname()
+	svc := &ledger.Service{Store: store, Lease: cfg.Lease, Owner: fmt.Sprintf("%s/%d", host, os.Getpid())}
+	if ld.Kind == "sqlite" {
+		// An embedded ledger has one gateway: whatever is running was orphaned
+		// by the previous process (SPEC 4).
+		n, err := svc.ExpireLeases(ctx, true, 0)
+		if err != nil {
+			store.Close()
+			return nil, fmt.Errorf("recover orphaned actions: %w", err)
+		}
+		if n > 0 {
+			logger.Printf("%d running action(s) orphaned by the previous process are now unknown and will be reconciled", n)
+		}
+	}
+	var keys []gateway.Key
+	if cfg.Auth != nil {
+		keys = []gateway.Key{}
+		for _, k := range cfg.Auth.Keys {
+			keys = append(keys, gateway.Key{Name: k.Name, SHA256Hex: k.KeySHA256, Tenant: k.Tenant, Role: k.Role, Tools: k.Tools})
+		}
+	}
+	dlog, err := openDecisionLog(cfg.DecisionLog, logger)
+	if err != nil {
+		store.Close()
+		return nil, err
+	}
+	srv, err := gateway.New(gateway.Config{
+		Registry: reg, Ledger: svc, Invoker: &invoke.Client{}, Bindings: invokeBindings(cfg.Bindings),
+		JoinTimeout: cfg.JoinTimeout, MaxBodyBytes: cfg.MaxBodyBytes, Keys: keys, Logf: logger.Printf,
+		DecisionLog: dlog.writer,
+	})
+	if err != nil {
+		store.Close()
+		return nil, err
+	}
+	dlog.dropped = srv.Metrics().DecisionLogDropped
+	if cfg.Auth == nil {
+		if err := requireLoopback(cfg.Listen); err != nil {
+			store.Close()
+			return nil, err
+		}
+		logger.Printf("no auth section: serving loopback only, every caller is an operator of tenant %q", gateway.DefaultTenant)
+	}
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		store.Close()
+		return nil, err
+	}
+	rctx, cancel := context.WithCancel(context.Background())
+	rt := &gatewayRuntime{cfg: cfg, store: store, svc: svc, server: srv, ln: ln, stop: cancel, done: make(chan struct{}), dlog: dlog}
+	rt.http = &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, ErrorLog: logger}
+	go func() {
+		defer close(rt.done)
+		rec := srv.Reconciler(cfg.ReconcileInterval)
+		rec.Observe = func(result string) { srv.Metrics().Reconciles.WithLabelValues(result).Inc() }
+		rec.Run(rctx)
+	}()
+	go func() {
+		if err := rt.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			logger.Printf("serve: %v", err)
+		}
+	}()
+	logger.Printf("listening on http://%s (tools %s, ledger %s)", ln.Addr(), cfg.ToolsDir, cfg.Ledger)
+	return rt, nil
+}
+
+// URL is the gateway's base URL.
+func (rt *gatewayRuntime) URL() string { return "http://" + rt.ln.Addr().String() }
+
+// Close stops serving (letting calls in flight finish), stops the reconciler
+// and closes the ledger.
+func (rt *gatewayRuntime) Close() {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	rt.http.Shutdown(ctx)
+	rt.stop()
+	<-rt.done
+	rt.dlog.close(ctx)
+	rt.store.Close()
+}
+
+func requireLoopback(listen string) error {
+	host, _, err := net.SplitHostPort(listen)
+	if err != nil {
+		return fmt.Errorf("listen %q: %w", listen, err)
+	}
+	if host == "localhost" {
+		return nil
+	}
+	ip := net.ParseIP(host)
+	if ip == nil || !ip.IsLoopback() {
+		return fmt.Errorf("listen %q: without an auth section toolgate serves loopback only (127.0.0.1, ::1 or localhost); add auth.keys to listen elsewhere", listen)
+	}
+	return nil
+}
+
+func invokeBindings(in map[string]config.Binding) map[string]invoke.Binding {
+	out := make(map[string]invoke.Binding, len(in))
+	for id, b := range in {
+		out[id] = invoke.Binding{
+			URL: b.URL, Method: b.Method, Timeout: b.Timeout, IdempotencyHeader: b.IdempotencyHeader,
+			DownstreamKey: b.DownstreamKey, LookupURL: b.Lookup.URL, StateURL: b.State.URL,
+			MaxAttempts: b.MaxAttempts, NotStartedStatuses: b.NotStartedStatuses,
+			HoldAfter: b.HoldAfter, SettleAfter: b.SettleAfter, RequireApproval: b.RequireApproval,
+		}
+	}
+	return out
+}
+
+// sandboxBindings binds the bundled example tools to a sandbox at base.
+func sandboxBindings(base string) map[string]config.Binding {
+	refund := config.Binding{
+		URL:                base + "/refunds",
+		Lookup:             config.Endpoint{URL: base + "/refunds/by-key/{downstream_key}"},
+		State:              config.Endpoint{URL: base + "/orders/{args.order_id}"},
+		Timeout:            2 * time.Second,
+		SettleAfter:        2 * time.Second,
+		NotStartedStatuses: []int{503},
+	}
+	return map[string]config.Binding{
+		"payments.issue_refund": refund,
+		"orders.get_order":      {URL: base + "/orders/{args.order_id}", Method: "GET"},
+	}
+}
+
+// extractExamples writes the bundled example tools into dir/agent-tools.
+func extractExamples(dir string) (string, error) {
+	out := filepath.Join(dir, "agent-tools")
+	if err := os.CopyFS(out, examples.AgentTools()); err != nil {
+		return "", fmt.Errorf("extract the bundled examples: %w", err)
+	}
+	return out, nil
+}
