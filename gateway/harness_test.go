@@ -79,9 +79,9 @@ func newRig(t *testing.T, opts ...option) *rig {
 	cfg := gateway.Config{
 		Registry: registry(t), Ledger: svc, Invoker: &invoke.Client{},
 		Bindings: map[string]invoke.Binding{
-			"payments.issue_refund":  refundBinding(sbURL),
-			"refund.create_request":  {URL: sbURL + "/refunds", Timeout: 2 * time.Second},
-			"orders.get_order":       {URL: sbURL + "/orders/{args.order_id}", Method: "GET"},
+			"payments.issue_refund": refundBinding(sbURL),
+			"refund.create_request": {URL: sbURL + "/refunds", Timeout: 2 * time.Second},
+			"orders.get_order":      {URL: sbURL + "/orders/{args.order_id}", Method: "GET"},
 		},
 		JoinTimeout: 5 * time.Second,
 		Logf:        t.Logf,
