@@ -1,0 +1,105 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// sandboxOutput is a bytes.Buffer safe to read while a command writes to it.
+type sandboxOutput struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *sandboxOutput) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *sandboxOutput) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestSandboxCommand runs `toolgate sandbox` on a free loopback port, makes a
+// refund on a seeded order over HTTP, and stops it through its context.
+func TestSandboxCommand(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out, errb sandboxOutput
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, env{Args: []string{"sandbox", "--listen", "127.0.0.1:0", "--order", "ord_12345678:1000:EUR"},
+			Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb})
+	}()
+	addr := regexp.MustCompile(`listening on (http://\S+)`)
+	var base string
+	for deadline := time.Now().Add(5 * time.Second); base == ""; time.Sleep(5 * time.Millisecond) {
+		if m := addr.FindStringSubmatch(out.String()); m != nil {
+			base = m[1]
+		} else if time.Now().After(deadline) {
+			t.Fatalf("no listening line; stdout %q stderr %q", out.String(), errb.String())
+		}
+	}
+	req, _ := http.NewRequest("POST", base+"/refunds", strings.NewReader(`{"order_id":"ord_12345678","amount_minor":250,"currency":"EUR"}`))
+	req.Header.Set("Idempotency-Key", "acme:cli-1")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 201 || !strings.Contains(string(body), `"refund_id":"re_000001"`) {
+		t.Fatalf("refund: %d %s", resp.StatusCode, body)
+	}
+	cancel()
+	select {
+	case code := <-done:
+		if code != exitOK {
+			t.Fatalf("exit %d; stderr %s", code, errb.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("sandbox did not stop")
+	}
+	if !strings.Contains(errb.String(), `POST /refunds key="acme:cli-1" fault=- -> 201`) {
+		t.Errorf("request log missing: %q", errb.String())
+	}
+	if !strings.Contains(out.String(), "stopped") {
+		t.Errorf("stdout %q", out.String())
+	}
+}
+
+func TestSandboxUsage(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		args     []string
+		code     int
+		inStderr string
+	}{
+		{name: "help", args: []string{"sandbox", "--help"}, code: exitOK, inStderr: "Usage: toolgate sandbox"},
+		{name: "bad order", args: []string{"sandbox", "--order", "ord_1:ten:EUR"}, code: exitUsage, inStderr: "bad total"},
+		{name: "stray argument", args: []string{"sandbox", "extra"}, code: exitUsage, inStderr: "unexpected argument"},
+		{name: "bad listen", args: []string{"sandbox", "--listen", "256.0.0.1:bad"}, code: exitUsage, inStderr: "toolgate sandbox:"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var out, errb sandboxOutput
+			code := run(context.Background(), env{Args: tt.args, Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb})
+			if code != tt.code || !strings.Contains(errb.String(), tt.inStderr) {
+				t.Fatalf("exit %d, stderr %q; want %d and %q", code, errb.String(), tt.code, tt.inStderr)
+			}
+		})
+	}
+}
