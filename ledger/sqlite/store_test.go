@@ -293,3 +293,35 @@ func TestContextCancelled(t *testing.T) {
 		t.Fatalf("Get with a cancelled context: %v, want context.Canceled", err)
 	}
 }
+
+// TestBusyFromAnotherProcess holds the write lock from another connection set
+// past the busy timeout: the store reports ErrBusy, not a driver error, and
+// works again once the lock is gone.
+func TestBusyFromAnotherProcess(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	s := open(t, sqlite.Config{Path: path, BusyTimeout: 50 * time.Millisecond})
+	conn, err := rawDB(t, path).Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	err = s.Insert(ctx, action("blocked", ledger.Pending))
+	if !errors.Is(err, sqlite.ErrBusy) {
+		t.Fatalf("Insert under another writer's lock: %v, want ErrBusy", err)
+	}
+	// Reads are not blocked by a writer in WAL mode.
+	if _, err := s.List(ctx, ledger.Filter{Tenant: "default"}); err != nil {
+		t.Fatalf("List beside another writer: %v", err)
+	}
+	if _, err := conn.ExecContext(ctx, "ROLLBACK"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Insert(ctx, action("blocked", ledger.Pending)); err != nil {
+		t.Fatalf("Insert after the lock is gone: %v", err)
+	}
+}
