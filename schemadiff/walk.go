@@ -126,8 +126,11 @@ func (d *differ) risky(c cursor, ptr, kind, detail string) {
 }
 
 // resolve follows local $refs ("#/$defs/x", "#/definitions/x", "#") and returns the
-// effective schema and its position. Keywords beside a $ref are laid over the target.
+// effective schema and its position. Keywords beside a $ref are laid over the target;
+// container keywords ($defs, $id, ...) beside it are ignored. A chain that comes back to a
+// position it already passed stops there, with the $ref left unresolved.
 func resolve(root, s any, pos string) (any, string) {
+	var passed []string
 	for hops := 0; hops < maxRefHops; hops++ {
 		m, ok := s.(map[string]any)
 		if !ok {
@@ -141,17 +144,27 @@ func resolve(root, s any, pos string) (any, string) {
 		if !ok {
 			return s, pos
 		}
-		if len(m) == 1 {
-			s, pos = target, "#"+ref
-			continue
-		}
-		siblings := make(map[string]any, len(m))
+		siblings := map[string]any{}
 		for k, v := range m {
-			if k != "$ref" {
+			if !inertBesideRef[k] {
 				siblings[k] = v
 			}
 		}
-		pos = "#" + ref + "&" + hashOf(siblings)
+		next := "#" + ref
+		if len(siblings) > 0 {
+			next += "&" + hashOf(siblings)
+		}
+		for _, p := range passed {
+			if p == next {
+				return s, pos
+			}
+		}
+		passed = append(passed, next)
+		pos = next
+		if len(siblings) == 0 {
+			s = target
+			continue
+		}
 		switch t := target.(type) {
 		case bool:
 			if !t {
@@ -173,6 +186,10 @@ func resolve(root, s any, pos string) (any, string) {
 	}
 	return s, pos
 }
+
+// inertBesideRef are keywords that do not constrain the instance where a $ref sits.
+var inertBesideRef = map[string]bool{"$ref": true, "$defs": true, "definitions": true, "$schema": true,
+	"$id": true, "$anchor": true, "$dynamicAnchor": true, "$comment": true, "$vocabulary": true}
 
 // lookup finds a same-document reference ("#", "#/a/b~1c").
 func lookup(root any, ref string) (any, bool) {
@@ -276,6 +293,14 @@ func (d *differ) compare(o, n any, c cursor) {
 	}
 	o, c.opos = resolve(d.oldRoot, o, c.opos)
 	n, c.npos = resolve(d.newRoot, n, c.npos)
+	// The empty schema has no structure: one position for all of them, so that a walk
+	// pairing it with a recursive schema on the other side comes back to a visited pair.
+	if isEmptySchema(o) {
+		c.opos = "{}"
+	}
+	if isEmptySchema(n) {
+		c.npos = "{}"
+	}
 	key := pairKey{c.opos, c.npos, c.flip, c.cond, c.impact}
 	if d.seen[key] {
 		return
@@ -338,4 +363,14 @@ func (d *differ) sameRoots() bool {
 		}
 	}
 	return d.rootsEqual == 1
+}
+
+func isEmptySchema(s any) bool {
+	switch v := s.(type) {
+	case bool:
+		return v
+	case map[string]any:
+		return len(v) == 0
+	}
+	return false
 }
