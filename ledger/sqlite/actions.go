@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/toolgate/toolgate/ledger"
@@ -109,7 +110,7 @@ func (s *Store) Update(ctx context.Context, a *ledger.Action) error {
 func (s *Store) Expired(ctx context.Context, now time.Time, limit int) ([]*ledger.Action, error) {
 	as, err := s.query(ctx, `SELECT `+columns+` FROM actions
 		WHERE state = 'running' AND (lease_until IS NULL OR lease_until <= ?)
-		ORDER BY lease_until, tenant, id LIMIT ?`, now.UnixNano(), defaultLimit(limit))
+		ORDER BY lease_until, tenant, id LIMIT ?`, bound(now), defaultLimit(limit))
 	if err != nil {
 		return nil, fmt.Errorf("expired actions: %w", err)
 	}
@@ -121,7 +122,7 @@ func (s *Store) Expired(ctx context.Context, now time.Time, limit int) ([]*ledge
 func (s *Store) DueChecks(ctx context.Context, now time.Time, limit int) ([]*ledger.Action, error) {
 	as, err := s.query(ctx, `SELECT `+columns+` FROM actions
 		WHERE state = 'unknown' AND (next_check_at IS NULL OR next_check_at <= ?)
-		ORDER BY next_check_at, tenant, id LIMIT ?`, now.UnixNano(), defaultLimit(limit))
+		ORDER BY next_check_at, tenant, id LIMIT ?`, bound(now), defaultLimit(limit))
 	if err != nil {
 		return nil, fmt.Errorf("due checks: %w", err)
 	}
@@ -253,6 +254,19 @@ func nanos(t time.Time) (any, error) {
 		return nil, fmt.Errorf("time %s is outside the storable range (years 1678 to 2262)", t.Format(time.RFC3339))
 	}
 	return n, nil
+}
+
+// bound returns now as unix nanoseconds for a comparison, clamped to the
+// int64 range, so a "now" far in the future (the orphan sweep) compares as
+// later than every stored time instead of overflowing.
+func bound(now time.Time) int64 {
+	switch {
+	case now.After(time.Unix(0, math.MaxInt64)):
+		return math.MaxInt64
+	case now.Before(time.Unix(0, math.MinInt64)):
+		return math.MinInt64
+	}
+	return now.UnixNano()
 }
 
 func fromNanos(n sql.NullInt64) time.Time {

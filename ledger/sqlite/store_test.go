@@ -325,3 +325,24 @@ func TestBusyFromAnotherProcess(t *testing.T) {
 		t.Fatalf("Insert after the lock is gone: %v", err)
 	}
 }
+
+// TestExpiredFarFuture asks about a "now" past what int64 nanoseconds hold
+// (the orphan sweep uses a far future): every running action is expired.
+func TestExpiredFarFuture(t *testing.T) {
+	t.Parallel()
+	s := open(t, sqlite.Config{Path: filepath.Join(t.TempDir(), "ledger.db")})
+	a := action("r", ledger.Running)
+	a.LeaseUntil = t0.Add(time.Hour)
+	if err := s.Insert(t.Context(), a); err != nil {
+		t.Fatal(err)
+	}
+	for _, now := range []time.Time{t0.AddDate(1000, 0, 0), time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)} {
+		got, err := s.Expired(t.Context(), now, 10)
+		if err != nil || len(got) != 1 {
+			t.Fatalf("Expired(%s) = %d actions, %v; want 1", now, len(got), err)
+		}
+	}
+	if got, err := s.Expired(t.Context(), time.Time{}, 10); err != nil || len(got) != 0 {
+		t.Fatalf("Expired(zero time) = %d actions, %v; want none", len(got), err)
+	}
+}
