@@ -82,7 +82,7 @@ func loadServeConfig(e env, path string, explicit bool) (*config.Config, func(),
 		if err != nil {
 			return nil, cleanup, err
 		}
-		sb := &http.Server{Handler: sandbox.New(sandbox.Config{})}
+		sb := &http.Server{Handler: sandbox.New(sandbox.Config{AutoCreateOrders: true})}
 		go sb.Serve(ln)
 		prev := cleanup
 		cleanup = func() { sb.Close(); prev() }
