@@ -108,6 +108,7 @@ func TestPragmas(t *testing.T) {
 		{"defaults", sqlite.Config{}, "2", "5000"}, // 2 = FULL
 		{"normal", sqlite.Config{Synchronous: "NORMAL", BusyTimeout: 1500 * time.Millisecond}, "1", "1500"},
 		{"full lower case", sqlite.Config{Synchronous: "full"}, "2", "5000"},
+		{"sub-millisecond busy timeout rounds up", sqlite.Config{BusyTimeout: 1500 * time.Microsecond}, "2", "2"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
