@@ -88,7 +88,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 
 	base := "file:" + (&url.URL{Path: cfg.Path}).EscapedPath()
 	common := url.Values{}
-	busyMS := max(1, (busy+time.Millisecond-1).Milliseconds()) // SQLite counts whole milliseconds: round up
+	busyMS := max(1, (busy + time.Millisecond - 1).Milliseconds()) // SQLite counts whole milliseconds: round up
 	common.Add("_pragma", "busy_timeout("+strconv.FormatInt(busyMS, 10)+")")
 	common.Add("_pragma", "foreign_keys(1)")
 	common.Add("_pragma", "synchronous("+sync+")")
