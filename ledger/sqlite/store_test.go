@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -345,5 +346,58 @@ func TestExpiredFarFuture(t *testing.T) {
 	}
 	if got, err := s.Expired(t.Context(), time.Time{}, 10); err != nil || len(got) != 0 {
 		t.Fatalf("Expired(zero time) = %d actions, %v; want none", len(got), err)
+	}
+}
+
+// TestPathsAreLiteral opens files whose names hold URI metacharacters: the
+// store must create exactly the named file.
+func TestPathsAreLiteral(t *testing.T) {
+	t.Parallel()
+	for _, name := range []string{"we?ird.db", "hash#name.db", "per%20cent.db", "sp ace.db", "colon:name.db"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			path := filepath.Join(dir, name)
+			s, err := sqlite.Open(t.Context(), sqlite.Config{Path: path})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Insert(t.Context(), action("a", ledger.Pending)); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			entries, err := os.ReadDir(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			found := false
+			for _, e := range entries {
+				if e.Name() == name {
+					found = true
+				} else if !strings.HasPrefix(e.Name(), name+"-") { // -wal, -shm
+					t.Errorf("unexpected file %q beside %q", e.Name(), name)
+				}
+			}
+			if !found {
+				t.Fatalf("%q was not created", name)
+			}
+			if _, err := open(t, sqlite.Config{Path: path}).Get(t.Context(), "default", "a"); err != nil {
+				t.Fatalf("reopen: %v", err)
+			}
+		})
+	}
+}
+
+// TestRelativePath is the default configuration's "./toolgate.db".
+func TestRelativePath(t *testing.T) {
+	t.Chdir(t.TempDir())
+	s := open(t, sqlite.Config{Path: "./toolgate.db"})
+	if err := s.Insert(t.Context(), action("a", ledger.Pending)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat("toolgate.db"); err != nil {
+		t.Fatal(err)
 	}
 }
