@@ -272,6 +272,11 @@ func (c *Client) Call(ctx context.Context, r Request) Result {
 		return res
 	}
 	defer resp.Body.Close()
+	if !res.Written {
+		// An answer can overtake the WroteRequest hook (a server may answer
+		// before reading the whole body); an answer proves the request arrived.
+		res.Written, res.SentAt = true, c.now()
+	}
 	res.StatusCode = resp.StatusCode
 	res.Header = resp.Header
 	res.ContentType = resp.Header.Get("Content-Type")
