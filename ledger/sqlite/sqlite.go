@@ -7,7 +7,13 @@
 // process queue in Go (database/sql) instead of failing with SQLITE_BUSY, and
 // transactions on it begin IMMEDIATE. Reads go through a pool of read-only
 // connections that WAL lets run beside the writer. The busy timeout covers the
-// remaining case: another process writing the same file.
+// remaining case: another process writing the same file; past it a write
+// fails with ErrBusy. The price of one writer is one fsync per write (no group
+// commit): a few thousand durable writes a second on an ordinary disk.
+//
+// Rows: history and provider calls are JSON text, the result body a BLOB kept
+// byte for byte. Insert requires CreatedAt (List pages by it) and Update never
+// changes it.
 //
 // Times are stored as integer unix nanoseconds in UTC, so they round-trip at
 // nanosecond precision and come back in UTC without a monotonic reading. The
