@@ -24,7 +24,7 @@ var known = map[string]bool{
 }
 
 // annotations change nothing a validator or a model relies on.
-var annotations = []string{"title", "examples", "deprecated", "readOnly", "writeOnly", "contentMediaType", "contentEncoding", "$comment", "$schema"}
+var annotations = []string{"title", "examples", "deprecated", "readOnly", "writeOnly", "contentMediaType", "contentEncoding", "contentSchema", "$comment", "$schema"}
 
 // bound keywords: tighterWhenLarger says whether a larger value accepts less.
 var bounds = []struct {

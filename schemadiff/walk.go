@@ -330,28 +330,111 @@ func (d *differ) compare(o, n any, c cursor) {
 		return
 	}
 
-	d.compareAnnotations(om, nm, c)
-	if or, ok := om["$ref"].(string); ok {
-		if nr, _ := nm["$ref"].(string); nr != or {
-			d.risky(c, c.ptr+"/$ref", "ref_changed", "unresolvable $ref "+strconv.Quote(or)+" → "+strconv.Quote(nr))
+	g := groups(om) | groups(nm)
+	if g&gAnnotation != 0 {
+		d.compareAnnotations(om, nm, c)
+	}
+	if g&gRef != 0 {
+		if or, ok := om["$ref"].(string); ok {
+			if nr, _ := nm["$ref"].(string); nr != or {
+				d.risky(c, c.ptr+"/$ref", "ref_changed", "unresolvable $ref "+strconv.Quote(or)+" → "+strconv.Quote(nr))
+			}
+		} else if nr, ok := nm["$ref"].(string); ok {
+			d.risky(c, c.ptr+"/$ref", "ref_changed", "unresolvable $ref "+strconv.Quote(nr)+" added")
 		}
-	} else if nr, ok := nm["$ref"].(string); ok {
-		d.risky(c, c.ptr+"/$ref", "ref_changed", "unresolvable $ref "+strconv.Quote(nr)+" added")
 	}
-	if stop := d.compareType(om, nm, c); stop {
-		return
+	if g&gType != 0 {
+		if stop := d.compareType(om, nm, c); stop {
+			return
+		}
 	}
-	d.compareEnum(om, nm, c)
-	d.compareBounds(om, nm, c)
-	d.compareStrings(om, nm, c)
-	d.compareObject(om, nm, c)
-	d.compareArray(om, nm, c)
-	for _, kw := range []string{"allOf", "anyOf", "oneOf"} {
-		d.compareCombinator(kw, om, nm, c)
+	if g&gEnum != 0 {
+		d.compareEnum(om, nm, c)
 	}
-	d.compareNot(om, nm, c)
-	d.compareConditional(om, nm, c)
-	d.compareUnknown(om, nm, c)
+	if g&gBounds != 0 {
+		d.compareBounds(om, nm, c)
+	}
+	if g&gStrings != 0 {
+		d.compareStrings(om, nm, c)
+	}
+	if g&gObject != 0 {
+		d.compareObject(om, nm, c)
+	}
+	if g&gArray != 0 {
+		d.compareArray(om, nm, c)
+	}
+	if g&gCombinator != 0 {
+		for _, kw := range []string{"allOf", "anyOf", "oneOf"} {
+			d.compareCombinator(kw, om, nm, c)
+		}
+	}
+	if g&gNot != 0 {
+		d.compareNot(om, nm, c)
+	}
+	if g&gConditional != 0 {
+		d.compareConditional(om, nm, c)
+	}
+	if g&gUnknown != 0 {
+		d.compareUnknown(om, nm, c)
+	}
+}
+
+// Keyword groups: compare looks at a group only when one of the two schemas uses it.
+const (
+	gAnnotation uint16 = 1 << iota
+	gRef
+	gType
+	gEnum
+	gBounds
+	gStrings
+	gObject
+	gArray
+	gCombinator
+	gNot
+	gConditional
+	gUnknown
+)
+
+var groupOf = map[string]uint16{
+	"$ref": gRef, "type": gType, "enum": gEnum, "const": gEnum,
+	"multipleOf": gBounds, "uniqueItems": gBounds,
+	"pattern": gStrings, "format": gStrings, "default": gStrings,
+	"properties": gObject, "required": gObject, "additionalProperties": gObject, "patternProperties": gObject,
+	"propertyNames": gObject, "dependentRequired": gObject, "dependentSchemas": gObject, "unevaluatedProperties": gObject,
+	"items": gArray, "prefixItems": gArray, "additionalItems": gArray, "contains": gArray, "unevaluatedItems": gArray,
+	"allOf": gCombinator, "anyOf": gCombinator, "oneOf": gCombinator, "not": gNot,
+	"if": gConditional, "then": gConditional, "else": gConditional,
+	"$defs": 0, "definitions": 0, "$id": 0, "$anchor": 0, "$dynamicAnchor": 0, "$vocabulary": 0,
+}
+
+func init() {
+	for _, b := range bounds {
+		groupOf[b.kw] = gBounds
+	}
+	groupOf["description"] = gAnnotation
+	for _, kw := range annotations {
+		groupOf[kw] = gAnnotation
+	}
+	for kw := range known {
+		if _, ok := groupOf[kw]; !ok {
+			panic("schemadiff: keyword " + kw + " has no group")
+		}
+	}
+}
+
+// groups returns the keyword groups a schema uses; x-* keywords count as annotations.
+func groups(m map[string]any) uint16 {
+	var g uint16
+	for k := range m {
+		if b, ok := groupOf[k]; ok {
+			g |= b
+		} else if isExtension(k) {
+			g |= gAnnotation
+		} else {
+			g |= gUnknown
+		}
+	}
+	return g
 }
 
 // sameRoots reports (once) whether the two documents are equal.
