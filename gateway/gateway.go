@@ -85,6 +85,21 @@ type Server struct {
 
 	metrics *Metrics
 	maskers map[string]*decisionlog.Masker
+	// observers are told about every handled tool call (the dashboard's
+	// conflict and volume series); add them before serving.
+	observers []func(CallEvent)
+}
+
+// CallEvent is what observers learn about one handled tool call.
+type CallEvent struct {
+	Time     time.Time
+	Tenant   string
+	ToolID   string
+	ActionID string
+	Outcome  string // a decision-log outcome: executed, replayed, conflict, …
+	Status   int
+	Code     string // the problem code, if any
+	Duration time.Duration
 }
 
 type keyEntry struct {
@@ -186,6 +201,9 @@ func (s *Server) routes() {
 		return nil
 	})
 	m.HandleFunc("GET /problems/{code}", serveProblemPage)
+	s.providerRoutes(m)
+	s.mcpRoutes(m)
+	s.uiRoutes(m)
 	for _, p := range []string{"/v1/tools/{tool_id}/calls", "/v1/actions/{action_id}", "/v1/actions/{action_id}/calls",
 		"/v1/actions", "/v1/actions/{action_id}/reconcile", "/v1/actions/{action_id}/resolve",
 		"/v1/actions/{action_id}/approve", "/v1/actions/{action_id}/deny", "/healthz", "/readyz", "/metrics"} {

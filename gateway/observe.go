@@ -117,6 +117,13 @@ func (s *Server) observe(r *http.Request, t *trail, status int, contentType stri
 			m.Conflicts.WithLabelValues(tool, code).Inc()
 		}
 	}
+	if len(s.observers) > 0 {
+		ev := CallEvent{Time: t.start, Tenant: t.tenant, ToolID: t.toolID, ActionID: t.actionID,
+			Outcome: string(outcome), Status: status, Code: code, Duration: elapsed}
+		for _, o := range s.observers {
+			o(ev)
+		}
+	}
 	if s.cfg.DecisionLog == nil {
 		return
 	}
