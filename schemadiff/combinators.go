@@ -119,6 +119,23 @@ func (d *differ) compareCombinator(kw string, om, nm map[string]any, c cursor) {
 		for k, j := range restN {
 			match[j], usedO[restO[k]] = restO[k], true
 		}
+	} else {
+		// Counts differ: pair branches that look like the same alternative (same type,
+		// $ref, title and discriminator values) when exactly one candidate matches.
+		oSig := map[string][]int{}
+		for _, i := range restO {
+			oSig[signature(ol[i])] = append(oSig[signature(ol[i])], i)
+		}
+		nSig := map[string]int{}
+		for _, j := range restN {
+			nSig[signature(nl[j])]++
+		}
+		for _, j := range restN {
+			sig := signature(nl[j])
+			if cands := oSig[sig]; len(cands) == 1 && nSig[sig] == 1 {
+				match[j], usedO[cands[0]] = cands[0], true
+			}
+		}
 	}
 	kc := c.child(kw)
 	for j := range nl {
@@ -241,4 +258,23 @@ func (d *differ) compareConditional(om, nm map[string]any, c cursor) {
 			d.compare(orTrue(o, oHas), orTrue(n, nHas), c.child(kw))
 		}
 	}
+}
+
+// signature summarises what a branch is for: its type, $ref, title and the const/enum
+// values of its required properties.
+func signature(b any) string {
+	m := asMap(b)
+	if m == nil {
+		return canon(b)
+	}
+	sig := map[string]any{"type": m["type"], "$ref": m["$ref"], "title": m["title"]}
+	props := asMap(m["properties"])
+	for name := range requiredSet(m) {
+		if p := asMap(props[name]); p != nil {
+			if v := enumValues(p); v != nil {
+				sig["p:"+name] = v
+			}
+		}
+	}
+	return canon(sig)
 }

@@ -108,6 +108,7 @@ func TestChangeKinds(t *testing.T) {
 		{"allOf branch added", `{"allOf":[{"type":"object"}]}`, `{"allOf":[{"type":"object"},{"required":["a"]}]}`, "branch_added", "/allOf/1", TierHighRisk, TierCompatible},
 		{"allOf branch removed", `{"allOf":[{"type":"object"},{"required":["a"]}]}`, `{"allOf":[{"type":"object"}]}`, "branch_removed", "/allOf/1", TierCompatible, TierHighRisk},
 		{"branch contents changed", `{"anyOf":[{"type":"string","maxLength":5}]}`, `{"anyOf":[{"type":"string","maxLength":3}]}`, "bound_tightened", "/anyOf/0/maxLength", TierHighRisk, TierCompatible},
+		{"branch changed while another is added", `{"anyOf":[{"type":"string","maxLength":9},{"type":"integer"}]}`, `{"anyOf":[{"type":"string","maxLength":5},{"type":"integer"},{"type":"null"}]}`, "bound_tightened", "/anyOf/0/maxLength", TierHighRisk, TierCompatible},
 		{"combinator added", `{"type":"object"}`, `{"type":"object","anyOf":[{"required":["a"]},{"required":["b"]}]}`, "combinator_added", "/anyOf", TierHighRisk, TierCompatible},
 		{"combinator removed", `{"type":"object","oneOf":[{"required":["a"]},{"required":["b"]}]}`, `{"type":"object"}`, "combinator_removed", "/oneOf", TierCompatible, TierHighRisk},
 		{"not added", `{"type":"string"}`, `{"type":"string","not":{"const":""}}`, "not_added", "/not", TierHighRisk, TierCompatible},
