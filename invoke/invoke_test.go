@@ -328,3 +328,39 @@ func BenchmarkExpand(b *testing.B) {
 		}
 	}
 }
+
+// TestSlowRequestLandsAfterNotFound is the hazard the settle rule guards
+// against: an attempt times out (Unknown), the lookup says not found, and
+// then the held request lands and the lookup finds it.
+func TestSlowRequestLandsAfterNotFound(t *testing.T) {
+	t.Parallel()
+	sb, _, b := setup(t)
+	b.Timeout = 50 * time.Millisecond
+	if err := sb.InjectFault(sandbox.Fault{Path: "/refunds", Key: "acme:act-1", Fault: "hold"}); err != nil {
+		t.Fatal(err)
+	}
+	c := &invoke.Client{}
+	req := refund("ord_1", 900)
+	req.Binding = b
+	if res := c.Call(context.Background(), req); res.Outcome != invoke.Unknown {
+		t.Fatalf("held call: %v %v", res.Outcome, res.Err)
+	}
+	if lr := c.Lookup(context.Background(), req); !lr.NotFound {
+		t.Fatalf("lookup while held: %+v", lr)
+	}
+	if n := sb.Release(); n != 1 {
+		t.Fatalf("released %d", n)
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(2 * time.Millisecond) {
+		lr := c.Lookup(context.Background(), req)
+		if lr.Found {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the released request never landed: %+v", lr)
+		}
+	}
+	if sb.EffectCount() != 1 {
+		t.Fatalf("effects = %d", sb.EffectCount())
+	}
+}
