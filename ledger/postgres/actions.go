@@ -57,7 +57,8 @@ func (s *Store) Get(ctx context.Context, tenant, id string) (*ledger.Action, err
 // updateSQL writes every column but tenant, id and created_at when the stored
 // revision is $25 (updateArgs gives the parameters), and reports in the same statement (so in the same
 // snapshot) whether the row exists: the conditional UPDATE is the whole
-// compare-and-set, the second CTE only names the failure.
+// compare-and-set, the second CTE only names the failure (and gives the
+// state the write replaced).
 const updateSQL = `WITH upd AS (
 	UPDATE actions SET
 		tool_id = $3, version = $4, state = $5, needs_operator = $6, args_digest = $7, arguments = $8,
@@ -68,16 +69,18 @@ const updateSQL = `WITH upd AS (
 	WHERE tenant = $1 AND id = $2 AND rev = $25
 	RETURNING rev
 ), cur AS (
-	SELECT rev FROM actions WHERE tenant = $1 AND id = $2
+	SELECT rev, state FROM actions WHERE tenant = $1 AND id = $2
 )
-SELECT (SELECT rev FROM upd), (SELECT rev FROM cur)`
+SELECT (SELECT rev FROM upd), (SELECT rev FROM cur), (SELECT state FROM cur)`
 
 // Update writes every field of a except Tenant, ID and CreatedAt, in one
 // conditional UPDATE that matches only the stored revision a.Rev, and then
 // increments a.Rev. It returns ledger.ErrStale (and writes nothing) when the
 // stored revision differs, ledger.ErrNotFound when there is no such action.
 // When the error satisfies IsUnavailable the write may or may not have
-// happened: re-read before acting on it.
+// happened: re-read before acting on it. After a write that moved the action
+// out of running it sends a completion wake-up (see Listen) unless
+// Config.NoNotify is set.
 func (s *Store) Update(ctx context.Context, a *ledger.Action) error {
 	vals, err := values(a, a.Rev)
 	if err != nil {
@@ -87,12 +90,16 @@ func (s *Store) Update(ctx context.Context, a *ledger.Action) error {
 	// updated_at, history and rev.
 	vals = append(vals[:22:22], vals[23:]...)
 	var written, stored *int64
-	if err := s.pool.QueryRow(ctx, updateSQL, vals...).Scan(&written, &stored); err != nil {
+	var was *string
+	if err := s.pool.QueryRow(ctx, updateSQL, vals...).Scan(&written, &stored, &was); err != nil {
 		return fmt.Errorf("update action %s: %w", a.ID, translate(err))
 	}
 	switch {
 	case written != nil:
 		a.Rev = *written
+		if was != nil && *was == string(ledger.Running) && a.State != ledger.Running && !s.noNotify {
+			s.notify(ctx, a)
+		}
 		return nil
 	case stored == nil:
 		return fmt.Errorf("update action %s: %w", a.ID, ledger.ErrNotFound)

@@ -23,13 +23,13 @@ func benchAction(id string, now time.Time) *ledger.Action {
 	}
 }
 
-func benchStore(b *testing.B) *postgres.Store {
-	dsn, _ := pgtest.Schema(b)
-	return open(b, postgres.Config{DSN: dsn})
+func benchStore(b *testing.B, cfg postgres.Config) *postgres.Store {
+	cfg.DSN, _ = pgtest.Schema(b)
+	return open(b, cfg)
 }
 
 func BenchmarkInsert(b *testing.B) {
-	s := benchStore(b)
+	s := benchStore(b, postgres.Config{})
 	now := time.Now()
 	b.ReportAllocs()
 	i := 0
@@ -41,36 +41,67 @@ func BenchmarkInsert(b *testing.B) {
 	}
 }
 
-// BenchmarkClaim measures the claim: one compare-and-set Update of a pending
-// action to running (the read that precedes it is not timed).
-func BenchmarkClaim(b *testing.B) {
-	s := benchStore(b)
+// preparedActions inserts n pending actions (untimed) and returns them.
+func preparedActions(b *testing.B, s *postgres.Store, n int, state ledger.State) []*ledger.Action {
+	b.Helper()
+	b.StopTimer()
+	defer b.StartTimer()
 	now := time.Now()
-	const pool = 2000
-	as := make([]*ledger.Action, pool)
+	as := make([]*ledger.Action, n)
 	for i := range as {
 		as[i] = benchAction(fmt.Sprint("c-", i), now)
+		as[i].State = state
 		if err := s.Insert(b.Context(), as[i]); err != nil {
 			b.Fatal(err)
 		}
 	}
+	return as
+}
+
+// BenchmarkClaim measures the claim: one compare-and-set Update of a pending
+// action to running (inserting the actions is not timed).
+func BenchmarkClaim(b *testing.B) {
+	s := benchStore(b, postgres.Config{})
+	as := preparedActions(b, s, b.N, ledger.Pending)
+	now := time.Now()
 	b.ReportAllocs()
-	i := 0
-	for b.Loop() {
-		a := as[i%pool]
-		to := ledger.Running
-		if a.State == ledger.Running {
-			to = ledger.Pending // back again, so the pool of rows lasts
-		}
-		if err := a.Move(to, ledger.ByGateway, "", "claim", now); err != nil {
+	b.ResetTimer()
+	for i := range b.N {
+		a := as[i]
+		if err := a.Move(ledger.Running, ledger.ByGateway, "", "claim", now); err != nil {
 			b.Fatal(err)
 		}
-		a.LeaseOwner, a.LeaseUntil = "g1", now.Add(30*time.Second)
-		a.History = a.History[:1] // keep rows the same size
+		a.Attempts, a.LeaseOwner, a.LeaseUntil = 1, "g1", now.Add(30*time.Second)
 		if err := s.Update(b.Context(), a); err != nil {
 			b.Fatal(err)
 		}
-		i++
+	}
+}
+
+// BenchmarkComplete measures the Update that moves a running action to
+// succeeded with a result, with and without the completion wake-up.
+func BenchmarkComplete(b *testing.B) {
+	for _, tt := range []struct {
+		name     string
+		noNotify bool
+	}{{"notify", false}, {"no-notify", true}} {
+		b.Run(tt.name, func(b *testing.B) {
+			s := benchStore(b, postgres.Config{NoNotify: tt.noNotify})
+			as := preparedActions(b, s, b.N, ledger.Running)
+			now := time.Now()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := range b.N {
+				a := as[i]
+				if err := a.Move(ledger.Succeeded, ledger.ByGateway, "", "201", now); err != nil {
+					b.Fatal(err)
+				}
+				a.Result = &ledger.Result{StatusCode: 201, ContentType: "application/json", Body: []byte(`{"refund":"r-1","status":"ok"}`)}
+				if err := s.Update(b.Context(), a); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 
@@ -78,7 +109,7 @@ func BenchmarkClaim(b *testing.B) {
 // Insert then the claiming Update, from GOMAXPROCS goroutines (-cpu to vary)
 // on distinct actions, as a busy replica does.
 func BenchmarkInsertAndClaimParallel(b *testing.B) {
-	s := benchStore(b)
+	s := benchStore(b, postgres.Config{})
 	now := time.Now()
 	var next atomic.Int64
 	b.ReportAllocs()
@@ -99,7 +130,7 @@ func BenchmarkInsertAndClaimParallel(b *testing.B) {
 }
 
 func BenchmarkGet(b *testing.B) {
-	s := benchStore(b)
+	s := benchStore(b, postgres.Config{})
 	if err := s.Insert(b.Context(), benchAction("g", time.Now())); err != nil {
 		b.Fatal(err)
 	}

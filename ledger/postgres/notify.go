@@ -9,10 +9,38 @@ import (
 	"github.com/toolgate/toolgate/ledger"
 )
 
-// Channel is the LISTEN/NOTIFY channel on which the database announces that
-// an action left running (a trigger on the actions table sends it when the
-// writing transaction commits).
+// Channel is the LISTEN/NOTIFY channel on which stores announce that an
+// action left running. The payload is JSON: {"schema", "tenant", "id",
+// "state"}; listeners ignore other schemas' payloads.
 const Channel = "toolgate_ledger"
+
+// maxPayload keeps a payload under PostgreSQL's 8000-byte limit.
+const maxPayload = 7900
+
+// notify announces that a left running, after the Update that did it has
+// committed. It is a separate statement on purpose: PostgreSQL serializes
+// the commits of every transaction that sends a NOTIFY in a database, holding
+// a lock through the commit's disk flush, so a NOTIFY inside the writing
+// transaction (a trigger) would serialize all completions of all replicas.
+// This one commits with synchronous_commit off, so it holds that lock only
+// briefly. A wake-up is a hint: failing to send one is not an error (waiters
+// also poll), so its error is dropped.
+func (s *Store) notify(ctx context.Context, a *ledger.Action) {
+	p := payload{Schema: s.schema, Tenant: a.Tenant, ID: a.ID, State: string(a.State)}
+	b, _ := json.Marshal(p)
+	if len(b) >= maxPayload {
+		// Too long an id: a payload without it reads as "re-check everything".
+		b, _ = json.Marshal(payload{Schema: s.schema, State: string(a.State)})
+	}
+	s.pool.Exec(ctx, `SELECT set_config('synchronous_commit', 'off', true), pg_notify('`+Channel+`', $1)`, string(b))
+}
+
+type payload struct {
+	Schema string `json:"schema"`
+	Tenant string `json:"tenant,omitempty"`
+	ID     string `json:"id,omitempty"`
+	State  string `json:"state"`
+}
 
 // Completion is a wake-up: an action of this store left running. A Completion
 // with an empty ID means notifications may have been missed (Listen
@@ -83,12 +111,7 @@ func (s *Store) receive(ctx context.Context, conn *pgx.Conn, fn func(Completion)
 		if err != nil {
 			return translate(err)
 		}
-		var p struct {
-			Schema string `json:"schema"`
-			Tenant string `json:"tenant"`
-			ID     string `json:"id"`
-			State  string `json:"state"`
-		}
+		var p payload
 		// Someone else's payload on the channel is not ours to judge.
 		if err := json.Unmarshal([]byte(n.Payload), &p); err != nil || p.Schema != s.schema {
 			continue

@@ -55,6 +55,11 @@ type Config struct {
 	// fails fast. Defaults to 5s; a DSN connect_timeout is used when this is
 	// zero.
 	ConnectTimeout time.Duration
+	// NoNotify turns off the completion wake-ups that Update sends when an
+	// action leaves running (see Store.Listen). Defaults to false: each such
+	// Update is followed by one NOTIFY, its own small transaction that does
+	// not wait for a disk flush.
+	NoNotify bool
 	// ApplicationName is reported in pg_stat_activity. Defaults to
 	// "toolgate"; a DSN application_name is used when this is empty.
 	ApplicationName string
@@ -68,8 +73,9 @@ const DefaultConnectTimeout = 5 * time.Second
 // use by many goroutines, and many Stores (in many processes) may share one
 // database.
 type Store struct {
-	pool   *pgxpool.Pool
-	schema string // the schema the tables are in, as the server resolved it
+	pool     *pgxpool.Pool
+	schema   string // the schema the tables are in, as the server resolved it
+	noNotify bool
 }
 
 var _ ledger.Store = (*Store)(nil)
@@ -119,7 +125,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("open ledger %s: %w", where, err)
 	}
-	return &Store{pool: pool, schema: schema}, nil
+	return &Store{pool: pool, schema: schema, noNotify: cfg.NoNotify}, nil
 }
 
 // Close closes every connection of the pool, waiting for operations in

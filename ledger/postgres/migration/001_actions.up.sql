@@ -1,4 +1,4 @@
--- 001: the actions table and the completion notification.
+-- 001: the actions table.
 --
 -- Times are bigint unix nanoseconds (UTC) so they round-trip at nanosecond
 -- precision, as the store conformance suite demands; NULL stands for the zero
@@ -52,29 +52,3 @@ CREATE INDEX actions_unknown_next_check ON actions (next_check_at NULLS FIRST, t
 
 -- CountByState.
 CREATE INDEX actions_state ON actions (state);
-
--- Completion wake-ups: when an action leaves running, the committing
--- transaction notifies channel toolgate_ledger with a JSON payload naming the
--- schema, tenant, id and new state. NOTIFY is transactional: nothing is sent
--- for a write that rolls back, and listeners hear it only after commit.
-CREATE FUNCTION actions_notify_left_running() RETURNS trigger
-LANGUAGE plpgsql AS $$
-DECLARE
-    payload text := json_build_object(
-        'schema', TG_TABLE_SCHEMA, 'tenant', NEW.tenant, 'id', NEW.id, 'state', NEW.state)::text;
-BEGIN
-    -- A payload must stay under 8000 bytes; an over-long tenant or id sends
-    -- one without them, which listeners read as "re-check every waiter".
-    IF octet_length(payload) >= 7900 THEN
-        payload := json_build_object('schema', TG_TABLE_SCHEMA, 'state', NEW.state)::text;
-    END IF;
-    PERFORM pg_notify('toolgate_ledger', payload);
-    RETURN NULL;
-END
-$$;
-
-CREATE TRIGGER actions_left_running
-    AFTER UPDATE OF state ON actions
-    FOR EACH ROW
-    WHEN (OLD.state = 'running' AND NEW.state <> 'running')
-    EXECUTE FUNCTION actions_notify_left_running();
