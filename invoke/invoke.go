@@ -39,6 +39,8 @@ var ErrResponseTooLarge = errors.New("invoke: downstream response larger than th
 // ErrNoLookup is Lookup's error for a binding without a lookup URL.
 var ErrNoLookup = errors.New("invoke: binding has no lookup")
 
+var errNoBinding = errors.New("invoke: request has no binding")
+
 // errResent cancels an attempt that the transport tried to send a second time.
 var errResent = errors.New("invoke: transport tried to re-send a written request")
 
@@ -226,6 +228,9 @@ func (a *attemptTrace) trace() *httptrace.ClientTrace {
 // it was written (refused, DNS, a bad template) is NotStarted. The body is read
 // up to Client.MaxBodyBytes.
 func (c *Client) Call(ctx context.Context, r Request) Result {
+	if r.Binding == nil {
+		return Result{Outcome: NotStarted, Err: errNoBinding}
+	}
 	b := r.Binding.WithDefaults()
 	key, err := DownstreamKey(&b, r.Vars)
 	if err != nil {

@@ -345,6 +345,9 @@ func TestSlowRequestLandsAfterNotFound(t *testing.T) {
 	if res := c.Call(context.Background(), req); res.Outcome != invoke.Unknown {
 		t.Fatalf("held call: %v %v", res.Outcome, res.Err)
 	}
+	patient := *b
+	patient.Timeout = 5 * time.Second
+	req.Binding = &patient
 	if lr := c.Lookup(context.Background(), req); !lr.NotFound {
 		t.Fatalf("lookup while held: %+v", lr)
 	}

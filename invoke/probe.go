@@ -23,6 +23,9 @@ type LookupResult struct {
 // traceparent and r.Header) whether the action's effect exists. A Found
 // answer's body is replayed by the gateway, so a body over the cap is an error.
 func (c *Client) Lookup(ctx context.Context, r Request) LookupResult {
+	if r.Binding == nil {
+		return LookupResult{Err: errNoBinding}
+	}
 	b := r.Binding.WithDefaults()
 	if b.LookupURL == "" {
 		return LookupResult{Err: ErrNoLookup}
@@ -48,6 +51,9 @@ func (c *Client) Lookup(ctx context.Context, r Request) LookupResult {
 // than 2xx with a valid JSON body, at most MaxBodyBytes long and within the
 // binding's timeout, is an error.
 func (c *Client) State(ctx context.Context, r Request) (json.RawMessage, error) {
+	if r.Binding == nil {
+		return nil, errNoBinding
+	}
 	b := r.Binding.WithDefaults()
 	if b.StateURL == "" {
 		return nil, nil
