@@ -40,8 +40,8 @@ func (s *Server) handleListFaults(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"count": len(out), "faults": out})
 }
 
-func (s *Server) handleRelease(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]any{"released": s.Release()})
+func (s *Server) handleRelease(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{"released": s.Release(r.URL.Query().Get("key"))})
 }
 
 func (s *Server) handleHeld(w http.ResponseWriter, _ *http.Request) {

@@ -204,8 +204,8 @@ func (s *Server) takePlan(r *http.Request) (plan, error) {
 
 // hold is one request waiting for a release.
 type hold struct {
-	key, path string
-	release   chan struct{}
+	key     string
+	release chan struct{}
 }
 
 // Held is the number of requests currently held.
@@ -227,14 +227,19 @@ func (s *Server) WaitHeld(ctx context.Context, n int) error {
 	return nil
 }
 
-// Release lets every held request proceed and reports how many there were.
-func (s *Server) Release() int {
+// Release lets held requests proceed and reports how many it released: all
+// of them, or with a non-empty key only those whose Idempotency-Key is key.
+func (s *Server) Release(key ...string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	n := len(s.held)
+	n := 0
 	for h := range s.held {
+		if len(key) > 0 && key[0] != "" && h.key != key[0] {
+			continue
+		}
 		close(h.release)
 		delete(s.held, h)
+		n++
 	}
 	return n
 }
@@ -247,7 +252,7 @@ func (s *Server) wait(r *http.Request, doHold bool, d time.Duration) bool {
 	abort := s.abort
 	var h *hold
 	if doHold {
-		h = &hold{key: r.Header.Get("Idempotency-Key"), path: r.URL.Path, release: make(chan struct{})}
+		h = &hold{key: r.Header.Get("Idempotency-Key"), release: make(chan struct{})}
 		s.held[h] = struct{}{}
 	}
 	s.mu.Unlock()

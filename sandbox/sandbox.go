@@ -80,6 +80,8 @@ type Effect struct {
 	OrderID        string    `json:"order_id"`
 	AmountMinor    int64     `json:"amount_minor"`
 	At             time.Time `json:"at"`
+	// Traceparent is the request's W3C traceparent header, if it had one.
+	Traceparent string `json:"traceparent,omitempty"`
 }
 
 // Server is the sandbox. It is an http.Handler, safe for concurrent use.
@@ -283,7 +285,7 @@ func (s *Server) handleCreateRefund(w http.ResponseWriter, r *http.Request) {
 	if key != "" {
 		s.byKey[key] = append(s.byKey[key], ref.RefundID)
 	}
-	s.effects = append(s.effects, Effect{RefundID: ref.RefundID, IdempotencyKey: key, OrderID: st.OrderID, AmountMinor: amount, At: s.cfg.Now().UTC()})
+	s.effects = append(s.effects, Effect{RefundID: ref.RefundID, IdempotencyKey: key, OrderID: st.OrderID, AmountMinor: amount, At: s.cfg.Now().UTC(), Traceparent: r.Header.Get("traceparent")})
 	w.Header().Set("Location", "/refunds/"+ref.RefundID)
 	writeRaw(w, http.StatusCreated, body)
 }

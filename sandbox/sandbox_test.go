@@ -346,3 +346,42 @@ func TestConcurrentRefunds(t *testing.T) {
 		t.Fatalf("created %d, effects %d, refunded %d; want 33, 33, 9900", created, sb.EffectCount(), st.RefundedMinor)
 	}
 }
+
+// TestReleaseByKey holds two refunds and releases them one key at a time; the
+// traceparent of each is recorded with its effect.
+func TestReleaseByKey(t *testing.T) {
+	t.Parallel()
+	sb, url := setup(t, sandbox.Config{})
+	done := make(chan answer, 2)
+	for _, k := range []string{"a", "b"} {
+		go func() {
+			done <- do(t, "POST", url+"/refunds", refundBody("ord_1", 100), map[string]string{
+				"Idempotency-Key": k, sandbox.FaultHeader: "hold", "traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-0" + k,
+			})
+		}()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := sb.WaitHeld(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	if a := do(t, "POST", url+"/_sandbox/release?key=b", "", nil); !strings.Contains(a.body, `"released":1`) {
+		t.Fatalf("release b: %s", a.body)
+	}
+	if a := <-done; a.status != 201 || !strings.Contains(a.body, `"idempotency_key":"b"`) {
+		t.Fatalf("b: %d %s", a.status, a.body)
+	}
+	if sb.Held() != 1 || sb.EffectCount() != 1 {
+		t.Fatalf("held %d, effects %d after releasing b", sb.Held(), sb.EffectCount())
+	}
+	if n := sb.Release("a"); n != 1 {
+		t.Fatalf("released %d for a", n)
+	}
+	if a := <-done; a.status != 201 {
+		t.Fatalf("a: %d %s", a.status, a.body)
+	}
+	e := sb.Effects()
+	if len(e) != 2 || e[0].IdempotencyKey != "b" || !strings.HasSuffix(e[0].Traceparent, "-0b") || !strings.HasSuffix(e[1].Traceparent, "-0a") {
+		t.Fatalf("effects %+v", e)
+	}
+}
