@@ -87,6 +87,7 @@ func TestDeepRefChain(t *testing.T) {
 func BenchmarkDiffLargeSchema(b *testing.B) {
 	o, n := largeSchemas(2000)
 	b.ReportAllocs()
+	defer reportCPU(b, cpuTime())
 	for b.Loop() {
 		DiffSchemas(o, n, Input, Options{})
 	}
@@ -95,6 +96,7 @@ func BenchmarkDiffLargeSchema(b *testing.B) {
 func BenchmarkDiffLargeSchemaSelf(b *testing.B) {
 	o, _ := largeSchemas(2000)
 	b.ReportAllocs()
+	defer reportCPU(b, cpuTime())
 	for b.Loop() {
 		DiffSchemas(o, o, Output, Options{})
 	}
@@ -103,6 +105,7 @@ func BenchmarkDiffLargeSchemaSelf(b *testing.B) {
 func BenchmarkDiffDeepRefChain(b *testing.B) {
 	o, n := deepChain(200, 10), deepChain(200, 5)
 	b.ReportAllocs()
+	defer reportCPU(b, cpuTime())
 	for b.Loop() {
 		DiffSchemas(o, n, Input, Options{})
 	}
@@ -140,6 +143,7 @@ func BenchmarkDiffExamples(b *testing.B) {
 		b.Skip("no bundled examples")
 	}
 	b.ReportAllocs()
+	defer reportCPU(b, cpuTime())
 	for b.Loop() {
 		for _, p := range pairs {
 			Diff(p[0], p[1], Options{Consumers: 2})
