@@ -125,7 +125,9 @@ func (s *Server) listActions(w http.ResponseWriter, r *http.Request, p *Principa
 		f.Limit = n
 	}
 	page, err := s.cfg.Ledger.Store.List(r.Context(), f)
-	if err != nil {
+	if errors.Is(err, ledger.ErrBadCursor) {
+		return problem("malformed_request", "cursor %q was not issued by this gateway", f.Cursor)
+	} else if err != nil {
 		return ledgerDown(err)
 	}
 	out := struct {

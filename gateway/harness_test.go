@@ -29,7 +29,7 @@ var (
 )
 
 // registry loads the bundled example tools once for all tests.
-func registry(t *testing.T) *contract.Registry {
+func registry(t testing.TB) *contract.Registry {
 	t.Helper()
 	regOnce.Do(func() { reg, regErr = contract.Load("../examples/agent-tools") })
 	if regErr != nil {
@@ -41,7 +41,7 @@ func registry(t *testing.T) *contract.Registry {
 // rig is a gateway on a real SQLite ledger in front of a real sandbox, both
 // served over loopback HTTP.
 type rig struct {
-	t      *testing.T
+	t      testing.TB
 	url    string
 	sb     *sandbox.Server
 	sbURL  string
@@ -64,10 +64,10 @@ func refundBinding(sbURL string) invoke.Binding {
 	}
 }
 
-func newRig(t *testing.T, opts ...option) *rig {
+func newRig(t testing.TB, opts ...option) *rig {
 	t.Helper()
 	sb, sbURL := sandboxtest.Start(t, sandbox.Config{Orders: []sandbox.Order{
-		{OrderID: "ord_12345678", TotalMinor: 1_000_000, Currency: "EUR"},
+		{OrderID: "ord_12345678", TotalMinor: 1 << 50, Currency: "EUR"},
 		{OrderID: "ord_abcdefgh", TotalMinor: 1_000_000, Currency: "EUR"},
 	}})
 	st, err := sqlite.Open(context.Background(), sqlite.Config{Path: filepath.Join(t.TempDir(), "ledger.db")})
@@ -105,7 +105,7 @@ type reply struct {
 	body   []byte
 }
 
-func (r reply) problem(t *testing.T) map[string]any {
+func (r reply) problem(t testing.TB) map[string]any {
 	t.Helper()
 	if ct := r.header.Get("Content-Type"); ct != "application/problem+json" {
 		t.Fatalf("status %d with Content-Type %q, want a problem: %s", r.status, ct, r.body)
@@ -118,7 +118,7 @@ func (r reply) problem(t *testing.T) map[string]any {
 }
 
 // wantProblem checks a problem's status and code.
-func (r reply) wantProblem(t *testing.T, status int, code string) map[string]any {
+func (r reply) wantProblem(t testing.TB, status int, code string) map[string]any {
 	t.Helper()
 	p := r.problem(t)
 	if r.status != status || p["code"] != code || p["status"] != float64(status) || p["type"] != "/problems/"+code {
@@ -127,7 +127,7 @@ func (r reply) wantProblem(t *testing.T, status int, code string) map[string]any
 	return p
 }
 
-func (r reply) json(t *testing.T) map[string]any {
+func (r reply) json(t testing.TB) map[string]any {
 	t.Helper()
 	var m map[string]any
 	if err := json.Unmarshal(r.body, &m); err != nil {
@@ -194,7 +194,7 @@ func (g *rig) wantEffects(n int) {
 	}
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
+func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for !cond() {

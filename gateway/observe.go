@@ -184,11 +184,24 @@ func buildMaskers(reg *contract.Registry) (map[string]*decisionlog.Masker, error
 			out[t.ID+"@"+v.Version] = m
 		}
 	}
+	// A call whose tool version is not known (a 404, a malformed body) is
+	// logged with its payloads erased whole: nothing says what is sensitive.
+	all, err := decisionlog.NewMasker(decisionlog.MaskerConfig{
+		Arguments: decisionlog.EraseRules(""), Result: decisionlog.EraseRules(""), State: decisionlog.EraseRules(""),
+	})
+	if err != nil {
+		errs = append(errs, err)
+	}
+	out[""] = all
 	return out, errors.Join(errs...)
 }
 
+// masker returns the tool version's masker, or one that erases every payload.
 func (s *Server) masker(tool, version string) *decisionlog.Masker {
-	return s.maskers[tool+"@"+version]
+	if m, ok := s.maskers[tool+"@"+version]; ok {
+		return m
+	}
+	return s.maskers[""]
 }
 
 // noteCall copies what is known of a call into its trail.

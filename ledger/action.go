@@ -71,6 +71,9 @@ var (
 	ErrNotFound = errors.New("action not found")
 	ErrExists   = errors.New("action already exists")
 	ErrStale    = errors.New("action changed since it was read")
+	// ErrBadCursor reports a List cursor that the store did not issue: a
+	// client's mistake, not a store failure.
+	ErrBadCursor = errors.New("bad list cursor")
 )
 
 // Filter selects actions for List. The zero value lists a tenant's newest actions.

@@ -18,7 +18,7 @@ const (
 )
 
 // ErrBadCursor reports a List cursor that this store did not issue.
-var ErrBadCursor = errors.New("bad list cursor")
+var ErrBadCursor = ledger.ErrBadCursor
 
 // List returns one page of the tenant's actions matching f, newest first
 // (created_at descending, then id ascending). f.Tenant is required. The cursor

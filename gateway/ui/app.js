@@ -1,0 +1,515 @@
+// toolgate dashboard. Plain JavaScript, no build step, nothing fetched from
+// elsewhere: every request goes to this gateway's /ui/api/ with the operator's
+// key in an Authorization header (never in a URL, never in a cookie).
+'use strict';
+
+const KEY_STORE = 'toolgate.dashboard.key';
+const STATES = ['prepared', 'pending', 'awaiting_approval', 'running', 'succeeded', 'rejected', 'unknown'];
+const SVG_NS = 'http://www.w3.org/2000/svg';
+
+let registryCache = null;
+let refreshTimer = null;
+
+// ---- small DOM helpers (text only: data never becomes markup) ----
+
+function el(tag, attrs, ...children) {
+  const n = document.createElement(tag);
+  setAttrs(n, attrs);
+  append(n, children);
+  return n;
+}
+
+function svg(tag, attrs, ...children) {
+  const n = document.createElementNS(SVG_NS, tag);
+  setAttrs(n, attrs);
+  append(n, children);
+  return n;
+}
+
+function setAttrs(n, attrs) {
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k.startsWith('on')) n.addEventListener(k.slice(2), v);
+    else n.setAttribute(k, v === true ? '' : String(v));
+  }
+}
+
+function append(n, children) {
+  for (const c of children.flat()) {
+    if (c === undefined || c === null || c === false) continue;
+    n.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+}
+
+function badge(state) { return el('span', { class: 'badge state-' + state, 'data-state': state }, state); }
+function utc(t) { return t ? new Date(t).toISOString().replace('T', ' ').replace(/\.\d+Z$/, 'Z') : ''; }
+function hms(t) { return new Date(t).toISOString().slice(11, 19); }
+function pretty(v) { return v === undefined || v === null ? '' : JSON.stringify(v, null, 2); }
+function actionLink(id) { return el('a', { href: '#/actions/' + encodeURIComponent(id), class: 'mono action-link' }, id); }
+
+function age(t) {
+  if (!t) return '';
+  const s = Math.max(0, Math.round((Date.now() - new Date(t).getTime()) / 1000));
+  if (s < 90) return s + ' s';
+  if (s < 5400) return Math.round(s / 60) + ' min';
+  return Math.round(s / 3600) + ' h';
+}
+
+function flash(text, isError) {
+  const box = document.getElementById('flash');
+  box.replaceChildren(el('div', { class: 'msg' + (isError ? ' error' : ''), id: 'flash-msg' }, text));
+}
+
+// ---- the API ----
+
+class APIError extends Error {
+  constructor(status, problem) {
+    super(problem && (problem.detail || problem.title) || ('HTTP ' + status));
+    this.status = status;
+    this.problem = problem;
+  }
+}
+
+async function api(method, path, body) {
+  const headers = { 'Accept': 'application/json', 'X-Toolgate-Dashboard': '1' };
+  const key = sessionStorage.getItem(KEY_STORE);
+  if (key) headers['Authorization'] = 'Bearer ' + key;
+  if (body !== undefined) headers['Content-Type'] = 'application/json';
+  const resp = await fetch('/ui/api' + path, {
+    method, headers, body: body === undefined ? undefined : JSON.stringify(body),
+    credentials: 'omit', cache: 'no-store', redirect: 'error',
+  });
+  const text = await resp.text();
+  let data = null;
+  try { data = text ? JSON.parse(text) : null; } catch (e) { data = null; }
+  if (!resp.ok) {
+    if (resp.status === 401) showLogin('The key was refused; sign in again.');
+    throw new APIError(resp.status, data);
+  }
+  return data;
+}
+
+// ---- sign in ----
+
+function showLogin(message) {
+  stopRefresh();
+  document.getElementById('nav').hidden = true;
+  document.getElementById('signout').hidden = true;
+  document.getElementById('who').textContent = '';
+  document.getElementById('page').replaceChildren();
+  document.getElementById('login').hidden = false;
+  document.getElementById('login-error').textContent = message || '';
+  document.getElementById('key').focus();
+}
+
+async function signIn(e) {
+  e.preventDefault();
+  const input = document.getElementById('key');
+  sessionStorage.setItem(KEY_STORE, input.value.trim());
+  input.value = '';
+  await boot();
+}
+
+async function boot() {
+  let me;
+  try {
+    me = await api('GET', '/whoami');
+  } catch (err) {
+    if (err.status === 403) {
+      sessionStorage.removeItem(KEY_STORE);
+      showLogin('That key is not an operator key: ' + err.message);
+    } else if (err.status !== 401) {
+      showLogin('The gateway did not answer: ' + err.message);
+    } else if (sessionStorage.getItem(KEY_STORE)) {
+      sessionStorage.removeItem(KEY_STORE);
+      showLogin('The key was refused.');
+    } else {
+      showLogin('');
+    }
+    return;
+  }
+  document.getElementById('login').hidden = true;
+  document.getElementById('nav').hidden = false;
+  document.getElementById('signout').hidden = !me.auth;
+  document.getElementById('who').textContent = me.name + ' · tenant ' + me.tenant + (me.auth ? '' : ' · no auth (loopback)');
+  route();
+}
+
+function signOut() {
+  sessionStorage.removeItem(KEY_STORE);
+  registryCache = null;
+  showLogin('Signed out.');
+}
+
+// ---- routing: #/page/arg?query ----
+
+function parseHash() {
+  const h = location.hash.replace(/^#\/?/, '');
+  const [p, q] = h.split('?');
+  const parts = p.split('/').map(decodeURIComponent);
+  return { page: parts[0] || 'actions', arg: parts.slice(1).join('/'), query: new URLSearchParams(q || '') };
+}
+
+async function route() {
+  if (!document.getElementById('login').hidden) return;
+  stopRefresh();
+  const { page, arg, query } = parseHash();
+  for (const a of document.querySelectorAll('#nav a')) {
+    a.classList.toggle('current', a.dataset.page === page);
+  }
+  const root = document.getElementById('page');
+  root.setAttribute('data-page', page);
+  root.setAttribute('aria-busy', 'true');
+  try {
+    switch (page) {
+      case 'actions': await (arg ? pageAction(root, arg) : pageActions(root, query)); break;
+      case 'unknown': await pageUnknown(root); break;
+      case 'approvals': await pageApprovals(root); break;
+      case 'health': await pageHealth(root, query); break;
+      case 'registry': await pageRegistry(root, arg, query); break;
+      default: root.replaceChildren(el('p', { class: 'error' }, 'No page ' + page));
+    }
+  } catch (err) {
+    if (err.status !== 401) root.replaceChildren(el('p', { class: 'error' }, 'Could not load: ' + err.message));
+  } finally {
+    root.setAttribute('aria-busy', 'false');
+  }
+}
+
+function stopRefresh() {
+  if (refreshTimer) clearInterval(refreshTimer);
+  refreshTimer = null;
+}
+
+async function registry() {
+  if (!registryCache) registryCache = await api('GET', '/registry');
+  return registryCache;
+}
+
+// ---- operator actions ----
+
+async function operate(id, op, body) {
+  try {
+    const rec = await api('POST', '/actions/' + encodeURIComponent(id) + '/' + op, body || {});
+    flash(op + ' ' + id + ': the action is now ' + rec.state + '.');
+  } catch (err) {
+    flash(op + ' ' + id + ' failed: ' + err.message, true);
+  }
+  await route();
+}
+
+function resolveControls(id) {
+  const outcome = el('select', { class: 'resolve-outcome', 'aria-label': 'outcome' },
+    el('option', { value: 'succeeded' }, 'succeeded'),
+    el('option', { value: 'rejected' }, 'rejected'),
+    el('option', { value: 'not_started' }, 'not_started (run again)'));
+  const note = el('input', { class: 'resolve-note', placeholder: 'note (why)', size: 24 });
+  const btn = el('button', {
+    class: 'primary resolve', type: 'button', 'data-action': id,
+    onclick: () => { btn.disabled = true; operate(id, 'resolve', { outcome: outcome.value, note: note.value }); },
+  }, 'Resolve');
+  return [outcome, note, btn];
+}
+
+function reconcileButton(id) {
+  const btn = el('button', {
+    class: 'reconcile', type: 'button', 'data-action': id,
+    onclick: () => { btn.disabled = true; operate(id, 'reconcile'); },
+  }, 'Reconcile now');
+  return btn;
+}
+
+function decisionControls(id) {
+  const note = el('input', { class: 'decision-note', placeholder: 'note', size: 20 });
+  const approve = el('button', {
+    class: 'good approve', type: 'button', 'data-action': id,
+    onclick: () => { approve.disabled = deny.disabled = true; operate(id, 'approve', { note: note.value }); },
+  }, 'Approve');
+  const deny = el('button', {
+    class: 'bad deny', type: 'button', 'data-action': id,
+    onclick: () => { approve.disabled = deny.disabled = true; operate(id, 'deny', { note: note.value }); },
+  }, 'Deny');
+  return [note, approve, deny];
+}
+
+// ---- pages ----
+
+async function pageActions(root, query) {
+  const reg = await registry();
+  const params = new URLSearchParams();
+  for (const k of ['state', 'tool_id', 'cursor']) if (query.get(k)) params.set(k, query.get(k));
+  params.set('limit', '50');
+  const list = await api('GET', '/actions?' + params);
+
+  const state = el('select', { id: 'filter-state', 'aria-label': 'state' }, el('option', { value: '' }, 'any state'),
+    STATES.map(s => el('option', { value: s, selected: s === query.get('state') }, s)));
+  const tool = el('select', { id: 'filter-tool', 'aria-label': 'tool' }, el('option', { value: '' }, 'any tool'),
+    reg.tools.map(t => el('option', { value: t.tool_id, selected: t.tool_id === query.get('tool_id') }, t.tool_id)));
+  const apply = () => {
+    const q = new URLSearchParams();
+    if (state.value) q.set('state', state.value);
+    if (tool.value) q.set('tool_id', tool.value);
+    location.hash = '#/actions' + (q.toString() ? '?' + q : '');
+  };
+  state.addEventListener('change', apply);
+  tool.addEventListener('change', apply);
+
+  const rows = list.actions.map(a => el('tr', { 'data-action': a.action_id },
+    el('td', {}, actionLink(a.action_id)), el('td', { class: 'mono' }, a.tool_id),
+    el('td', {}, a.version || ''), el('td', {}, badge(a.state), a.needs_operator ? el('span', { class: 'flag' }, ' needs operator') : ''),
+    el('td', {}, a.attempts), el('td', { class: 'muted' }, utc(a.updated_at))));
+  let next = null;
+  if (list.next_cursor) {
+    const q = new URLSearchParams(query);
+    q.set('cursor', list.next_cursor);
+    next = el('p', {}, el('a', { href: '#/actions?' + q, id: 'next-page' }, 'Next page →'));
+  }
+  root.replaceChildren(
+    el('h1', {}, 'Actions'),
+    el('div', { class: 'filters' }, 'Filter:', state, tool),
+    rows.length ? el('table', { id: 'actions' },
+      el('thead', {}, el('tr', {}, ['Action', 'Tool', 'Version', 'State', 'Attempts', 'Updated'].map(h => el('th', {}, h)))),
+      el('tbody', {}, rows)) : el('p', { class: 'muted' }, 'No actions match.'),
+    next);
+}
+
+async function pageAction(root, id) {
+  const a = await api('GET', '/actions/' + encodeURIComponent(id));
+  const ops = [];
+  if (a.state === 'unknown') ops.push(reconcileButton(a.action_id), ...resolveControls(a.action_id));
+  if (a.state === 'pending' && a.attempts > 0) ops.push(...resolveControls(a.action_id));
+  if (a.state === 'awaiting_approval') ops.push(...decisionControls(a.action_id));
+
+  const dl = el('dl', { class: 'summary' });
+  const add = (k, v) => { if (v !== '' && v !== undefined && v !== null) dl.append(el('dt', {}, k), el('dd', {}, v)); };
+  add('State', [badge(a.state), a.needs_operator ? el('span', { class: 'flag' }, ' needs operator') : '']);
+  add('Tool', el('span', { class: 'mono' }, a.tool_id + (a.version ? ' @ ' + a.version : '')));
+  add('Tenant', a.tenant);
+  add('Attempts', String(a.attempts));
+  add('Digest', el('span', { class: 'mono', id: 'digest' }, a.args_digest || '(no arguments bound)'));
+  add('Correlation', a.correlation_id);
+  add('Scope', a.scope);
+  add('Policy version', a.policy_version);
+  add('Created', utc(a.created_at));
+  add('Updated', utc(a.updated_at));
+  add('Last sent', utc(a.last_sent_at));
+  add('Unknown since', utc(a.unknown_since));
+
+  const timeline = el('ol', { class: 'timeline', id: 'timeline' }, (a.history || []).map(t =>
+    el('li', { class: 'to-' + t.to },
+      el('div', {}, t.from ? badge(t.from) : el('span', { class: 'muted' }, 'new'), ' → ', badge(t.to)),
+      el('div', {}, t.reason, el('span', { class: 'muted' }, ' by '), el('span', { class: 'mono' }, t.by)),
+      el('div', { class: 'when' }, utc(t.at)))));
+
+  const calls = a.provider_calls.length ? el('table', { id: 'provider-calls' },
+    el('thead', {}, el('tr', {}, ['Provider', 'Route', 'Call id', 'At'].map(h => el('th', {}, h)))),
+    el('tbody', {}, a.provider_calls.map(c => el('tr', {}, el('td', {}, c.name || ''), el('td', {}, c.route || ''),
+      el('td', { class: 'mono' }, c.call_id || ''), el('td', { class: 'muted' }, utc(c.at))))))
+    : el('p', { class: 'muted' }, 'No provider-call evidence was sent with this action.');
+
+  let result = el('p', { class: 'muted' }, 'No result stored yet.');
+  if (a.result) {
+    result = el('div', { id: 'result' }, el('p', {}, 'HTTP ', el('strong', {}, a.result.status_code), ' ',
+      el('span', { class: 'muted' }, a.result.content_type || '')),
+      el('pre', {}, a.result.body_base64 ? '(binary, base64) ' + a.result.body_base64
+        : typeof a.result.body === 'string' ? a.result.body : pretty(a.result.body)));
+  }
+  const hidden = [...(a.masked || []), ...(a.erased || [])];
+  root.replaceChildren(
+    el('h1', {}, 'Action ', el('span', { class: 'mono', id: 'action-id' }, a.action_id)),
+    el('div', { class: 'card' }, dl),
+    ops.length ? el('div', { class: 'card ops', id: 'ops' }, el('strong', {}, 'Operator:'), ops) : null,
+    el('h2', {}, 'History'), el('div', { class: 'card' }, timeline),
+    el('h2', {}, 'Provider calls'), calls,
+    el('h2', {}, 'Arguments'), a.arguments ? el('pre', { id: 'arguments' }, pretty(a.arguments)) : el('p', { class: 'muted' }, 'None bound.'),
+    hidden.length ? el('p', { class: 'muted' }, 'Masked or erased (x-sensitive): ', hidden.join(', ')) : null,
+    el('h2', {}, 'Result'), result);
+}
+
+async function pageUnknown(root) {
+  const list = await api('GET', '/actions?state=unknown&limit=200');
+  const rows = list.actions.map(a => el('tr', { 'data-action': a.action_id },
+    el('td', {}, actionLink(a.action_id)), el('td', { class: 'mono' }, a.tool_id),
+    el('td', {}, age(a.unknown_since), el('div', { class: 'muted' }, utc(a.unknown_since))),
+    el('td', {}, a.attempts), el('td', {}, a.needs_operator ? el('span', { class: 'flag' }, 'yes') : 'no'),
+    el('td', { class: 'ops' }, reconcileButton(a.action_id), resolveControls(a.action_id))));
+  root.replaceChildren(
+    el('h1', {}, 'Unknown actions ', el('span', { class: 'badge state-unknown', id: 'unknown-count' }, list.actions.length)),
+    el('p', { class: 'muted' }, 'Their downstream effect may or may not exist. Reconcile runs the lookup now; resolve records what you verified by hand (not_started lets the action run again with the same key).'),
+    rows.length ? el('table', { id: 'unknown-queue' },
+      el('thead', {}, el('tr', {}, ['Action', 'Tool', 'Unknown for', 'Attempts', 'Needs operator', ''].map(h => el('th', {}, h)))),
+      el('tbody', {}, rows)) : el('p', { class: 'muted', id: 'unknown-empty' }, 'Nothing is unknown.'));
+}
+
+async function pageApprovals(root) {
+  const list = await api('GET', '/actions?state=awaiting_approval&limit=200');
+  const rows = list.actions.map(a => {
+    const args = el('pre', { class: 'args' }, '…');
+    api('GET', '/actions/' + encodeURIComponent(a.action_id))
+      .then(full => { args.textContent = JSON.stringify(full.arguments); })
+      .catch(err => { args.textContent = err.message; });
+    return el('tr', { 'data-action': a.action_id },
+      el('td', {}, actionLink(a.action_id)), el('td', { class: 'mono' }, a.tool_id, a.version ? ' @ ' + a.version : ''),
+      el('td', {}, args), el('td', {}, age(a.updated_at)),
+      el('td', { class: 'ops' }, decisionControls(a.action_id)));
+  });
+  root.replaceChildren(
+    el('h1', {}, 'Waiting for approval ', el('span', { class: 'badge state-awaiting_approval' }, list.actions.length)),
+    el('p', { class: 'muted' }, 'Approving runs the action at once, through the ledger; denying answers its callers 403 action_denied.'),
+    rows.length ? el('table', { id: 'approvals-queue' },
+      el('thead', {}, el('tr', {}, ['Action', 'Tool', 'Arguments', 'Waiting', ''].map(h => el('th', {}, h)))),
+      el('tbody', {}, rows)) : el('p', { class: 'muted', id: 'approvals-empty' }, 'Nothing is waiting.'));
+}
+
+const WINDOWS = [
+  { window: 120, step: 1, label: 'last 2 minutes, per second' },
+  { window: 900, step: 10, label: 'last 15 minutes, per 10 s' },
+  { window: 3600, step: 60, label: 'last hour, per minute' },
+];
+
+async function pageHealth(root, query) {
+  const window_ = Number(query.get('window')) || 900;
+  const step = Number(query.get('step')) || 10;
+  const pick = el('select', { id: 'window', 'aria-label': 'window' }, WINDOWS.map(w =>
+    el('option', { value: w.window + '/' + w.step, selected: w.window === window_ && w.step === step }, w.label)));
+  pick.addEventListener('change', () => {
+    const [w, s] = pick.value.split('/');
+    location.hash = '#/health?window=' + w + '&step=' + s;
+  });
+  const holder = el('div', { id: 'chart-holder' });
+  const totals = el('div', { class: 'totals', id: 'totals' });
+  root.replaceChildren(
+    el('h1', {}, 'Idempotency conflicts next to call volume'),
+    el('p', { class: 'muted' }, 'Every tool call this gateway handled for your tenant (kept in memory for an hour; a restart starts empty). ' +
+      'Conflicts are 409 answers; a rising share usually means agents reuse an idempotency key for a new action.'),
+    el('div', { class: 'filters' }, pick),
+    totals, el('div', { class: 'legend' }, el('span', { class: 'l-calls' }, 'calls'),
+      el('span', { class: 'l-conflicts' }, 'conflicts (409)'), el('span', { class: 'l-share' }, 'conflict share (right axis)')),
+    holder);
+  const draw = async () => {
+    const s = await api('GET', '/series?window=' + window_ + '&step=' + step);
+    const t = s.totals;
+    const share = t.calls ? (100 * t.conflicts / t.calls).toFixed(1) + ' %' : '–';
+    totals.replaceChildren(
+      el('div', {}, el('strong', { id: 'total-calls' }, t.calls), 'calls'),
+      el('div', {}, el('strong', { id: 'total-conflicts' }, t.conflicts), 'conflicts'),
+      el('div', {}, el('strong', {}, share), 'conflict share'),
+      el('div', {}, el('strong', {}, t.key_reused), 'key reused with other arguments'),
+      el('div', {}, el('strong', {}, t.unknown), 'outcome unknown'));
+    holder.replaceChildren(chart(s));
+  };
+  await draw();
+  refreshTimer = setInterval(() => { draw().catch(() => {}); }, 5000);
+}
+
+function niceMax(v) {
+  if (v <= 5) return 5;
+  const p = Math.pow(10, Math.floor(Math.log10(v)));
+  for (const m of [1, 2, 2.5, 5, 10]) if (m * p >= v) return m * p;
+  return 10 * p;
+}
+
+// chart draws the series as an SVG: calls as grey bars, the conflicts among
+// them as red bars on the same axis, and the conflict share as a line.
+function chart(s) {
+  const W = 960, H = 300, L = 48, R = 48, T = 14, B = 34;
+  const pw = W - L - R, ph = H - T - B;
+  const n = s.points.length;
+  const ymax = niceMax(Math.max(1, ...s.points.map(p => p.calls)));
+  const bw = pw / n;
+  const y = v => T + ph - (v / ymax) * ph;
+  const g = svg('svg', { id: 'chart', viewBox: `0 0 ${W} ${H}`, role: 'img',
+    'aria-label': 'calls and idempotency conflicts per ' + s.step_seconds + ' s' });
+  for (let i = 0; i <= 4; i++) {
+    const v = ymax * i / 4, yy = y(v);
+    g.append(svg('line', { class: 'grid', x1: L, x2: W - R, y1: yy, y2: yy }),
+      svg('text', { x: L - 6, y: yy + 4, 'text-anchor': 'end' }, Number.isInteger(v) ? v : v.toFixed(1)),
+      svg('text', { x: W - R + 6, y: yy + 4 }, (25 * i) + '%'));
+  }
+  const share = [];
+  s.points.forEach((p, i) => {
+    const x = L + i * bw, w = Math.max(1, bw - (bw > 4 ? 1 : 0));
+    const label = hms(p.start) + ' UTC: ' + p.calls + ' calls, ' + p.conflicts + ' conflicts';
+    if (p.calls) g.append(svg('rect', { class: 'bar-calls', x, y: y(p.calls), width: w, height: ph - (y(p.calls) - T) }, svg('title', {}, label)));
+    if (p.conflicts) g.append(svg('rect', { class: 'bar-conflicts', x, y: y(p.conflicts), width: w, height: ph - (y(p.conflicts) - T) }, svg('title', {}, label)));
+    if (p.calls) share.push([x + w / 2, T + ph - (p.conflicts / p.calls) * ph]);
+  });
+  if (share.length > 1) g.append(svg('polyline', { class: 'share', points: share.map(p => p.join(',')).join(' ') }));
+  for (const [cx, cy] of share) g.append(svg('circle', { class: 'share-dot', cx, cy, r: 2.5 }));
+  g.append(svg('line', { class: 'axis', x1: L, x2: W - R, y1: T + ph, y2: T + ph }));
+  const ticks = 6;
+  for (let i = 0; i <= ticks; i++) {
+    const idx = Math.min(n - 1, Math.round(i * (n - 1) / ticks));
+    g.append(svg('text', { x: L + idx * bw + bw / 2, y: H - B + 16, 'text-anchor': 'middle' }, hms(s.points[idx].start)));
+  }
+  g.append(svg('text', { x: L, y: H - 4 }, 'UTC, ' + s.step_seconds + ' s per bar'));
+  return g;
+}
+
+async function pageRegistry(root, toolID, query) {
+  const reg = await registry();
+  if (!toolID) {
+    root.replaceChildren(el('h1', {}, 'Registry'),
+      el('table', { id: 'registry' },
+        el('thead', {}, el('tr', {}, ['Tool', 'Owner', 'Risk', 'Consumers', 'Versions', 'Default', 'Bound'].map(h => el('th', {}, h)))),
+        el('tbody', {}, reg.tools.map(t => el('tr', {},
+          el('td', {}, el('a', { href: '#/registry/' + encodeURIComponent(t.tool_id), class: 'mono' }, t.tool_id)),
+          el('td', {}, t.owner || ''), el('td', {}, t.risk_level || ''), el('td', {}, t.consumers.join(', ')),
+          el('td', {}, t.versions.map(v => v.version + (v.deprecated ? ' (deprecated)' : '')).join(', ')),
+          el('td', {}, t.default_version || ''), el('td', {}, t.bound ? 'yes' : el('span', { class: 'flag' }, 'no')))))));
+    return;
+  }
+  const t = reg.tools.find(x => x.tool_id === toolID);
+  if (!t) { root.replaceChildren(el('p', { class: 'error' }, 'No tool ' + toolID)); return; }
+  const versions = t.versions.map(v => v.version);
+  const from = query.get('from') || versions[Math.max(0, versions.length - 2)];
+  const to = query.get('to') || versions[versions.length - 1];
+  const sel = (id, cur) => el('select', { id }, versions.map(v => el('option', { value: v, selected: v === cur }, v)));
+  const fromSel = sel('diff-from', from), toSel = sel('diff-to', to);
+  const go = () => { location.hash = '#/registry/' + encodeURIComponent(toolID) + '?from=' + fromSel.value + '&to=' + toSel.value; };
+  fromSel.addEventListener('change', go);
+  toSel.addEventListener('change', go);
+
+  const vrows = t.versions.map(v => el('tr', {},
+    el('td', { class: 'mono' }, v.version, v.deprecated ? el('span', { class: 'muted' }, ' deprecated') : '',
+      v.version === t.default_version ? el('span', { class: 'badge' }, 'default') : ''),
+    el('td', { class: 'mono' }, v.name), el('td', {}, v.effect), el('td', {}, v.description),
+    el('td', {}, v.errors.map(e => e.code).join(', ')),
+    el('td', {}, v.rules.map(r => r.id + ' (' + r.outcome + ')').join(', '))));
+  const parts = [
+    el('h1', {}, el('span', { class: 'mono' }, t.tool_id)),
+    el('p', {}, 'Owner ', el('strong', {}, t.owner || '–'), ', risk ', el('strong', {}, t.risk_level || '–'),
+      ', consumers: ', t.consumers.join(', ') || 'none', t.bound ? '' : el('span', { class: 'flag' }, ' · not bound in this gateway')),
+    el('table', { id: 'versions' },
+      el('thead', {}, el('tr', {}, ['Version', 'Name', 'Effect', 'Description', 'Errors', 'Rules'].map(h => el('th', {}, h)))),
+      el('tbody', {}, vrows)),
+    el('h2', {}, 'Diff'),
+  ];
+  if (versions.length < 2) {
+    parts.push(el('p', { class: 'muted' }, 'Only one version: nothing to compare.'));
+  } else {
+    parts.push(el('div', { class: 'filters' }, 'from', fromSel, 'to', toSel));
+    const d = await api('GET', '/diff?' + new URLSearchParams({ tool: toolID, from, to }));
+    const r = d.report;
+    parts.push(el('div', { class: 'card', id: 'diff-summary' },
+      'Tier ', el('span', { class: 'badge tier-' + r.tier }, r.tier), ' · required bump ', el('strong', {}, r.required_bump),
+      ' · declared ', el('strong', {}, r.declared_bump || '–'), ' · ',
+      r.bump_ok ? el('span', {}, 'the declared bump is enough') : el('span', { class: 'flag' }, 'the declared bump is not enough'),
+      el('span', { class: 'muted' }, ' (' + d.consumers + ' consumers)')));
+    parts.push(r.changes.length ? el('table', { id: 'diff' },
+      el('thead', {}, el('tr', {}, ['Tier', 'Kind', 'Direction', 'Pointer', 'Detail'].map(h => el('th', {}, h)))),
+      el('tbody', {}, r.changes.map(c => el('tr', {}, el('td', {}, el('span', { class: 'badge tier-' + c.tier }, c.tier)),
+        el('td', { class: 'mono' }, c.kind), el('td', {}, c.direction), el('td', { class: 'mono' }, c.pointer), el('td', {}, c.detail)))))
+      : el('p', { class: 'muted' }, 'No differences.'));
+  }
+  root.replaceChildren(...parts);
+}
+
+// ---- start ----
+
+document.addEventListener('DOMContentLoaded', () => {
+  document.getElementById('login-form').addEventListener('submit', signIn);
+  document.getElementById('signout').addEventListener('click', signOut);
+  window.addEventListener('hashchange', route);
+  boot();
+});
