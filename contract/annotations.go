@@ -39,16 +39,20 @@ func asMap(v any) map[string]any {
 // sensitivePointers walks a schema and collects the pointers of x-sensitive values.
 func sensitivePointers(root any) []string {
 	set := map[string]bool{}
+	followed := map[string]bool{} // ref + pointer pairs already followed
+	budget := 100_000             // nodes visited at most; recursive schemas stay linear
 	var walk func(s any, ptr string, depth int)
 	walk = func(s any, ptr string, depth int) {
 		m := asMap(s)
-		if m == nil || depth > 64 {
+		if m == nil || depth > 64 || budget <= 0 {
 			return
 		}
+		budget--
 		if b, _ := m["x-sensitive"].(bool); b && ptr != "" {
 			set[ptr] = true
 		}
-		if ref, ok := m["$ref"].(string); ok {
+		if ref, ok := m["$ref"].(string); ok && !followed[ref+"\x00"+ptr] {
+			followed[ref+"\x00"+ptr] = true
 			walk(resolveLocalRef(root, ref), ptr, depth+1)
 		}
 		if props, ok := m["properties"].(map[string]any); ok {

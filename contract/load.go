@@ -161,6 +161,18 @@ func (l *loader) loadVersion(path, toolID, fileVersion string) *Version {
 		l.add(path, 0, "cannot read: %v", unwrapPath(err))
 		return nil
 	}
+	return l.parseVersion(path, raw, toolID, fileVersion)
+}
+
+// ParseVersion compiles the bytes of one schema file as if read from path (which names the
+// tool folder and version only through toolID and fileVersion). It reads no files.
+func ParseVersion(path string, raw []byte, toolID, fileVersion string) (*Version, []Problem) {
+	l := &loader{}
+	v := l.parseVersion(path, raw, toolID, fileVersion)
+	return v, l.problems
+}
+
+func (l *loader) parseVersion(path string, raw []byte, toolID, fileVersion string) *Version {
 	before := len(l.problems)
 	bad := func(ptr, format string, args ...any) {
 		l.add(path, 0, format, args...)

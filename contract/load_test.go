@@ -203,3 +203,17 @@ func TestLoadMissingDirectory(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// TestSensitiveRecursiveSchemas: self-referencing schemas are walked in bounded time.
+func TestSensitiveRecursiveSchemas(t *testing.T) {
+	t.Parallel()
+	schema := `{"allOf":[{"$ref":"#"},{"$ref":"#"},{"$ref":"#/$defs/n"}],
+	  "$defs":{"n":{"anyOf":[{"$ref":"#"},{"$ref":"#/$defs/n"}],"properties":{"s":{"x-sensitive":true},"next":{"$ref":"#/$defs/n"}}}}}`
+	got := sensitivePointers(mustDecode(t, schema))
+	if !contains(got, "/s") {
+		t.Errorf("/s missing from %v", got)
+	}
+	if len(got) > 64 {
+		t.Errorf("%d pointers; want the walk bounded", len(got))
+	}
+}
