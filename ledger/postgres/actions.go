@@ -20,7 +20,9 @@ const columns = `tenant, id, tool_id, version, state, needs_operator, args_diges
 // CONFLICT DO NOTHING: when the tenant already has an action with a.ID no
 // row is written and it returns ledger.ErrExists. Tenant, ID, a valid State
 // and CreatedAt are required.
-func (s *Store) Insert(ctx context.Context, a *ledger.Action) error {
+func (s *Store) Insert(ctx context.Context, a *ledger.Action) (err error) {
+	ctx, finish := s.op(ctx)
+	defer finish(&err)
 	if a.Tenant == "" || a.ID == "" {
 		return fmt.Errorf("insert action: tenant and id are required")
 	}
@@ -45,7 +47,9 @@ func (s *Store) Insert(ctx context.Context, a *ledger.Action) error {
 }
 
 // Get returns the tenant's action id, or ledger.ErrNotFound.
-func (s *Store) Get(ctx context.Context, tenant, id string) (*ledger.Action, error) {
+func (s *Store) Get(ctx context.Context, tenant, id string) (_ *ledger.Action, err error) {
+	ctx, finish := s.op(ctx)
+	defer finish(&err)
 	row := s.pool.QueryRow(ctx, `SELECT `+columns+` FROM actions WHERE tenant = $1 AND id = $2`, tenant, id)
 	a, err := scan(row)
 	if err != nil {
@@ -81,7 +85,10 @@ SELECT (SELECT rev FROM upd), (SELECT rev FROM cur), (SELECT state FROM cur)`
 // happened: re-read before acting on it. After a write that moved the action
 // out of running it sends a completion wake-up (see Listen) unless
 // Config.NoNotify is set.
-func (s *Store) Update(ctx context.Context, a *ledger.Action) error {
+func (s *Store) Update(ctx context.Context, a *ledger.Action) (err error) {
+	parent := ctx
+	ctx, finish := s.op(ctx)
+	defer finish(&err)
 	vals, err := values(a, a.Rev)
 	if err != nil {
 		return fmt.Errorf("update action %s: %w", a.ID, err)
@@ -98,7 +105,7 @@ func (s *Store) Update(ctx context.Context, a *ledger.Action) error {
 	case written != nil:
 		a.Rev = *written
 		if was != nil && *was == string(ledger.Running) && a.State != ledger.Running && !s.noNotify {
-			s.notify(ctx, a)
+			s.notify(parent, a)
 		}
 		return nil
 	case stored == nil:
@@ -112,7 +119,9 @@ func (s *Store) Update(ctx context.Context, a *ledger.Action) error {
 // lease ends at or before now, oldest lease first (a running action without a
 // lease end first of all). It is a plain read: whoever acts on the result
 // writes with Update, whose compare-and-set lets one replica win.
-func (s *Store) Expired(ctx context.Context, now time.Time, limit int) ([]*ledger.Action, error) {
+func (s *Store) Expired(ctx context.Context, now time.Time, limit int) (_ []*ledger.Action, err error) {
+	ctx, finish := s.op(ctx)
+	defer finish(&err)
 	as, err := s.query(ctx, `SELECT `+columns+` FROM actions
 		WHERE state = 'running' AND (lease_until IS NULL OR lease_until <= $1)
 		ORDER BY lease_until NULLS FIRST, tenant, id LIMIT $2`, now.UnixNano(), defaultLimit(limit))
@@ -125,7 +134,9 @@ func (s *Store) Expired(ctx context.Context, now time.Time, limit int) ([]*ledge
 // DueChecks returns up to limit (default 50) unknown actions of any tenant
 // whose NextCheckAt is at or before now, most overdue first (never scheduled
 // first of all). Like Expired it is a plain read.
-func (s *Store) DueChecks(ctx context.Context, now time.Time, limit int) ([]*ledger.Action, error) {
+func (s *Store) DueChecks(ctx context.Context, now time.Time, limit int) (_ []*ledger.Action, err error) {
+	ctx, finish := s.op(ctx)
+	defer finish(&err)
 	as, err := s.query(ctx, `SELECT `+columns+` FROM actions
 		WHERE state = 'unknown' AND (next_check_at IS NULL OR next_check_at <= $1)
 		ORDER BY next_check_at NULLS FIRST, tenant, id LIMIT $2`, now.UnixNano(), defaultLimit(limit))
@@ -137,7 +148,9 @@ func (s *Store) DueChecks(ctx context.Context, now time.Time, limit int) ([]*led
 
 // CountByState counts the actions of all tenants per state. Every state of
 // ledger.States is in the map, with 0 when no action is in it.
-func (s *Store) CountByState(ctx context.Context) (map[ledger.State]int64, error) {
+func (s *Store) CountByState(ctx context.Context) (_ map[ledger.State]int64, err error) {
+	ctx, finish := s.op(ctx)
+	defer finish(&err)
 	rows, err := s.pool.Query(ctx, `SELECT state, count(*) FROM actions GROUP BY state`)
 	if err != nil {
 		return nil, fmt.Errorf("count by state: %w", translate(err))

@@ -270,3 +270,69 @@ func TestBackendsTerminated(t *testing.T) {
 	}
 	t.Logf("%d sessions terminated, %d of 10 reads failed as unavailable", n, failed)
 }
+
+// TestQueryTimeout: a server that does not answer in time (here: a row lock
+// held by another session) makes an operation fail as unavailable once
+// Config.QueryTimeout passes, and writes nothing; a caller whose own deadline
+// is shorter gets its own deadline error instead.
+func TestQueryTimeout(t *testing.T) {
+	t.Parallel()
+	dsn, schema := pgtest.Schema(t)
+	s := open(t, postgres.Config{DSN: dsn, QueryTimeout: 300 * time.Millisecond})
+	ctx := t.Context()
+	a := &ledger.Action{Tenant: "t1", ID: "locked", State: ledger.Pending, CreatedAt: time.Now()}
+	if err := s.Insert(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	admin, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(context.Background())
+	tx, err := admin.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM `+schema+`.actions WHERE id = 'locked' FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+
+	claim := *a
+	claim.State = ledger.Running
+	err = s.Update(ctx, &claim)
+	if !postgres.IsUnavailable(err) {
+		t.Fatalf("Update against a held lock: %v; want unavailable (no answer in time)", err)
+	}
+	t.Logf("Update against a held lock: %v", err)
+	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	err = s.Update(short, &claim)
+	if postgres.IsUnavailable(err) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Update with the caller's deadline first: %v; want the caller's deadline, not unavailable", err)
+	}
+	// The server cancelled both statements: none still waits on the lock to
+	// run once it is released.
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		var waiting int
+		if err := admin.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND wait_event_type = 'Lock' AND query LIKE '%UPDATE actions%'`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d cancelled statements still wait on the lock", waiting)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Get(ctx, "t1", "locked")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Rev != 1 || got.State != ledger.Pending {
+		t.Fatalf("after timed-out Updates: rev %d state %s, want 1 pending", got.Rev, got.State)
+	}
+}

@@ -22,7 +22,9 @@ const (
 // is required. The cursor is a keyset position, so actions inserted while
 // paging never shift a page: every action that existed when paging began is
 // listed exactly once. A cursor this store did not issue is ErrBadCursor.
-func (s *Store) List(ctx context.Context, f ledger.Filter) (ledger.Page, error) {
+func (s *Store) List(ctx context.Context, f ledger.Filter) (_ ledger.Page, err error) {
+	ctx, finish := s.op(ctx)
+	defer finish(&err)
 	if f.Tenant == "" {
 		return ledger.Page{}, errors.New("list actions: tenant is required")
 	}

@@ -85,6 +85,10 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, schema string) (string, er
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
 
+	// A migration may take longer than one operation may.
+	if _, err := tx.Exec(ctx, `SET LOCAL statement_timeout = 0`); err != nil {
+		return "", fmt.Errorf("migrate: %w", translate(err))
+	}
 	if schema == "" {
 		if err := tx.QueryRow(ctx, `SELECT coalesce(current_schema(), '')`).Scan(&schema); err != nil {
 			return "", fmt.Errorf("migrate: current schema: %w", translate(err))

@@ -32,6 +32,9 @@ func (s *Store) notify(ctx context.Context, a *ledger.Action) {
 		// Too long an id: a payload without it reads as "re-check everything".
 		b, _ = json.Marshal(payload{Schema: s.schema, State: string(a.State)})
 	}
+	// Sent even when the caller's ctx ends right after the Update.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), DefaultQueryTimeout)
+	defer cancel()
 	s.pool.Exec(ctx, `SELECT set_config('synchronous_commit', 'off', true), pg_notify('`+Channel+`', $1)`, string(b))
 }
 

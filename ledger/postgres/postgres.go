@@ -30,8 +30,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/toolgate/toolgate/ledger"
 )
@@ -55,6 +58,16 @@ type Config struct {
 	// fails fast. Defaults to 5s; a DSN connect_timeout is used when this is
 	// zero.
 	ConnectTimeout time.Duration
+	// QueryTimeout bounds each operation (waiting for a connection
+	// included). An operation that runs out of it while the caller's ctx
+	// still has time fails with an error for which IsUnavailable is true: a
+	// server that stopped answering (a partition, a stuck failover, a lock
+	// held for too long) is a 503, like one that refuses connections.
+	// The server's statement_timeout is set one second longer (unless the
+	// DSN sets one), so a statement the client gave up on cannot still run
+	// much later. Defaults to 5s; negative means no bound but the caller's
+	// ctx.
+	QueryTimeout time.Duration
 	// NoNotify turns off the completion wake-ups that Update sends when an
 	// action leaves running (see Store.Listen). Defaults to false: each such
 	// Update is followed by one NOTIFY, its own small transaction that does
@@ -65,9 +78,46 @@ type Config struct {
 	ApplicationName string
 }
 
-// DefaultConnectTimeout is the connection timeout used when neither
-// Config.ConnectTimeout nor the DSN sets one.
-const DefaultConnectTimeout = 5 * time.Second
+// Defaults for Config.
+const (
+	// DefaultConnectTimeout is the connection timeout used when neither
+	// Config.ConnectTimeout nor the DSN sets one.
+	DefaultConnectTimeout = 5 * time.Second
+	// DefaultQueryTimeout bounds one operation when Config.QueryTimeout is zero.
+	DefaultQueryTimeout = 5 * time.Second
+)
+
+// errNoAnswer is the cause of an operation's context when QueryTimeout ends it.
+var errNoAnswer = errors.New("ledger database did not answer in time")
+
+// callerDone makes sure that an operation that failed because the caller's
+// ctx ended says so (errors.Is(err, context.Canceled or DeadlineExceeded)),
+// also when the driver reports the server's "canceling statement" instead.
+func callerDone(parent context.Context, err *error) {
+	if *err != nil && parent.Err() != nil && !errors.Is(*err, parent.Err()) {
+		*err = fmt.Errorf("%w: %w", parent.Err(), *err)
+	}
+}
+
+// op bounds one operation by the store's QueryTimeout. The returned finish
+// turns the error of an operation that ran out of that time, while parent
+// still had time, into an unavailable error; the caller's own deadline or
+// cancellation stays what it is.
+func (s *Store) op(parent context.Context) (context.Context, func(*error)) {
+	if s.timeout <= 0 {
+		return parent, func(err *error) { callerDone(parent, err) }
+	}
+	ctx, cancel := context.WithTimeoutCause(parent, s.timeout, errNoAnswer)
+	return ctx, func(err *error) {
+		cancel()
+		callerDone(parent, err)
+		// Whatever shape the failure took (the driver's deadline error or
+		// the server's "canceling statement"), the store ran out of time.
+		if *err != nil && parent.Err() == nil && context.Cause(ctx) == errNoAnswer && !IsUnavailable(*err) {
+			*err = &unavailableError{fmt.Errorf("no answer within %s: %w", s.timeout, *err)}
+		}
+	}
+}
 
 // Store is a ledger.Store on a PostgreSQL database. It is safe for concurrent
 // use by many goroutines, and many Stores (in many processes) may share one
@@ -76,6 +126,7 @@ type Store struct {
 	pool     *pgxpool.Pool
 	schema   string // the schema the tables are in, as the server resolved it
 	noNotify bool
+	timeout  time.Duration // per operation; 0 for none
 }
 
 var _ ledger.Store = (*Store)(nil)
@@ -112,9 +163,25 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.Schema != "" {
 		rp["search_path"] = quoteIdent(cfg.Schema)
 	}
-	// A dead peer is noticed by TCP keepalive within about a minute rather
-	// than the kernel's two hours.
-	pc.HealthCheckPeriod = 15 * time.Second
+
+	timeout := cfg.QueryTimeout
+	if timeout == 0 {
+		timeout = DefaultQueryTimeout
+	}
+	if timeout > 0 {
+		// The server gives up on a statement a second after the client
+		// did, even when the client cannot reach it to cancel: an operation
+		// reported unavailable cannot still land much later.
+		if _, set := rp["statement_timeout"]; !set {
+			rp["statement_timeout"] = strconv.FormatInt((timeout + time.Second).Milliseconds(), 10)
+		}
+	}
+	// When an operation's ctx ends, ask the server to cancel the statement
+	// at once (rather than only closing the socket, which leaves a statement
+	// waiting on a lock to run later), and close the socket a second later.
+	pc.ConnConfig.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
+		return &pgconn.CancelRequestContextWatcherHandler{Conn: c, DeadlineDelay: time.Second}
+	}
 
 	pool, err := pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {
@@ -125,7 +192,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("open ledger %s: %w", where, err)
 	}
-	return &Store{pool: pool, schema: schema, noNotify: cfg.NoNotify}, nil
+	return &Store{pool: pool, schema: schema, noNotify: cfg.NoNotify, timeout: max(timeout, 0)}, nil
 }
 
 // Close closes every connection of the pool, waiting for operations in
@@ -140,7 +207,9 @@ func (s *Store) Schema() string { return s.schema }
 
 // Ping checks that the database answers, for readiness probes. Its error
 // satisfies IsUnavailable when the server cannot be reached.
-func (s *Store) Ping(ctx context.Context) error {
+func (s *Store) Ping(ctx context.Context) (err error) {
+	ctx, finish := s.op(ctx)
+	defer finish(&err)
 	if err := s.pool.Ping(ctx); err != nil {
 		return fmt.Errorf("ping ledger: %w", translate(err))
 	}
