@@ -135,7 +135,7 @@ type Client struct {
 type Request struct {
 	Binding     *Binding
 	Vars        Vars
-	Body        []byte      // sent as is; Content-Type application/json unless Header sets one
+	Body        []byte      // sent as is (not with GET or HEAD); Content-Type application/json unless Header sets one
 	Traceparent string      // W3C traceparent, sent when not empty
 	Header      http.Header // extra headers; the idempotency header always wins
 }
@@ -251,11 +251,17 @@ func (c *Client) Call(ctx context.Context, r Request) Result {
 	if err != nil {
 		return Result{Outcome: NotStarted, Err: fmt.Errorf("invoke: build request: %w", err)}
 	}
-	req.Body = &onceBody{r: bytes.NewReader(r.Body)}
+	body := r.Body
+	if b.Method == http.MethodGet || b.Method == http.MethodHead {
+		body = nil // a GET or HEAD carries no body
+	}
+	// Even an empty body is a non-rewindable reader: a nil body would make
+	// the request replayable again. An empty POST therefore goes out chunked.
+	req.Body = &onceBody{r: bytes.NewReader(body)}
 	req.GetBody = nil
-	req.ContentLength = int64(len(r.Body))
+	req.ContentLength = int64(len(body))
 	setHeaders(req, r, b.IdempotencyHeader, key)
-	if len(r.Body) > 0 && req.Header.Get("Content-Type") == "" {
+	if len(body) > 0 && req.Header.Get("Content-Type") == "" {
 		req.Header.Set("Content-Type", "application/json")
 	}
 

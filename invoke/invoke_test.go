@@ -367,3 +367,33 @@ func TestSlowRequestLandsAfterNotFound(t *testing.T) {
 		t.Fatalf("effects = %d", sb.EffectCount())
 	}
 }
+
+// TestCallGetHasNoBody checks that a GET binding sends no body, and that the
+// request still carries the downstream key.
+func TestCallGetHasNoBody(t *testing.T) {
+	t.Parallel()
+	type seen struct {
+		cl   int64
+		te   []string
+		body string
+		key  string
+	}
+	got := make(chan seen, 1)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		got <- seen{r.ContentLength, r.TransferEncoding, string(b), r.Header.Get("Idempotency-Key")}
+		io.WriteString(w, "{}")
+	}))
+	t.Cleanup(ts.Close)
+	res := (&invoke.Client{}).Call(context.Background(), invoke.Request{
+		Binding: &invoke.Binding{URL: ts.URL + "/orders/{args.id}", Method: http.MethodGet},
+		Vars:    invoke.Vars{Tenant: "t", ActionID: "a", Args: map[string]any{"id": "o1"}},
+		Body:    []byte(`{"id":"o1"}`),
+	})
+	if res.Outcome != invoke.Answered || res.StatusCode != 200 {
+		t.Fatalf("got %v %d %v", res.Outcome, res.StatusCode, res.Err)
+	}
+	if s := <-got; s.cl != 0 || s.te != nil || s.body != "" || s.key != "t:a" {
+		t.Fatalf("server saw %+v", s)
+	}
+}
