@@ -217,3 +217,27 @@ func TestSensitiveRecursiveSchemas(t *testing.T) {
 		t.Errorf("%d pointers; want the walk bounded", len(got))
 	}
 }
+
+// TestYAMLErrorLines: YAML syntax errors name the line of the problem.
+func TestYAMLErrorLines(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, owner string
+		line        int
+	}{
+		{"unclosed flow sequence", "owner: a\nrisk_level: low\nconsumers: [a, b\n", 3},
+		{"unclosed flow mapping", "owner: a\nconsumers: {a\nrisk_level: low\n", 2},
+		{"bad indentation", "owner: a\n  risk_level: low\n", 2},
+		{"tab", "owner: a\n\trisk_level: low\n", 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			dir := writeTool(t, "t.tool", "1.0.0", ruleSchema(`[]`), map[string]string{"owner.yaml": tt.owner})
+			_, problems := Inspect(dir)
+			if len(problems) != 1 || problems[0].Line != tt.line || !strings.HasSuffix(problems[0].File, "owner.yaml") {
+				t.Fatalf("got %+v, want one owner.yaml problem at line %d", problems, tt.line)
+			}
+		})
+	}
+}

@@ -37,6 +37,7 @@ func (y yamlFile) parse() (root *yaml.Node, exists bool) {
 			if i := strings.Index(rest, ":"); i > 0 {
 				line, _ = strconv.Atoi(rest[:i])
 				msg = strings.TrimSpace(rest[i+1:])
+				line += yamlParserLineFix(msg)
 			}
 		}
 		y.l.add(y.path, line, "invalid YAML: %s", msg)
@@ -47,6 +48,21 @@ func (y yamlFile) parse() (root *yaml.Node, exists bool) {
 		return nil, true
 	}
 	return doc.Content[0], true
+}
+
+// yamlParserLineFix corrects the YAML library's line for parser (not scanner) errors,
+// which it reports 0-based.
+func yamlParserLineFix(msg string) int {
+	for _, m := range []string{
+		"did not find expected key", "did not find expected '-' indicator",
+		"did not find expected ',' or ']'", "did not find expected ',' or '}'",
+		"did not find expected node content", "did not find expected <document start>",
+	} {
+		if strings.HasPrefix(msg, m) {
+			return 1
+		}
+	}
+	return 0
 }
 
 func (y yamlFile) bad(n *yaml.Node, format string, args ...any) {
