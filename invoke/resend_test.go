@@ -151,3 +151,39 @@ func TestPlainClientResends(t *testing.T) {
 		t.Fatalf("server saw %d requests; the plain client was expected to re-send once (3)", got)
 	}
 }
+
+// retryOnce is a caller's transport that retries a failed round trip once,
+// the kind of middleware that would cause a second effect.
+type retryOnce struct{ rt http.RoundTripper }
+
+func (r retryOnce) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := r.rt.RoundTrip(req)
+	if err != nil {
+		return r.rt.RoundTrip(req)
+	}
+	return resp, nil
+}
+
+// TestCallStopsRetryingTransport checks the second guard: even a caller's
+// transport that retries by itself cannot put a second request on the wire
+// after the first was written.
+func TestCallStopsRetryingTransport(t *testing.T) {
+	t.Parallel()
+	srv := startDropSecondServer(t)
+	tr := &http.Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
+	c := &Client{HTTP: &http.Client{Transport: retryOnce{tr}}}
+	b := &Binding{URL: srv.url()}
+	v := Vars{Tenant: "acme", ActionID: "resend-3"}
+	if r := c.Call(context.Background(), Request{Binding: b, Vars: v, Body: []byte(`{}`)}); r.Outcome != Answered {
+		t.Fatalf("warm-up call: %v %v", r.Outcome, r.Err)
+	}
+	r := c.Call(context.Background(), Request{Binding: b, Vars: v, Body: []byte(`{"n":2}`)})
+	if r.Outcome != Unknown {
+		t.Fatalf("dropped call: %v %v; want unknown", r.Outcome, r.Err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if got := srv.requests.Load(); got != 2 {
+		t.Fatalf("server saw %d requests, want 2 (err %v)", got, r.Err)
+	}
+}
