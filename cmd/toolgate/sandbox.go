@@ -79,6 +79,9 @@ func runSandbox(ctx context.Context, e env) int {
 	go func() { served <- srv.Serve(ln) }()
 	fmt.Fprintf(e.Stdout, "toolgate sandbox: listening on http://%s (dedupe %v, auto-create orders %v, %d seeded orders)\n",
 		ln.Addr(), *dedupe, *auto, len(orders))
+	if ta, ok := ln.Addr().(*net.TCPAddr); ok && !ta.IP.IsLoopback() {
+		fmt.Fprintln(e.Stderr, "toolgate sandbox: warning: listening beyond loopback; the sandbox has no authentication and its /_sandbox/ endpoints reset and fault it")
+	}
 	select {
 	case <-ctx.Done():
 	case err := <-served:
