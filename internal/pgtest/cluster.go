@@ -19,8 +19,10 @@ import (
 )
 
 // Cluster is a throwaway PostgreSQL cluster in a temporary directory,
-// listening on one loopback port. Stop it when done; Restart stops and starts
-// it on the same port and data, as a database restart in a fault test.
+// listening on one loopback port. Stop it when done. Shutdown, Start and
+// Restart take the server down and up again on the same port and data, as
+// a database restart in a fault test. Its methods are not safe for
+// concurrent use.
 type Cluster struct {
 	DSN string // superuser "postgres", database "postgres", trust auth
 
@@ -190,20 +192,34 @@ func lastLines(s string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
-// halt asks the postmaster for a fast shutdown (SIGINT: roll back open
-// transactions, close connections) and kills it after 20 seconds.
-func (c *Cluster) halt() error {
+// Shutdown stops the server (a fast shutdown: open transactions roll back,
+// connections close; killed after 20 seconds) and keeps its data for Start.
+// Clients then see their connections closed and new ones refused.
+func (c *Cluster) Shutdown() error {
 	if c.proc == nil {
 		return nil
 	}
 	c.proc.Process.Signal(syscall.SIGINT)
+	var err error
 	select {
-	case <-c.done:
+	case err = <-c.done:
 	case <-time.After(20 * time.Second):
 		c.kill()
 	}
 	c.proc = nil
+	if err != nil && !strings.Contains(err.Error(), "exit status") {
+		return err
+	}
 	return nil
+}
+
+// Start starts a server that Shutdown stopped, on the same port and data,
+// and waits until it accepts connections.
+func (c *Cluster) Start() error {
+	if c.proc != nil {
+		return errors.New("pgtest: cluster already running")
+	}
+	return c.start()
 }
 
 func (c *Cluster) kill() {
@@ -211,18 +227,16 @@ func (c *Cluster) kill() {
 	<-c.done
 }
 
-// Restart shuts the server down (fast) and starts it again on the same port
-// and data; clients see their connections closed, then refused, then
-// accepted again.
+// Restart is Shutdown then Start.
 func (c *Cluster) Restart() error {
-	if err := c.halt(); err != nil {
+	if err := c.Shutdown(); err != nil {
 		return err
 	}
-	return c.start()
+	return c.Start()
 }
 
 // Stop shuts the server down and removes its directory.
 func (c *Cluster) Stop() error {
-	err := c.halt()
+	err := c.Shutdown()
 	return errors.Join(err, os.RemoveAll(c.dir))
 }

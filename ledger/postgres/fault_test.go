@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -334,5 +335,67 @@ func TestQueryTimeout(t *testing.T) {
 	}
 	if got.Rev != 1 || got.State != ledger.Pending {
 		t.Fatalf("after timed-out Updates: rev %d state %s, want 1 pending", got.Rev, got.State)
+	}
+}
+
+// TestDatabaseRestart restarts a real server (a throwaway cluster of its
+// own) under a store: while it is down operations fail as unavailable, and
+// the same store works again once it is back, its data intact.
+func TestDatabaseRestart(t *testing.T) {
+	t.Parallel()
+	if _, err := pgtest.BinDir(); err != nil {
+		msg := "needs the PostgreSQL server binaries to restart a cluster of its own: " + err.Error()
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	c, err := pgtest.StartCluster()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := c.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	s := open(t, postgres.Config{DSN: c.DSN, ConnectTimeout: time.Second})
+	ctx := t.Context()
+	a := &ledger.Action{Tenant: "t1", ID: "kept", State: ledger.Pending, CreatedAt: time.Now()}
+	if err := s.Insert(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := c.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	for _, op := range []string{"Get", "Update"} {
+		var err error
+		if op == "Get" {
+			_, err = s.Get(ctx, "t1", "kept")
+		} else {
+			b := *a
+			b.State = ledger.Running
+			err = s.Update(ctx, &b)
+		}
+		if !postgres.IsUnavailable(err) {
+			t.Fatalf("%s while the server is down: %v; want an unavailable error", op, err)
+		}
+	}
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Get(ctx, "t1", "kept")
+	for i := 0; err != nil && i < 3; i++ { // connections that died with the old server
+		if !postgres.IsUnavailable(err) {
+			t.Fatalf("Get after the restart: %v", err)
+		}
+		got, err = s.Get(ctx, "t1", "kept")
+	}
+	if err != nil {
+		t.Fatalf("Get after the restart: %v", err)
+	}
+	if got.Rev != 1 {
+		t.Fatalf("after the restart: rev %d, want 1", got.Rev)
 	}
 }
