@@ -116,6 +116,18 @@ type Store interface {
 	DueChecks(ctx context.Context, now time.Time, limit int) ([]*Action, error)
 	// CountByState counts actions of all tenants per state.
 	CountByState(ctx context.Context) (map[State]int64, error)
+	// Purge turns up to limit terminal actions (of any tenant) created before
+	// cutoff into tombstones: their arguments, result body and provider calls
+	// are dropped, while the key, digest, state, result status and history
+	// stay. Actions already purged are not counted again. It returns how many
+	// it purged; each purge increments the action's Rev.
+	Purge(ctx context.Context, cutoff time.Time, limit int) (int, error)
+	// Forget deletes up to limit terminal actions (of any tenant) created
+	// before cutoff and returns how many.
+	Forget(ctx context.Context, cutoff time.Time, limit int) (int, error)
+	// Delete removes one action if its stored Rev equals rev; ErrStale when it
+	// changed, ErrNotFound when it is gone.
+	Delete(ctx context.Context, tenant, id string, rev int64) error
 	// Close releases the store's resources.
 	Close() error
 }

@@ -168,6 +168,9 @@ func TestOpenRefusesBadConfig(t *testing.T) {
 	}
 }
 
+// latestMigration is the number of the newest file in migration/.
+const latestMigration = 2
+
 func TestMigrationsIdempotent(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
@@ -183,8 +186,8 @@ func TestMigrationsIdempotent(t *testing.T) {
 			}
 		}
 		v, err := s.SchemaVersion(ctx)
-		if err != nil || v != 1 {
-			t.Fatalf("open #%d: schema version %d (%v), want 1", i+1, v, err)
+		if err != nil || v != latestMigration {
+			t.Fatalf("open #%d: schema version %d (%v), want %d", i+1, v, err, latestMigration)
 		}
 		if _, err := s.Get(ctx, "default", "kept"); err != nil {
 			t.Fatalf("open #%d: %v", i+1, err)
@@ -194,8 +197,8 @@ func TestMigrationsIdempotent(t *testing.T) {
 		}
 	}
 	var rows int
-	if err := rawDB(t, path).QueryRow("SELECT COUNT(*) FROM schema_migrations").Scan(&rows); err != nil || rows != 1 {
-		t.Fatalf("schema_migrations has %d rows (%v), want 1", rows, err)
+	if err := rawDB(t, path).QueryRow("SELECT COUNT(*) FROM schema_migrations").Scan(&rows); err != nil || rows != latestMigration {
+		t.Fatalf("schema_migrations has %d rows (%v), want %d", rows, err, latestMigration)
 	}
 }
 

@@ -53,6 +53,10 @@ func Exercise(t *testing.T, newStore func(t *testing.T) ledger.Store) {
 		{"CountByState", testCountByState},
 		{"EveryAllowedTransitionPersisted", testEveryAllowedTransitionPersisted},
 		{"Lifecycle", testLifecycle},
+		{"Purge", testPurge},
+		{"PurgeBatches", testPurgeBatches},
+		{"Forget", testForget},
+		{"Delete", testDelete},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
