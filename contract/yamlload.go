@@ -329,6 +329,12 @@ func (l *loader) loadCase(path, suite, toolID string) *Case {
 			}
 		}
 	}
+	if n := f["expected_errors"]; n != nil && len(c.Expected.ExpectedErrors) == 0 {
+		// also accepted at the top level, next to `expected`
+		if err := n.Decode(&c.Expected.ExpectedErrors); err != nil {
+			y.bad(n, "expected_errors must be a list of {pointer, code}")
+		}
+	}
 	if bn := f["expected_agent_behavior"]; bn != nil && bn.Kind == yaml.MappingNode {
 		bf := y.fields(bn)
 		c.MustInclude = y.strs(bf["must_include"], "must_include")

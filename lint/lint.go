@@ -58,6 +58,7 @@ var Rules = []Rule{
 	{"error-category-invalid", Error, "error categories are business, validation, permission, rate_limit or platform"},
 	{"errors-missing", Warning, "mutating tools list their error catalogue"},
 	{"idempotency-key-not-string", Error, "the x-idempotency-key property is a string"},
+	{"annotation-invalid", Error, "x-sensitive and x-idempotency-key are booleans, x-idempotency-key sits on a top-level parameter, x-impact is funds, permissions or security"},
 	{"rule-field-unknown", Warning, "a rule's field points at a declared parameter"},
 	{"golden-cases-missing", Error, "mutating tools have contract cases in contracts/golden/"},
 	{"case-version-unknown", Error, "a contract case names a version the tool has"},
