@@ -200,7 +200,7 @@ func (b *onceBody) Close() error               { return nil }
 // second connection attempt after a write (a re-send) as a second guard.
 type attemptTrace struct {
 	written  atomic.Bool
-	wroteAt  atomic.Int64
+	wroteAt  atomic.Pointer[time.Time]
 	now      func() time.Time
 	cancel   context.CancelCauseFunc
 	attempts atomic.Int32
@@ -215,7 +215,8 @@ func (a *attemptTrace) trace() *httptrace.ClientTrace {
 		},
 		WroteRequest: func(httptrace.WroteRequestInfo) {
 			// Even a failed write may have put bytes on the wire.
-			a.wroteAt.Store(a.now().UnixNano())
+			at := a.now()
+			a.wroteAt.Store(&at)
 			a.written.Store(true)
 		},
 	}
@@ -268,7 +269,7 @@ func (c *Client) Call(ctx context.Context, r Request) Result {
 	resp, err := c.client().Do(req)
 	res := Result{Written: at.written.Load()}
 	if res.Written {
-		res.SentAt = time.Unix(0, at.wroteAt.Load())
+		res.SentAt = *at.wroteAt.Load()
 	}
 	if err != nil {
 		if cause := context.Cause(ctx); cause != nil && !errors.Is(err, cause) {

@@ -167,12 +167,13 @@ func TestCallHeaders(t *testing.T) {
 	t.Cleanup(ts.Close)
 	b := &invoke.Binding{URL: ts.URL + "/t/{tenant}/o/{args.order_id}", Method: http.MethodPut,
 		IdempotencyHeader: "X-Request-Key", DownstreamKey: "{tenant}/{action_id}"}
-	res := (&invoke.Client{}).Call(context.Background(), invoke.Request{
+	clock := time.Date(2026, 11, 30, 1, 2, 3, 0, time.UTC)
+	res := (&invoke.Client{Now: func() time.Time { return clock }}).Call(context.Background(), invoke.Request{
 		Binding: b, Vars: invoke.Vars{Tenant: "acme", ActionID: "a 1", Args: map[string]any{"order_id": "o/1"}},
 		Body: []byte(`{"x":1}`), Traceparent: traceparent,
 		Header: http.Header{"X-Extra": {"yes"}, "X-Request-Key": {"overridden"}},
 	})
-	if res.Outcome != invoke.Answered || res.StatusCode != 202 || string(res.Body) != "ok" || res.ContentType != "text/plain" {
+	if res.Outcome != invoke.Answered || res.StatusCode != 202 || string(res.Body) != "ok" || res.ContentType != "text/plain" || !res.SentAt.Equal(clock) {
 		t.Fatalf("result %+v", res)
 	}
 	r := <-got
