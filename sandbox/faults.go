@@ -227,6 +227,18 @@ func (s *Server) WaitHeld(ctx context.Context, n int) error {
 	return nil
 }
 
+// WaitEffects waits until at least n effects have been applied, or ctx ends.
+func (s *Server) WaitEffects(ctx context.Context, n int) error {
+	for s.EffectCount() < n {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("sandbox: waiting for %d effects (have %d): %w", n, s.EffectCount(), ctx.Err())
+		case <-time.After(2 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
 // Release lets held requests proceed and reports how many it released: all
 // of them, or with a non-empty key only those whose Idempotency-Key is key.
 func (s *Server) Release(key ...string) int {

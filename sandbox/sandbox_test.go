@@ -287,11 +287,8 @@ func TestHoldRelease(t *testing.T) {
 	if a := do(t, "POST", url+"/_sandbox/release", "", nil); !strings.Contains(a.body, `"released":1`) {
 		t.Fatalf("release: %s", a.body)
 	}
-	for deadline := time.Now().Add(5 * time.Second); sb.EffectCount() == 0; {
-		if time.Now().After(deadline) {
-			t.Fatal("the released request never applied its effect")
-		}
-		time.Sleep(2 * time.Millisecond)
+	if err := sb.WaitEffects(wctx, 1); err != nil {
+		t.Fatal(err)
 	}
 	if a := do(t, "GET", url+"/refunds/by-key/held", "", nil); a.status != 200 {
 		t.Fatalf("after release: lookup %d", a.status)
