@@ -16,9 +16,9 @@ import (
 
 // Problem is one thing wrong with a tools directory.
 type Problem struct {
-	File    string
-	Line    int // 0 when unknown
-	Message string
+	File    string `json:"file"`
+	Line    int    `json:"line,omitempty"` // 0 when unknown
+	Message string `json:"message"`
 }
 
 func (p Problem) String() string {
