@@ -399,3 +399,45 @@ func TestDatabaseRestart(t *testing.T) {
 		t.Fatalf("after the restart: rev %d, want 1", got.Rev)
 	}
 }
+
+// TestCallerDeadlineIsNotUnavailable: when the caller's own ctx ends while
+// the store waits for an unreachable server, the error is the caller's, not
+// a 503.
+func TestCallerDeadlineIsNotUnavailable(t *testing.T) {
+	t.Parallel()
+	dsn, _ := pgtest.Schema(t)
+	p := startProxy(t, serverAddr(t, dsn))
+	s := open(t, postgres.Config{DSN: via(dsn, p.addr), MaxConns: 1})
+	p.down()
+	silent, err := net.Listen("tcp", p.addr) // accepts, never answers
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	go func() {
+		var held []net.Conn
+		defer func() {
+			for _, c := range held {
+				c.Close()
+			}
+		}()
+		for {
+			c, err := silent.Accept()
+			if err != nil {
+				return
+			}
+			held = append(held, c)
+		}
+	}()
+	// The pooled connection died with the proxy: that failure is the
+	// server's, and unavailable.
+	if _, err := s.Get(t.Context(), "t1", "x"); !postgres.IsUnavailable(err) {
+		t.Fatalf("Get on a connection that died: %v; want unavailable", err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+	defer cancel()
+	_, err = s.Get(ctx, "t1", "x")
+	if !errors.Is(err, context.DeadlineExceeded) || postgres.IsUnavailable(err) {
+		t.Fatalf("Get with the caller's deadline passing: %v; want the deadline, not unavailable", err)
+	}
+}

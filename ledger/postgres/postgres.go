@@ -93,8 +93,16 @@ var errNoAnswer = errors.New("ledger database did not answer in time")
 // callerDone makes sure that an operation that failed because the caller's
 // ctx ended says so (errors.Is(err, context.Canceled or DeadlineExceeded)),
 // also when the driver reports the server's "canceling statement" instead.
+// The caller's end wins over unavailability: whether the server would have
+// answered in time is unknown, so such an error is not IsUnavailable.
 func callerDone(parent context.Context, err *error) {
-	if *err != nil && parent.Err() != nil && !errors.Is(*err, parent.Err()) {
+	if *err == nil || parent.Err() == nil {
+		return
+	}
+	switch {
+	case IsUnavailable(*err):
+		*err = fmt.Errorf("%w: %s", parent.Err(), (*err).Error())
+	case !errors.Is(*err, parent.Err()):
 		*err = fmt.Errorf("%w: %w", parent.Err(), *err)
 	}
 }
