@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -161,6 +162,10 @@ func (c *conn) fail(e env, base string, err error) int {
 			return exitUsage
 		}
 		return exitNegative
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err // the URL is printed already
 	}
 	fmt.Fprintf(e.Stderr, "toolgate actions %s: gateway %s: %v\n", c.name, base, err)
 	return exitUsage

@@ -532,3 +532,28 @@ func TestActionsEnvironment(t *testing.T) {
 	runActionsCLI(t, "list", "--gateway", g.url, "--key", opKey).want(t, exitOK)
 	runActionsCLI(t, "list", "--key", opKey).want(t, exitUsage)
 }
+
+// TestActionsShowTwoPhase shows a prepared action, then the same action after
+// a call that carried a provider's call id as evidence.
+func TestActionsShowTwoPhase(t *testing.T) {
+	t.Parallel()
+	g := startOpGateway(t)
+	send := func(method, path, body string, want int) {
+		t.Helper()
+		req, _ := http.NewRequest(method, g.url+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+opAgentKey)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Fatalf("%s %s: %d %s", method, path, resp.StatusCode, b)
+		}
+	}
+	send("PUT", "/v1/actions/act-2phase-0001", `{"tool_id":"payments.issue_refund","correlation_id":"conv-42","scope":"ticket-981"}`, 201)
+	actionsGolden(t, "show_prepared", g.cli("show", "act-2phase-0001").want(t, exitOK).stdout)
+	send("POST", "/v1/actions/act-2phase-0001/calls", fmt.Sprintf(`{"arguments":`+opRefundArgs+`,"provider":{"name":"openai","route":"primary","call_id":"call_abc123"}}`, 1200), 201)
+	actionsGolden(t, "show_provider", g.cli("show", "act-2phase-0001").want(t, exitOK).stdout)
+}
