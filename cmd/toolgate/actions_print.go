@@ -9,6 +9,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
 
 	"github.com/toolgate/toolgate/client"
 )
@@ -77,11 +78,19 @@ func dash(s string) string {
 	return s
 }
 
-// oneLine keeps a value from breaking a line of output (ids are visible ASCII,
-// but a note or reason may hold anything).
-func oneLine(s string) string {
+// oneLine keeps a value from breaking a line of output or from sending the
+// terminal control sequences: ids are visible ASCII, but a note, a reason or a
+// downstream's body may hold anything.
+func oneLine(s string) string { return printable(s, false) }
+
+// printable replaces control characters (C0, DEL, C1) with spaces, keeping
+// newlines and tabs when multiline.
+func printable(s string, multiline bool) string {
 	return strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f {
+		if multiline && (r == '\n' || r == '\t') {
+			return r
+		}
+		if unicode.IsControl(r) {
 			return ' '
 		}
 		return r
@@ -124,7 +133,7 @@ func printAction(w io.Writer, a *client.Action) {
 	tw.Flush()
 	if a.Result != nil {
 		if body := resultBody(a.Result); body != "" {
-			fmt.Fprintln(w, indent(body, "  "))
+			fmt.Fprintln(w, indent(printable(body, true), "  "))
 		}
 	}
 	if len(a.ProviderCalls) > 0 {

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolgate/toolgate/client"
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/sandbox"
 	"github.com/toolgate/toolgate/sandbox/sandboxtest"
@@ -556,4 +557,52 @@ func TestActionsShowTwoPhase(t *testing.T) {
 	actionsGolden(t, "show_prepared", g.cli("show", "act-2phase-0001").want(t, exitOK).stdout)
 	send("POST", "/v1/actions/act-2phase-0001/calls", fmt.Sprintf(`{"arguments":`+opRefundArgs+`,"provider":{"name":"openai","route":"primary","call_id":"call_abc123"}}`, 1200), 201)
 	actionsGolden(t, "show_provider", g.cli("show", "act-2phase-0001").want(t, exitOK).stdout)
+}
+
+// TestActionsFormatting covers the pieces of the text output that the golden
+// files cannot reach: ages, terminal-safe text and result bodies.
+func TestActionsFormatting(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	ages := []struct {
+		name string
+		ago  time.Duration
+		want string
+	}{
+		{name: "future", ago: -time.Minute, want: "0s"},
+		{name: "seconds", ago: 59 * time.Second, want: "59s"},
+		{name: "minutes", ago: 61 * time.Minute, want: "1h"},
+		{name: "hours", ago: 47 * time.Hour, want: "47h"},
+		{name: "days", ago: 49 * time.Hour, want: "2d"},
+	}
+	for _, tc := range ages {
+		t.Run("age "+tc.name, func(t *testing.T) {
+			if got := age(now, now.Add(-tc.ago)); got != tc.want {
+				t.Errorf("age(%s) = %q, want %q", tc.ago, got, tc.want)
+			}
+		})
+	}
+	bodies := []struct {
+		name string
+		res  client.Result
+		want string
+	}{
+		{name: "json", res: client.Result{Body: json.RawMessage(`{"a":[1]}`)}, want: "{\n  \"a\": [\n    1\n  ]\n}"},
+		{name: "text", res: client.Result{Body: json.RawMessage(`"line 1\nline 2"`)}, want: "line 1\nline 2"},
+		{name: "binary", res: client.Result{BodyBase64: []byte{0xff, 0xfe, 0}}, want: "(3 bytes of binary body; --format json shows body_base64)"},
+		{name: "none", res: client.Result{}, want: ""},
+	}
+	for _, tc := range bodies {
+		t.Run("body "+tc.name, func(t *testing.T) {
+			if got := resultBody(&tc.res); got != tc.want {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+	if got := oneLine("a\nb\x1b[31mc\u009bd\te"); got != "a b [31mc d e" {
+		t.Errorf("oneLine: %q", got)
+	}
+	if got := printable("a\nb\x1b]0;x\x07\tc", true); got != "a\nb ]0;x \tc" {
+		t.Errorf("printable: %q", got)
+	}
 }
