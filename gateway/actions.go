@@ -86,7 +86,7 @@ func (s *Server) postActionCall(w http.ResponseWriter, r *http.Request, p *Princ
 	if err != nil {
 		return err
 	}
-	c.key = id
+	c.key, c.twoPhase = id, true
 	trailOf(r).noteCall(c)
 	return s.existing(w, r, c, a)
 }
@@ -336,6 +336,9 @@ type actionRecord struct {
 	UpdatedAt     time.Time             `json:"updated_at"`
 	LastSentAt    *time.Time            `json:"last_sent_at,omitempty"`
 	UnknownSince  *time.Time            `json:"unknown_since,omitempty"`
+	// Tombstone marks a terminal action past retention: its arguments and
+	// result body were purged; its key is refused until it is forgotten.
+	Tombstone bool `json:"tombstone,omitempty"`
 }
 
 // resultRecord shows a stored result: a JSON body as JSON, other text as a
@@ -361,6 +364,7 @@ func renderAction(a *ledger.Action) actionRecord {
 	if a.Result != nil {
 		rr := &resultRecord{StatusCode: a.Result.StatusCode, ContentType: a.Result.ContentType}
 		switch {
+		case len(a.Result.Body) == 0:
 		case json.Valid(a.Result.Body):
 			rr.Body = json.RawMessage(a.Result.Body)
 		case utf8.Valid(a.Result.Body):
@@ -370,6 +374,7 @@ func renderAction(a *ledger.Action) actionRecord {
 		}
 		rec.Result = rr
 	}
+	rec.Tombstone = a.State.Terminal() && a.Arguments == nil && (a.Result == nil || len(a.Result.Body) == 0)
 	return rec
 }
 

@@ -27,6 +27,7 @@ type call struct {
 	args     any    // decoded arguments; nil until needed
 	trace    string // traceparent to continue downstream
 	provider *ledger.ProviderCall
+	twoPhase bool // came through /v1/actions/{id}/calls
 }
 
 // postToolCall serves POST /v1/tools/{tool_id}/calls (SPEC 3.1), checking in the
@@ -233,6 +234,17 @@ func (s *Server) existing(w http.ResponseWriter, r *http.Request, c *call, a *le
 	}
 	for try := 0; try < 8; try++ {
 		t.version, t.stateAfter, t.attempt = a.Version, string(a.State), a.Attempts
+		if expired, err := s.expired(ctx, a); err != nil {
+			return ledgerDown(err)
+		} else if expired == forgotten {
+			if c.twoPhase {
+				return problem("action_not_found", "action %q was forgotten after the tombstone retention", a.ID)
+			}
+			return s.start(w, r, c)
+		} else if expired == tombstoned {
+			return problem("idempotency_key_expired", "key %q was first used %s ago, longer than the retention of %s", c.key,
+				s.cfg.Ledger.Time().Sub(a.CreatedAt).Round(time.Second), s.cfg.Retention).withAction(a.ID, string(a.State))
+		}
 		if a.ToolID != c.tool.ID || (c.version != nil && a.Version != "" && c.version.Version != a.Version) {
 			return problem("idempotency_key_reused", "key %q names an action for %s %s", c.key, a.ToolID, a.Version).withAction(a.ID, "")
 		}
@@ -295,6 +307,33 @@ func (s *Server) existing(w http.ResponseWriter, r *http.Request, c *call, a *le
 		a = fresh
 	}
 	return problem("action_in_progress", "the action is changing too fast; retry").withRetry(1).withAction(a.ID, string(a.State))
+}
+
+// Ages of a terminal action relative to the retention settings.
+const (
+	replayable = iota
+	tombstoned // older than retention: the key is refused
+	forgotten  // older than tombstone_retention: deleted now, the key is free
+)
+
+// expired classifies a's age; a terminal action past the tombstone retention
+// is deleted here, so the outcome does not wait for the cleaner's next pass.
+func (s *Server) expired(ctx context.Context, a *ledger.Action) (int, error) {
+	if !a.State.Terminal() || s.cfg.Retention <= 0 {
+		return replayable, nil
+	}
+	age := s.cfg.Ledger.Time().Sub(a.CreatedAt)
+	switch {
+	case s.cfg.TombstoneRetention > 0 && age >= s.cfg.TombstoneRetention:
+		err := s.cfg.Ledger.Store.Delete(ctx, a.Tenant, a.ID, a.Rev)
+		if err != nil && !errors.Is(err, ledger.ErrNotFound) && !errors.Is(err, ledger.ErrStale) {
+			return replayable, err
+		}
+		return forgotten, nil
+	case age >= s.cfg.Retention:
+		return tombstoned, nil
+	}
+	return replayable, nil
 }
 
 // afterJoin answers a duplicate that waited for a running action.

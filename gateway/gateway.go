@@ -42,6 +42,13 @@ type Config struct {
 	Keys []Key
 	// Logf receives operational messages. Default log.Printf.
 	Logf func(format string, args ...any)
+	// Retention: a terminal action's result is replayable this long after the
+	// action was created; later its key is refused (idempotency_key_expired).
+	// 0 keeps results forever.
+	Retention time.Duration
+	// TombstoneRetention: past this age a terminal action is forgotten and
+	// its key starts a new action. 0 keeps tombstones forever.
+	TombstoneRetention time.Duration
 	// DecisionLog receives one record per handled call. Default nil: no log.
 	DecisionLog *decisionlog.Writer
 	// Prometheus is where the metrics are registered and what /metrics

@@ -208,3 +208,8 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 const okArgs = `{"order_id":"ord_12345678","amount_minor":1500,"currency":"EUR","reason":"customer_request"}`
 
 func sameBytes(a, b []byte) bool { return bytes.Equal(a, b) }
+
+// sandboxFault500 makes the next refund answer an ambiguous 500 without effect.
+func sandboxFault500() sandbox.Fault {
+	return sandbox.Fault{Path: "/refunds", Fault: "status_before", Status: 500}
+}

@@ -35,6 +35,9 @@ func (s *Service) now() time.Time {
 	return time.Now().UTC()
 }
 
+// Time is the service's clock reading, in UTC.
+func (s *Service) Time() time.Time { return s.now() }
+
 func (s *Service) lease() time.Duration {
 	if s.Lease > 0 {
 		return s.Lease

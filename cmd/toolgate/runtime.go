@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/toolgate/toolgate/config"
@@ -18,6 +19,7 @@ import (
 	"github.com/toolgate/toolgate/gateway"
 	"github.com/toolgate/toolgate/invoke"
 	"github.com/toolgate/toolgate/ledger"
+	"github.com/toolgate/toolgate/ledger/postgres"
 	"github.com/toolgate/toolgate/ledger/sqlite"
 )
 
@@ -51,6 +53,8 @@ func startGateway(ctx context.Context, cfg *config.Config, logw io.Writer) (*gat
 	switch ld.Kind {
 	case "sqlite":
 		store, err = sqlite.Open(ctx, sqlite.Config{Path: ld.Location})
+	case "postgres":
+		store, err = postgres.Open(ctx, postgres.Config{DSN: ld.Location})
 	default:
 		err = fmt.Errorf("ledger %s: the %s store is not available in this build", cfg.Ledger, ld.Kind)
 	}
@@ -86,7 +90,7 @@ func startGateway(ctx context.Context, cfg *config.Config, logw io.Writer) (*gat
 	srv, err := gateway.New(gateway.Config{
 		Registry: reg, Ledger: svc, Invoker: &invoke.Client{}, Bindings: invokeBindings(cfg.Bindings),
 		JoinTimeout: cfg.JoinTimeout, MaxBodyBytes: cfg.MaxBodyBytes, Keys: keys, Logf: logger.Printf,
-		DecisionLog: dlog.writer,
+		DecisionLog: dlog.writer, Retention: cfg.Retention, TombstoneRetention: cfg.TombstoneRetention,
 	})
 	if err != nil {
 		store.Close()
@@ -108,12 +112,20 @@ func startGateway(ctx context.Context, cfg *config.Config, logw io.Writer) (*gat
 	rctx, cancel := context.WithCancel(context.Background())
 	rt := &gatewayRuntime{cfg: cfg, store: store, svc: svc, server: srv, ln: ln, stop: cancel, done: make(chan struct{}), dlog: dlog}
 	rt.http = &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, ErrorLog: logger}
+	var bg sync.WaitGroup
+	bg.Add(2)
 	go func() {
-		defer close(rt.done)
+		defer bg.Done()
 		rec := srv.Reconciler(cfg.ReconcileInterval)
 		rec.Observe = func(result string) { srv.Metrics().Reconciles.WithLabelValues(result).Inc() }
 		rec.Run(rctx)
 	}()
+	go func() {
+		defer bg.Done()
+		cl := &ledger.Cleaner{Store: store, Retention: cfg.Retention, TombstoneRetention: cfg.TombstoneRetention, Errorf: logger.Printf}
+		cl.Run(rctx)
+	}()
+	go func() { bg.Wait(); close(rt.done) }()
 	go func() {
 		if err := rt.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			logger.Printf("serve: %v", err)
