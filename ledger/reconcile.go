@@ -247,6 +247,9 @@ type Reconciler struct {
 	Interval time.Duration
 	// Batch is how many actions one pass looks at. Defaults to 100.
 	Batch int
+	// CheckHold is how long a claimed lookup keeps other reconcilers off the
+	// action; it must outlast a lookup. Defaults to 1m.
+	CheckHold time.Duration
 	// Observe, if set, is told each result (for metrics).
 	Observe func(result string)
 	// Errorf, if set, receives errors a pass meets.
@@ -270,6 +273,15 @@ func (r *Reconciler) RunOnce(ctx context.Context) (int, error) {
 	for _, a := range due {
 		if ctx.Err() != nil {
 			return n, ctx.Err()
+		}
+		// Claim the check first: of several replicas that read the same due
+		// action, one moves its NextCheckAt and looks it up; the others see
+		// a stale revision and leave it.
+		if err := r.Service.claimCheck(ctx, a, r.checkHold()); err != nil {
+			if !errors.Is(err, ErrStale) && r.Errorf != nil {
+				r.Errorf("reconcile %s/%s: %v", a.Tenant, a.ID, err)
+			}
+			continue
 		}
 		res, err := r.Service.ApplyLookup(ctx, a, r.Lookup(ctx, a), r.Policy(a), ByReconciler, "")
 		if err != nil {
@@ -302,6 +314,21 @@ func (r *Reconciler) Run(ctx context.Context) {
 		case <-t.C:
 		}
 	}
+}
+
+// claimCheck moves an unknown action's next check hold into the future, as a
+// compare-and-set, so that no other reconciler picks it up meanwhile.
+func (s *Service) claimCheck(ctx context.Context, a *Action, hold time.Duration) error {
+	b := a.clone()
+	b.NextCheckAt = s.now().Add(hold)
+	return s.write(ctx, a, b)
+}
+
+func (r *Reconciler) checkHold() time.Duration {
+	if r.CheckHold > 0 {
+		return r.CheckHold
+	}
+	return time.Minute
 }
 
 func (r *Reconciler) batch() int {

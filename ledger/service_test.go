@@ -3,6 +3,7 @@ package ledger_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -383,5 +384,34 @@ func TestReconcilerPass(t *testing.T) {
 	}
 	if len(seen) != 3 { // one lease expiry, two lookups found
 		t.Fatalf("observed %v", seen)
+	}
+}
+
+func TestReconcilersShareDueChecks(t *testing.T) {
+	t.Parallel()
+	s, _ := setup(t)
+	for i := 0; i < 20; i++ {
+		a := start(t, s, fmt.Sprintf("shr-%05d", i), false)
+		s.Finish(ctx, a, ledger.Lost, nil, "timeout")
+	}
+	var lookups atomic.Int32
+	mk := func() *ledger.Reconciler {
+		return &ledger.Reconciler{
+			Service: s,
+			Lookup: func(context.Context, *ledger.Action) ledger.LookupAnswer {
+				lookups.Add(1)
+				return ledger.LookupAnswer{Err: errors.New("down")}
+			},
+			Policy: func(*ledger.Action) ledger.ReconcilePolicy { return ledger.ReconcilePolicy{} },
+		}
+	}
+	var wg sync.WaitGroup
+	for i := 0; i < 4; i++ {
+		wg.Add(1)
+		go func() { defer wg.Done(); mk().RunOnce(ctx) }()
+	}
+	wg.Wait()
+	if lookups.Load() != 20 {
+		t.Fatalf("%d lookups for 20 due actions across 4 reconcilers", lookups.Load())
 	}
 }
