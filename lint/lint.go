@@ -66,6 +66,9 @@ var Rules = []Rule{
 	{"changelog-missing", Error, "each tool has a changelog.md"},
 	{"changelog-version-missing", Error, "the changelog mentions every version"},
 	{"versions-not-monotonic", Error, "the changelog's version headings run in one direction (newest first or oldest first), each once"},
+	{"lock-invalid", Error, "toolgate.lock, when present, parses"},
+	{"locked-version-changed", Error, "a released version's schema file matches its digest in toolgate.lock (released versions are immutable)"},
+	{"locked-version-removed", Warning, "a released version's schema file is still present (dropping it needs the deprecation window; see toolgate gate)"},
 }
 
 var severityOf = func() map[string]Severity {
@@ -86,6 +89,7 @@ func Run(dir string) []Finding {
 		out = append(out, Finding{ID: "load", Severity: Error, File: p.File, Line: p.Line, Message: p.Message})
 	}
 	out = append(out, Check(reg)...)
+	out = append(out, checkLock(dir)...)
 	Sort(out)
 	return out
 }
