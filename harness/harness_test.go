@@ -1,0 +1,137 @@
+package harness
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/toolgate/toolgate/internal/pgtest"
+)
+
+var (
+	buildOnce sync.Map // tags -> *built
+)
+
+type built struct {
+	once sync.Once
+	bin  string
+	err  error
+}
+
+// binary builds the toolgate binary once per test run and tag set.
+func binary(t *testing.T, tags ...string) string {
+	t.Helper()
+	v, _ := buildOnce.LoadOrStore(strings.Join(tags, ","), &built{})
+	b := v.(*built)
+	b.once.Do(func() {
+		dir, err := os.MkdirTemp("", "toolgate-harness-bin-")
+		if err != nil {
+			b.err = err
+			return
+		}
+		b.bin, b.err = Build(context.Background(), "..", dir, tags...)
+	})
+	if b.err != nil {
+		t.Fatal(b.err)
+	}
+	return b.bin
+}
+
+func toolsDir(t *testing.T) string {
+	d, err := filepath.Abs("../examples/agent-tools")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// postgres starts a throwaway PostgreSQL cluster the harness may restart,
+// or else uses TOOLGATE_TEST_POSTGRES (in a fresh schema, without a
+// restart), or skips (fails under CI=true).
+func postgres(t *testing.T) (string, Database) {
+	t.Helper()
+	if _, err := pgtest.BinDir(); err == nil {
+		c, err := pgtest.StartCluster()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Stop() })
+		return pgtest.WithParam(c.DSN, "search_path", "harness"), c
+	}
+	if dsn := os.Getenv("TOOLGATE_TEST_POSTGRES"); dsn != "" {
+		schema := "harness_" + strings.ReplaceAll(time.Now().UTC().Format("150405.000000"), ".", "_")
+		return pgtest.WithParam(dsn, "search_path", schema), nil
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatal("no PostgreSQL: install Debian's postgresql or set TOOLGATE_TEST_POSTGRES")
+	}
+	t.Skip("no PostgreSQL server (no initdb, no TOOLGATE_TEST_POSTGRES)")
+	return "", nil
+}
+
+func runHarness(t *testing.T, cfg Config) *Report {
+	t.Helper()
+	cfg.ToolsDir = toolsDir(t)
+	cfg.WorkDir = t.TempDir()
+	if testing.Verbose() {
+		cfg.Log = os.Stderr
+	}
+	rep, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("summary:\n%s", rep.Table(20))
+	return rep
+}
+
+func requireClean(t *testing.T, rep *Report, wantKills int) {
+	t.Helper()
+	if !rep.OK() {
+		for _, name := range []string{"replica0.log"} {
+			_ = name
+		}
+		t.Fatalf("%d invariant violation(s); see the summary", len(rep.Violations))
+	}
+	if rep.Kills != wantKills {
+		t.Fatalf("%d kills, want %d", rep.Kills, wantKills)
+	}
+	if rep.Effects == 0 || rep.Succeeded == 0 || rep.Rejected == 0 || rep.Conflicts == 0 || rep.Duplicates == 0 {
+		t.Fatalf("the run exercised too little: %+v", rep)
+	}
+}
+
+// TestBoundedSQLite: one replica on SQLite, 2,000 actions, three kills.
+func TestBoundedSQLite(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real gateway processes")
+	}
+	t.Parallel()
+	rep := runHarness(t, Config{
+		Binary: binary(t), Replicas: 1, Actions: 2000, Duplicates: 0.3, Conflicts: 0.05, Rejects: 0.05,
+		Kills: 3, Partitions: 1, Faults: BoundedFaults(), Seed: 1,
+	})
+	requireClean(t, rep, 3)
+}
+
+// TestBoundedPostgres: three replicas sharing PostgreSQL, 2,000 actions,
+// three kills, one database restart, two partitions.
+func TestBoundedPostgres(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real gateway processes")
+	}
+	t.Parallel()
+	dsn, db := postgres(t)
+	rep := runHarness(t, Config{
+		Binary: binary(t), Replicas: 3, Postgres: dsn, Database: db, DBRestarts: 1,
+		Actions: 2000, Duplicates: 0.3, Conflicts: 0.05, Rejects: 0.05,
+		Kills: 3, Partitions: 2, Faults: BoundedFaults(), Seed: 2,
+	})
+	requireClean(t, rep, 3)
+	if db != nil && rep.DBRestarts != 1 {
+		t.Fatalf("%d database restarts, want 1", rep.DBRestarts)
+	}
+}

@@ -1,0 +1,78 @@
+package harness
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Violation is one broken invariant.
+type Violation struct {
+	Key    string // the action id (idempotency key), or the downstream key
+	Kind   string
+	Detail string
+}
+
+func (v Violation) String() string { return fmt.Sprintf("%s: %s: %s", v.Key, v.Kind, v.Detail) }
+
+// Report is the outcome of a run.
+type Report struct {
+	Store    string // sqlite or postgres
+	Replicas int
+
+	Actions, Duplicates, Conflicts, RejectsPlanned int
+	Kills, Partitions, DBRestarts                  int
+	ResetsBefore, ResetsAfter, LateDeliveries      int64
+	Blackholed                                     int64 // requests swallowed by partitions
+	Requests, DownstreamRequests                   int64 // client requests; POST /refunds reaching the sandbox
+
+	Succeeded, Rejected, Pending, NeedsOperator int // final ledger states
+	UnknownsReconciled                          int // actions that were unknown at some point and are settled
+	Exhausted                                   int // flows that ended with attempts_exhausted
+	Unfinished                                  int // flows without a final answer
+	Effects                                     int
+
+	Violations []Violation
+	LoadTime   time.Duration
+	Duration   time.Duration
+}
+
+// OK reports a run without violations.
+func (r *Report) OK() bool { return len(r.Violations) == 0 }
+
+// Table is the summary as a Markdown table, followed by up to max
+// violations (max <= 0: all of them).
+func (r *Report) Table(max int) string {
+	var b strings.Builder
+	row := func(k string, v any) { fmt.Fprintf(&b, "| %s | %v |\n", k, v) }
+	b.WriteString("| metric | value |\n| --- | --- |\n")
+	row("ledger", fmt.Sprintf("%s, %d replica(s)", r.Store, r.Replicas))
+	row("actions", r.Actions)
+	row("duplicates (same key, same arguments)", r.Duplicates)
+	row("conflicting reuses (same key, other arguments)", r.Conflicts)
+	row("rejections planned (currency mismatch)", r.RejectsPlanned)
+	row("client requests", r.Requests)
+	row("replica kills (SIGKILL + restart)", r.Kills)
+	row("database restarts", r.DBRestarts)
+	row("partitions (requests blackholed)", fmt.Sprintf("%d (%d)", r.Partitions, r.Blackholed))
+	row("resets before forwarding / after", fmt.Sprintf("%d / %d", r.ResetsBefore, r.ResetsAfter))
+	row("late deliveries", r.LateDeliveries)
+	row("downstream requests (POST /refunds)", r.DownstreamRequests)
+	row("ledger: succeeded / rejected / pending / needs_operator", fmt.Sprintf("%d / %d / %d / %d", r.Succeeded, r.Rejected, r.Pending, r.NeedsOperator))
+	row("unknowns reconciled", r.UnknownsReconciled)
+	row("attempts exhausted", r.Exhausted)
+	row("effects", r.Effects)
+	row("violations", len(r.Violations))
+	row("load / total time", fmt.Sprintf("%s / %s", r.LoadTime.Round(100*time.Millisecond), r.Duration.Round(100*time.Millisecond)))
+	for i, v := range r.Violations {
+		if max > 0 && i == max {
+			fmt.Fprintf(&b, "\n… and %d more violations\n", len(r.Violations)-max)
+			break
+		}
+		if i == 0 {
+			b.WriteString("\nViolations:\n")
+		}
+		fmt.Fprintf(&b, "- %s\n", v)
+	}
+	return b.String()
+}
