@@ -41,6 +41,11 @@ function append(n, children) {
   }
 }
 
+// fill replaces a node's children, skipping the parts a page leaves out.
+function fill(node, ...parts) {
+  node.replaceChildren(...parts.flat().filter(p => p !== null && p !== undefined && p !== false));
+}
+
 function badge(state) { return el('span', { class: 'badge state-' + state, 'data-state': state }, state); }
 function utc(t) { return t ? new Date(t).toISOString().replace('T', ' ').replace(/\.\d+Z$/, 'Z') : ''; }
 function hms(t) { return new Date(t).toISOString().slice(11, 19); }
@@ -167,10 +172,10 @@ async function route() {
       case 'approvals': await pageApprovals(root); break;
       case 'health': await pageHealth(root, query); break;
       case 'registry': await pageRegistry(root, arg, query); break;
-      default: root.replaceChildren(el('p', { class: 'error' }, 'No page ' + page));
+      default: fill(root, el('p', { class: 'error' }, 'No page ' + page));
     }
   } catch (err) {
-    if (err.status !== 401) root.replaceChildren(el('p', { class: 'error' }, 'Could not load: ' + err.message));
+    if (err.status !== 401) fill(root, el('p', { class: 'error' }, 'Could not load: ' + err.message));
   } finally {
     root.setAttribute('aria-busy', 'false');
   }
@@ -200,15 +205,20 @@ async function operate(id, op, body) {
 
 function resolveControls(id) {
   const outcome = el('select', { class: 'resolve-outcome', 'aria-label': 'outcome' },
+    el('option', { value: '' }, 'outcome…'),
     el('option', { value: 'succeeded' }, 'succeeded'),
     el('option', { value: 'rejected' }, 'rejected'),
     el('option', { value: 'not_started' }, 'not_started (run again)'));
   const note = el('input', { class: 'resolve-note', placeholder: 'note (why)', size: 24 });
   const btn = el('button', {
     class: 'primary resolve', type: 'button', 'data-action': id,
-    onclick: () => { btn.disabled = true; operate(id, 'resolve', { outcome: outcome.value, note: note.value }); },
+    onclick: () => {
+      if (!outcome.value) { flash('Choose the outcome you verified for ' + id + ' before resolving it.', true); return; }
+      btn.disabled = true;
+      operate(id, 'resolve', { outcome: outcome.value, note: note.value });
+    },
   }, 'Resolve');
-  return [outcome, note, btn];
+  return el('div', { class: 'ops' }, outcome, note, btn);
 }
 
 function reconcileButton(id) {
@@ -229,7 +239,7 @@ function decisionControls(id) {
     class: 'bad deny', type: 'button', 'data-action': id,
     onclick: () => { approve.disabled = deny.disabled = true; operate(id, 'deny', { note: note.value }); },
   }, 'Deny');
-  return [note, approve, deny];
+  return el('div', { class: 'ops' }, note, approve, deny);
 }
 
 // ---- pages ----
@@ -264,7 +274,7 @@ async function pageActions(root, query) {
     q.set('cursor', list.next_cursor);
     next = el('p', {}, el('a', { href: '#/actions?' + q, id: 'next-page' }, 'Next page →'));
   }
-  root.replaceChildren(
+  fill(root, 
     el('h1', {}, 'Actions'),
     el('div', { class: 'filters' }, 'Filter:', state, tool),
     rows.length ? el('table', { id: 'actions' },
@@ -276,9 +286,9 @@ async function pageActions(root, query) {
 async function pageAction(root, id) {
   const a = await api('GET', '/actions/' + encodeURIComponent(id));
   const ops = [];
-  if (a.state === 'unknown') ops.push(reconcileButton(a.action_id), ...resolveControls(a.action_id));
-  if (a.state === 'pending' && a.attempts > 0) ops.push(...resolveControls(a.action_id));
-  if (a.state === 'awaiting_approval') ops.push(...decisionControls(a.action_id));
+  if (a.state === 'unknown') ops.push(reconcileButton(a.action_id), resolveControls(a.action_id));
+  if (a.state === 'pending' && a.attempts > 0) ops.push(resolveControls(a.action_id));
+  if (a.state === 'awaiting_approval') ops.push(decisionControls(a.action_id));
 
   const dl = el('dl', { class: 'summary' });
   const add = (k, v) => { if (v !== '' && v !== undefined && v !== null) dl.append(el('dt', {}, k), el('dd', {}, v)); };
@@ -315,7 +325,7 @@ async function pageAction(root, id) {
         : typeof a.result.body === 'string' ? a.result.body : pretty(a.result.body)));
   }
   const hidden = [...(a.masked || []), ...(a.erased || [])];
-  root.replaceChildren(
+  fill(root, 
     el('h1', {}, 'Action ', el('span', { class: 'mono', id: 'action-id' }, a.action_id)),
     el('div', { class: 'card' }, dl),
     ops.length ? el('div', { class: 'card ops', id: 'ops' }, el('strong', {}, 'Operator:'), ops) : null,
@@ -332,8 +342,8 @@ async function pageUnknown(root) {
     el('td', {}, actionLink(a.action_id)), el('td', { class: 'mono' }, a.tool_id),
     el('td', {}, age(a.unknown_since), el('div', { class: 'muted' }, utc(a.unknown_since))),
     el('td', {}, a.attempts), el('td', {}, a.needs_operator ? el('span', { class: 'flag' }, 'yes') : 'no'),
-    el('td', { class: 'ops' }, reconcileButton(a.action_id), resolveControls(a.action_id))));
-  root.replaceChildren(
+    el('td', {}, el('div', { class: 'ops' }, reconcileButton(a.action_id), resolveControls(a.action_id)))));
+  fill(root, 
     el('h1', {}, 'Unknown actions ', el('span', { class: 'badge state-unknown', id: 'unknown-count' }, list.actions.length)),
     el('p', { class: 'muted' }, 'Their downstream effect may or may not exist. Reconcile runs the lookup now; resolve records what you verified by hand (not_started lets the action run again with the same key).'),
     rows.length ? el('table', { id: 'unknown-queue' },
@@ -351,9 +361,9 @@ async function pageApprovals(root) {
     return el('tr', { 'data-action': a.action_id },
       el('td', {}, actionLink(a.action_id)), el('td', { class: 'mono' }, a.tool_id, a.version ? ' @ ' + a.version : ''),
       el('td', {}, args), el('td', {}, age(a.updated_at)),
-      el('td', { class: 'ops' }, decisionControls(a.action_id)));
+      el('td', {}, decisionControls(a.action_id)));
   });
-  root.replaceChildren(
+  fill(root, 
     el('h1', {}, 'Waiting for approval ', el('span', { class: 'badge state-awaiting_approval' }, list.actions.length)),
     el('p', { class: 'muted' }, 'Approving runs the action at once, through the ledger; denying answers its callers 403 action_denied.'),
     rows.length ? el('table', { id: 'approvals-queue' },
@@ -362,6 +372,7 @@ async function pageApprovals(root) {
 }
 
 const WINDOWS = [
+  { window: 30, step: 1, label: 'last 30 seconds, per second' },
   { window: 120, step: 1, label: 'last 2 minutes, per second' },
   { window: 900, step: 10, label: 'last 15 minutes, per 10 s' },
   { window: 3600, step: 60, label: 'last hour, per minute' },
@@ -378,7 +389,7 @@ async function pageHealth(root, query) {
   });
   const holder = el('div', { id: 'chart-holder' });
   const totals = el('div', { class: 'totals', id: 'totals' });
-  root.replaceChildren(
+  fill(root, 
     el('h1', {}, 'Idempotency conflicts next to call volume'),
     el('p', { class: 'muted' }, 'Every tool call this gateway handled for your tenant (kept in memory for an hour; a restart starts empty). ' +
       'Conflicts are 409 answers; a rising share usually means agents reuse an idempotency key for a new action.'),
@@ -402,10 +413,12 @@ async function pageHealth(root, query) {
   refreshTimer = setInterval(() => { draw().catch(() => {}); }, 5000);
 }
 
+// niceMax rounds a maximum up so that four grid steps are round numbers.
 function niceMax(v) {
-  if (v <= 5) return 5;
+  if (v <= 4) return 4;
+  if (v <= 20) return Math.ceil(v / 4) * 4;
   const p = Math.pow(10, Math.floor(Math.log10(v)));
-  for (const m of [1, 2, 2.5, 5, 10]) if (m * p >= v) return m * p;
+  for (const m of [1, 2, 4, 5, 10]) if (m * p >= v) return m * p;
   return 10 * p;
 }
 
@@ -423,7 +436,7 @@ function chart(s) {
   for (let i = 0; i <= 4; i++) {
     const v = ymax * i / 4, yy = y(v);
     g.append(svg('line', { class: 'grid', x1: L, x2: W - R, y1: yy, y2: yy }),
-      svg('text', { x: L - 6, y: yy + 4, 'text-anchor': 'end' }, Number.isInteger(v) ? v : v.toFixed(1)),
+      svg('text', { x: L - 6, y: yy + 4, 'text-anchor': 'end' }, Math.round(v)),
       svg('text', { x: W - R + 6, y: yy + 4 }, (25 * i) + '%'));
   }
   const share = [];
@@ -439,7 +452,7 @@ function chart(s) {
   g.append(svg('line', { class: 'axis', x1: L, x2: W - R, y1: T + ph, y2: T + ph }));
   const ticks = 6;
   for (let i = 0; i <= ticks; i++) {
-    const idx = Math.min(n - 1, Math.round(i * (n - 1) / ticks));
+    const idx = Math.min(n - 1, Math.round(i * n / ticks));
     g.append(svg('text', { x: L + idx * bw + bw / 2, y: H - B + 16, 'text-anchor': 'middle' }, hms(s.points[idx].start)));
   }
   g.append(svg('text', { x: L, y: H - 4 }, 'UTC, ' + s.step_seconds + ' s per bar'));
@@ -449,7 +462,7 @@ function chart(s) {
 async function pageRegistry(root, toolID, query) {
   const reg = await registry();
   if (!toolID) {
-    root.replaceChildren(el('h1', {}, 'Registry'),
+    fill(root, el('h1', {}, 'Registry'),
       el('table', { id: 'registry' },
         el('thead', {}, el('tr', {}, ['Tool', 'Owner', 'Risk', 'Consumers', 'Versions', 'Default', 'Bound'].map(h => el('th', {}, h)))),
         el('tbody', {}, reg.tools.map(t => el('tr', {},
@@ -460,18 +473,20 @@ async function pageRegistry(root, toolID, query) {
     return;
   }
   const t = reg.tools.find(x => x.tool_id === toolID);
-  if (!t) { root.replaceChildren(el('p', { class: 'error' }, 'No tool ' + toolID)); return; }
+  if (!t) { fill(root, el('p', { class: 'error' }, 'No tool ' + toolID)); return; }
   const versions = t.versions.map(v => v.version);
   const from = query.get('from') || versions[Math.max(0, versions.length - 2)];
   const to = query.get('to') || versions[versions.length - 1];
   const sel = (id, cur) => el('select', { id }, versions.map(v => el('option', { value: v, selected: v === cur }, v)));
   const fromSel = sel('diff-from', from), toSel = sel('diff-to', to);
-  const go = () => { location.hash = '#/registry/' + encodeURIComponent(toolID) + '?from=' + fromSel.value + '&to=' + toSel.value; };
+  const go = () => { location.hash = '#/registry/' + encodeURIComponent(toolID) + '?' + new URLSearchParams({ from: fromSel.value, to: toSel.value }); };
   fromSel.addEventListener('change', go);
   toSel.addEventListener('change', go);
 
-  const vrows = t.versions.map(v => el('tr', {},
-    el('td', { class: 'mono' }, v.version, v.deprecated ? el('span', { class: 'muted' }, ' deprecated') : '',
+  const show = query.get('show');
+  const vrows = t.versions.map(v => el('tr', { 'data-version': v.version },
+    el('td', { class: 'mono' },
+      el('a', { href: '#/registry/' + encodeURIComponent(toolID) + '?' + new URLSearchParams({ from, to, show: v.version }), title: 'show the schema file' }, v.version), v.deprecated ? el('span', { class: 'muted' }, ' deprecated') : '',
       v.version === t.default_version ? el('span', { class: 'badge' }, 'default') : ''),
     el('td', { class: 'mono' }, v.name), el('td', {}, v.effect), el('td', {}, v.description),
     el('td', {}, v.errors.map(e => e.code).join(', ')),
@@ -483,8 +498,12 @@ async function pageRegistry(root, toolID, query) {
     el('table', { id: 'versions' },
       el('thead', {}, el('tr', {}, ['Version', 'Name', 'Effect', 'Description', 'Errors', 'Rules'].map(h => el('th', {}, h)))),
       el('tbody', {}, vrows)),
-    el('h2', {}, 'Diff'),
   ];
+  if (show) {
+    const raw = await api('GET', '/registry/' + encodeURIComponent(toolID) + '/' + encodeURIComponent(show));
+    parts.push(el('h2', {}, 'Schema file ', el('span', { class: 'mono' }, 'v' + show + '.json')), el('pre', { id: 'schema' }, pretty(raw)));
+  }
+  parts.push(el('h2', {}, 'Diff'));
   if (versions.length < 2) {
     parts.push(el('p', { class: 'muted' }, 'Only one version: nothing to compare.'));
   } else {
@@ -502,7 +521,7 @@ async function pageRegistry(root, toolID, query) {
         el('td', { class: 'mono' }, c.kind), el('td', {}, c.direction), el('td', { class: 'mono' }, c.pointer), el('td', {}, c.detail)))))
       : el('p', { class: 'muted' }, 'No differences.'));
   }
-  root.replaceChildren(...parts);
+  fill(root, ...parts);
 }
 
 // ---- start ----
@@ -510,6 +529,9 @@ async function pageRegistry(root, toolID, query) {
 document.addEventListener('DOMContentLoaded', () => {
   document.getElementById('login-form').addEventListener('submit', signIn);
   document.getElementById('signout').addEventListener('click', signOut);
-  window.addEventListener('hashchange', route);
+  window.addEventListener('hashchange', () => {
+    document.getElementById('flash').replaceChildren();
+    route();
+  });
   boot();
 });
