@@ -47,16 +47,8 @@ func (s *Store) Insert(ctx context.Context, a *ledger.Action) error {
 	if err != nil {
 		return fmt.Errorf("insert action %s: %w", a.ID, err)
 	}
-	res, err := s.insert.ExecContext(ctx, vals...)
-	if err != nil {
-		return fmt.Errorf("insert action %s: %w", a.ID, translate(err))
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return fmt.Errorf("insert action %s: %w", a.ID, translate(err))
-	}
-	if n == 0 {
-		return fmt.Errorf("insert action %s: %w", a.ID, ledger.ErrExists)
+	if err := s.gc.do(ctx, &write{kind: writeInsert, id: a.ID, tenant: a.Tenant, args: vals}); err != nil {
+		return err
 	}
 	a.Rev = 1
 	return nil
@@ -85,24 +77,11 @@ func (s *Store) Update(ctx context.Context, a *ledger.Action) error {
 	set := vals[2:22:22]
 	set = append(set, vals[23:]...)
 	args := append(set, a.Tenant, a.ID, a.Rev)
-	res, err := s.update.ExecContext(ctx, args...)
-	if err != nil {
-		return fmt.Errorf("update action %s: %w", a.ID, translate(err))
+	if err := s.gc.do(ctx, &write{kind: writeUpdate, id: a.ID, tenant: a.Tenant, rev: a.Rev, args: args}); err != nil {
+		return err
 	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return fmt.Errorf("update action %s: %w", a.ID, translate(err))
-	}
-	if n == 1 {
-		a.Rev++
-		return nil
-	}
-	var rev int64
-	err = s.rev.QueryRowContext(ctx, a.Tenant, a.ID).Scan(&rev)
-	if err != nil {
-		return fmt.Errorf("update action %s: %w", a.ID, translate(err))
-	}
-	return fmt.Errorf("update action %s at rev %d (stored %d): %w", a.ID, a.Rev, rev, ledger.ErrStale)
+	a.Rev++
+	return nil
 }
 
 // Expired returns up to limit (default 50) running actions of any tenant whose
