@@ -138,10 +138,10 @@ func (api *providerAPI) frontDoor(parse func([]byte) (provider.Call, error)) htt
 			// object): logged like any refused call, answered for the model.
 			rec := newRecorder()
 			s.refuse(rec, r, p, perr)
-			s.answerCall(w, c, readAnswer(rec), tool)
+			s.answerCall(w, r, c, readAnswer(rec), tool)
 			return
 		}
-		s.answerCall(w, c, readAnswer(s.runInner(r, ic)), tool)
+		s.answerCall(w, r, c, readAnswer(s.runInner(r, ic)), tool)
 	})
 }
 
@@ -182,8 +182,8 @@ func (api *providerAPI) resolveCall(c provider.Call, p *Principal, ic *innerCall
 // see (results, downstream errors, argument errors, conflicts, unknown
 // outcomes), and the problem itself as an HTTP error for what only the
 // integrator or an operator can fix.
-func (s *Server) answerCall(w http.ResponseWriter, c provider.Call, a innerAnswer, tool *contract.Tool) {
-	if !a.forModel() || (a.problem != nil && a.problem.Code == "idempotency_key_missing" && keyArgument(tool) == "") {
+func (s *Server) answerCall(w http.ResponseWriter, r *http.Request, c provider.Call, a innerAnswer, tool *contract.Tool) {
+	if !a.forModel() || a.integrators(r, tool) {
 		a.passThrough(w)
 		return
 	}
@@ -196,6 +196,22 @@ func (s *Server) answerCall(w http.ResponseWriter, c provider.Call, a innerAnswe
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
 	w.Write(append(body, '\n'))
+}
+
+// integrators reports whether a key problem is the integrator's to fix, not
+// the model's: a missing key for a tool whose arguments have no place for one,
+// or a malformed Idempotency-Key header.
+func (a innerAnswer) integrators(r *http.Request, tool *contract.Tool) bool {
+	if a.problem == nil {
+		return false
+	}
+	switch a.problem.Code {
+	case "idempotency_key_missing":
+		return keyArgument(tool) == ""
+	case "idempotency_key_invalid":
+		return r.Header.Get("Idempotency-Key") != ""
+	}
+	return false
 }
 
 // providerKeyHint tells the model how to name the action when the key was
