@@ -173,15 +173,13 @@ func (a innerAnswer) modelText(keyHint string) string {
 		if p.Code == "idempotency_key_missing" && keyHint != "" {
 			p.Detail = keyHint
 		}
-		b, _ := json.Marshal(p)
-		return string(b)
+		return compactJSON(p)
 	}
 	if a.status == http.StatusAccepted {
 		var rec map[string]any
 		if json.Unmarshal(a.body, &rec) == nil && rec["state"] == "awaiting_approval" {
 			rec["message"] = "The action waits for a person to approve it; it has not run yet. Calling again with the same idempotency key returns its result once it is decided; do not retry with a new key."
-			b, _ := json.Marshal(rec)
-			return string(b)
+			return compactJSON(rec)
 		}
 	}
 	if len(bytes.TrimSpace(a.body)) == 0 {
@@ -200,4 +198,14 @@ func keyArgument(t *contract.Tool) string {
 		return v.IdempotencyKeyProperty()
 	}
 	return ""
+}
+
+// compactJSON encodes v for a model to read: one line, with <, > and &
+// left as they are.
+func compactJSON(v any) string {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.Encode(v)
+	return strings.TrimRight(b.String(), "\n")
 }
