@@ -13,6 +13,7 @@ import (
 	"github.com/toolgate/toolgate/decisionlog"
 	"github.com/toolgate/toolgate/invoke"
 	"github.com/toolgate/toolgate/ledger"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // call is one tool call being handled, whichever endpoint it came through.
@@ -161,7 +162,7 @@ func (s *Server) start(w http.ResponseWriter, r *http.Request, c *call) error {
 			return problem("version_not_found", "%s has no supported version", c.tool.ID)
 		}
 	}
-	verdict := v.Validate(c.decoded())
+	verdict := s.validate(r.Context(), v, c)
 	if !verdict.Valid() {
 		return invalidArguments(verdict.Errors)
 	}
@@ -170,10 +171,12 @@ func (s *Server) start(w http.ResponseWriter, r *http.Request, c *call) error {
 		return problem("tool_not_bound", "%s has no binding in this gateway", c.tool.ID)
 	}
 	hold, reason := holdReason(verdict, b)
+	_, claimSpan := s.child(r.Context(), "ledger.claim", trace.SpanKindInternal, attrActionID.String(c.key))
 	a, created, err := s.cfg.Ledger.Start(r.Context(), c.p.Tenant, c.key, ledger.StartSpec{
 		ToolID: c.tool.ID, Version: v.Version, ArgsDigest: c.digest, Arguments: c.canon,
 		CorrelationID: c.body.CorrelationID, Provider: stamp(c.provider), Hold: hold, Reason: reason,
 	})
+	endClaimSpan(claimSpan, created, err)
 	if err != nil {
 		return ledgerDown(err)
 	}
@@ -289,7 +292,9 @@ func (s *Server) existing(w http.ResponseWriter, r *http.Request, c *call, a *le
 			if a.Attempts >= maxAttempts(b) {
 				return problem("attempts_exhausted", "all %d attempts were used; an operator can resolve the action", maxAttempts(b)).withAction(a.ID, string(a.State))
 			}
+			_, claimSpan := s.child(ctx, "ledger.claim", trace.SpanKindInternal, attrActionID.String(a.ID))
 			err := s.cfg.Ledger.Claim(ctx, a)
+			endClaimSpan(claimSpan, err == nil, err)
 			if err == nil {
 				return s.execute(w, r, c, a, b)
 			}
@@ -376,7 +381,7 @@ func (s *Server) bind(w http.ResponseWriter, r *http.Request, c *call, a *ledger
 			return problem("version_not_found", "%s has no supported version", c.tool.ID)
 		}
 	}
-	verdict := v.Validate(c.decoded())
+	verdict := s.validate(r.Context(), v, c)
 	if !verdict.Valid() {
 		return invalidArguments(verdict.Errors)
 	}
@@ -388,7 +393,10 @@ func (s *Server) bind(w http.ResponseWriter, r *http.Request, c *call, a *ledger
 	if c.provider != nil {
 		a.ProviderCalls = append(a.ProviderCalls, *stamp(c.provider))
 	}
-	if err := s.cfg.Ledger.Bind(r.Context(), a, v.Version, c.digest, c.canon, hold, reason); err != nil {
+	_, claimSpan := s.child(r.Context(), "ledger.claim", trace.SpanKindInternal, attrActionID.String(a.ID))
+	err := s.cfg.Ledger.Bind(r.Context(), a, v.Version, c.digest, c.canon, hold, reason)
+	endClaimSpan(claimSpan, err == nil, err)
+	if err != nil {
 		if errors.Is(err, ledger.ErrStale) {
 			fresh, gerr := s.cfg.Ledger.Get(r.Context(), a.Tenant, a.ID)
 			if gerr != nil {
@@ -413,11 +421,12 @@ func (s *Server) bind(w http.ResponseWriter, r *http.Request, c *call, a *ledger
 func (s *Server) execute(w http.ResponseWriter, r *http.Request, c *call, a *ledger.Action, b invoke.Binding) error {
 	ctx := context.WithoutCancel(r.Context())
 	args, _ := c.decoded().(map[string]any)
+	dctx, span := s.child(ctx, "downstream "+b.WithDefaults().Method, trace.SpanKindClient, attrActionID.String(a.ID), attrAttempt.Int(a.Attempts))
 	req := invoke.Request{
 		Binding:     &b,
 		Vars:        invoke.Vars{Tenant: a.Tenant, ActionID: a.ID, Args: args},
 		Body:        a.Arguments,
-		Traceparent: c.trace,
+		Traceparent: traceparentOr(dctx, c.trace),
 	}
 	t := trailOf(r)
 	t.attempt = a.Attempts
@@ -428,6 +437,7 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request, c *call, a *led
 	began := time.Now()
 	res := s.invokeWithLease(ctx, a, req)
 	s.metrics.DownstreamDuration.WithLabelValues(a.ToolID).Observe(time.Since(began).Seconds())
+	endDownstreamSpan(span, res)
 	defer func() {
 		t.stateAfter = string(a.State)
 		if probe {
@@ -513,7 +523,7 @@ func (s *Server) runReadOnly(w http.ResponseWriter, r *http.Request, c *call) er
 	if v == nil {
 		v = c.tool.Default()
 	}
-	verdict := v.Validate(c.decoded())
+	verdict := s.validate(r.Context(), v, c)
 	if !verdict.Valid() {
 		return invalidArguments(verdict.Errors)
 	}
@@ -526,10 +536,12 @@ func (s *Server) runReadOnly(w http.ResponseWriter, r *http.Request, c *call) er
 	if !validKey(id) {
 		id = "read-" + decisionlog.NewDecisionID() // templates may name {action_id}; nothing is stored under it
 	}
-	res := s.cfg.Invoker.Call(r.Context(), invoke.Request{
+	dctx, span := s.child(r.Context(), "downstream "+b.WithDefaults().Method, trace.SpanKindClient)
+	res := s.cfg.Invoker.Call(dctx, invoke.Request{
 		Binding: &b, Vars: invoke.Vars{Tenant: c.p.Tenant, ActionID: id, Args: args},
-		Body: c.canon, Traceparent: c.trace,
+		Body: c.canon, Traceparent: traceparentOr(dctx, c.trace),
 	})
+	endDownstreamSpan(span, res)
 	if res.StatusCode == 0 || (res.Outcome != invoke.Answered && res.StatusCode < 500) {
 		return problem("downstream_unreachable", "the read-only call did not get an answer: %s", errText(res)).withRetry(1)
 	}

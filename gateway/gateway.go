@@ -22,6 +22,7 @@ import (
 	"github.com/toolgate/toolgate/decisionlog"
 	"github.com/toolgate/toolgate/invoke"
 	"github.com/toolgate/toolgate/ledger"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Config is what a Server needs. Registry, Ledger and Invoker are required; every
@@ -51,6 +52,9 @@ type Config struct {
 	TombstoneRetention time.Duration
 	// DecisionLog receives one record per handled call. Default nil: no log.
 	DecisionLog *decisionlog.Writer
+	// Tracer makes the execute_tool spans. Default: no tracing (the caller's
+	// traceparent is still passed downstream).
+	Tracer trace.Tracer
 	// Prometheus is where the metrics are registered and what /metrics
 	// serves. Default: a new registry of the gateway's own.
 	Prometheus *prometheus.Registry

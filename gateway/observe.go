@@ -10,6 +10,7 @@ import (
 
 	"github.com/toolgate/toolgate/contract"
 	"github.com/toolgate/toolgate/decisionlog"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // trail collects what one tool call did, for its decision log line and its
@@ -35,6 +36,8 @@ type trail struct {
 	attempt     int
 	result      []byte
 
+	span trace.Span // the execute_tool span
+
 	probeBefore, probeAfter       json.RawMessage
 	probeBeforeErr, probeAfterErr string
 }
@@ -45,7 +48,7 @@ func trailOf(r *http.Request) *trail {
 	if t, ok := r.Context().Value(trailKey{}).(*trail); ok {
 		return t
 	}
-	return &trail{} // outside a call endpoint: collected and forgotten
+	return &trail{span: noopSpan} // outside a call endpoint: collected and forgotten
 }
 
 // statusWriter remembers the status and problem code of an answer.
@@ -73,9 +76,13 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 func (s *Server) observed(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		t := &trail{start: time.Now()}
+		ctx, span := s.startCallSpan(r)
+		t.span = span
 		sw := &statusWriter{ResponseWriter: w}
-		next.ServeHTTP(sw, r.WithContext(context.WithValue(r.Context(), trailKey{}, t)))
-		s.observe(r, t, sw.status, sw.Header().Get("Content-Type"))
+		r = r.WithContext(context.WithValue(ctx, trailKey{}, t))
+		next.ServeHTTP(sw, r)
+		outcome := s.observe(r, t, sw.status, sw.Header().Get("Content-Type"))
+		endCallSpan(span, t, string(outcome), sw.status)
 	})
 }
 
@@ -96,7 +103,7 @@ func outcomeFor(status int) decisionlog.Outcome {
 	return decisionlog.OutcomeInvalid
 }
 
-func (s *Server) observe(r *http.Request, t *trail, status int, contentType string) {
+func (s *Server) observe(r *http.Request, t *trail, status int, contentType string) decisionlog.Outcome {
 	outcome := t.outcome
 	if outcome == "" {
 		outcome = outcomeFor(status)
@@ -125,7 +132,7 @@ func (s *Server) observe(r *http.Request, t *trail, status int, contentType stri
 		}
 	}
 	if s.cfg.DecisionLog == nil {
-		return
+		return outcome
 	}
 	rec := decisionlog.Record{
 		Timestamp: t.start.UTC(), CorrelationID: t.correlation, Principal: t.principal, Tenant: t.tenant,
@@ -135,12 +142,17 @@ func (s *Server) observe(r *http.Request, t *trail, status int, contentType stri
 		Provider: t.provider, StateBefore: t.probeBefore, StateAfter: t.probeAfter,
 		StateBeforeError: t.probeBeforeErr, StateAfterError: t.probeAfterErr, Arguments: t.args,
 	}
-	rec.TraceID, rec.SpanID = parseTraceparent(r.Header.Get("traceparent"))
+	if sc := t.span.SpanContext(); sc.IsValid() {
+		rec.TraceID, rec.SpanID = sc.TraceID().String(), sc.SpanID().String()
+	} else {
+		rec.TraceID, rec.SpanID = parseTraceparent(r.Header.Get("traceparent"))
+	}
 	if len(t.result) > 0 && strings.Contains(contentType, "json") {
 		rec.Result = t.result
 	}
 	rec.SetDuration(elapsed)
 	s.cfg.DecisionLog.Log(rec, s.masker(t.toolID, t.version))
+	return outcome
 }
 
 // parseTraceparent returns the trace and parent ids of a W3C traceparent
@@ -217,3 +229,5 @@ func (t *trail) noteCall(c *call) {
 		t.provider = &decisionlog.Provider{Name: c.provider.Name, Route: c.provider.Route, CallID: c.provider.CallID}
 	}
 }
+
+var noopSpan = trace.SpanFromContext(context.Background()) // a span that records nothing

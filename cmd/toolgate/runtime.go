@@ -35,6 +35,8 @@ type gatewayRuntime struct {
 	stop   context.CancelFunc
 	done   chan struct{}
 	dlog   *decisionLog
+
+	stopTracing func(context.Context) error
 }
 
 // startGateway opens the ledger, loads the tools, recovers orphaned actions and
@@ -87,7 +89,16 @@ func startGateway(ctx context.Context, cfg *config.Config, logw io.Writer) (*gat
 		store.Close()
 		return nil, err
 	}
+	tracer, stopTracing, err := tracingFromEnv(ctx)
+	if err != nil {
+		store.Close()
+		return nil, err
+	}
+	if tracer != nil {
+		logger.Printf("tracing: exporting spans over OTLP/HTTP (OTEL_* environment)")
+	}
 	srv, err := gateway.New(gateway.Config{
+		Tracer:   tracer,
 		Registry: reg, Ledger: svc, Invoker: &invoke.Client{}, Bindings: invokeBindings(cfg.Bindings),
 		JoinTimeout: cfg.JoinTimeout, MaxBodyBytes: cfg.MaxBodyBytes, Keys: keys, Logf: logger.Printf,
 		DecisionLog: dlog.writer, Retention: cfg.Retention, TombstoneRetention: cfg.TombstoneRetention,
@@ -110,7 +121,7 @@ func startGateway(ctx context.Context, cfg *config.Config, logw io.Writer) (*gat
 		return nil, err
 	}
 	rctx, cancel := context.WithCancel(context.Background())
-	rt := &gatewayRuntime{cfg: cfg, store: store, svc: svc, server: srv, ln: ln, stop: cancel, done: make(chan struct{}), dlog: dlog}
+	rt := &gatewayRuntime{cfg: cfg, store: store, svc: svc, server: srv, ln: ln, stop: cancel, done: make(chan struct{}), dlog: dlog, stopTracing: stopTracing}
 	rt.http = &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, ErrorLog: logger}
 	var bg sync.WaitGroup
 	bg.Add(2)
@@ -147,6 +158,7 @@ func (rt *gatewayRuntime) Close() {
 	rt.stop()
 	<-rt.done
 	rt.dlog.close(ctx)
+	rt.stopTracing(ctx)
 	rt.store.Close()
 }
 
