@@ -1,0 +1,143 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"runtime"
+	"runtime/pprof"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/toolgate/toolgate/bench"
+)
+
+func init() {
+	register(command{Name: "bench", Summary: "the gateway beside a bare reverse proxy, under load, in one run", Run: runBench})
+}
+
+// runBench measures the gateway against a bare httputil.ReverseProxy to the
+// same sandbox in one process (see package bench) and prints the table, or
+// the JSON report with --json. Progress goes to stderr.
+func runBench(ctx context.Context, e env) int {
+	flags := newFlagSet(e, "bench", "[--duration D] [--concurrency 1,8,32,128] [--ledger sqlite-full,sqlite-normal[,postgres]] [--postgres DSN] [--json] [--quick]")
+	duration := flags.Duration("duration", 3*time.Second, "measured time per row")
+	conc := flags.String("concurrency", "1,8,32,128", "comma-separated numbers of closed-loop workers")
+	ledgers := flags.String("ledger", "sqlite-full,sqlite-normal", "comma-separated ledgers: sqlite-full, sqlite-normal, postgres")
+	dsn := flags.String("postgres", "", "PostgreSQL `DSN` for the postgres ledger (adds it to --ledger when missing)")
+	workloads := flags.String("workloads", "new,replay,invalid,join", "comma-separated gateway workloads")
+	group := flags.Int("join-group", 4, "same-key calls per join group")
+	joinDelay := flags.Duration("join-delay", 5*time.Millisecond, "how long the sandbox holds the first call of a join group")
+	asJSON := flags.Bool("json", false, "print the report as JSON instead of a table")
+	quick := flags.Bool("quick", false, "a short smoke run for CI: 200ms rows at concurrency 1 and 8")
+	cpuProfile := flags.String("cpuprofile", "", "write a CPU profile of the whole run to `file`")
+	memProfile := flags.String("memprofile", "", "write an allocation profile at the end to `file`")
+	dir := flags.String("dir", "", "where the SQLite files go (default: a temporary directory, removed at the end)")
+	pos, code, ok := parseFlags(flags, e.Args)
+	if !ok {
+		return code
+	}
+	if len(pos) > 0 {
+		fmt.Fprintf(e.Stderr, "toolgate bench: unexpected argument %q\n", pos[0])
+		return exitUsage
+	}
+	cfg := bench.Config{
+		Duration: *duration, Ledgers: benchList(*ledgers), PostgresDSN: *dsn,
+		Workloads: benchList(*workloads), GroupSize: *group, JoinDelay: *joinDelay,
+		Progress: func(format string, args ...any) { fmt.Fprintf(e.Stderr, "toolgate bench: "+format+"\n", args...) },
+	}
+	var err error
+	if cfg.Concurrency, err = benchInts(*conc); err != nil {
+		fmt.Fprintf(e.Stderr, "toolgate bench: --concurrency: %v\n", err)
+		return exitUsage
+	}
+	if *quick {
+		cfg.Duration, cfg.Warmup, cfg.Concurrency = 200*time.Millisecond, 50*time.Millisecond, []int{1, 8}
+	}
+	if *dsn != "" && !slices.Contains(cfg.Ledgers, bench.Postgres) {
+		cfg.Ledgers = append(cfg.Ledgers, bench.Postgres)
+	}
+	if cfg.Dir = *dir; cfg.Dir == "" {
+		if cfg.Dir, err = os.MkdirTemp("", "toolgate-bench-"); err != nil {
+			fmt.Fprintf(e.Stderr, "toolgate bench: %v\n", err)
+			return exitUsage
+		}
+		defer os.RemoveAll(cfg.Dir)
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			fmt.Fprintf(e.Stderr, "toolgate bench: %v\n", err)
+			return exitUsage
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintf(e.Stderr, "toolgate bench: %v\n", err)
+			return exitUsage
+		}
+		defer pprof.StopCPUProfile()
+	}
+	rep, err := bench.Run(ctx, cfg)
+	if err != nil {
+		fmt.Fprintf(e.Stderr, "toolgate bench: %v\n", err)
+		return exitUsage
+	}
+	if *memProfile != "" {
+		if err := benchAllocProfile(*memProfile); err != nil {
+			fmt.Fprintf(e.Stderr, "toolgate bench: %v\n", err)
+			return exitUsage
+		}
+	}
+	if *asJSON {
+		enc := json.NewEncoder(e.Stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rep); err != nil {
+			fmt.Fprintf(e.Stderr, "toolgate bench: %v\n", err)
+			return exitUsage
+		}
+		return exitOK
+	}
+	if err := rep.WriteTable(e.Stdout); err != nil {
+		fmt.Fprintf(e.Stderr, "toolgate bench: %v\n", err)
+		return exitUsage
+	}
+	return exitOK
+}
+
+func benchAllocProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	runtime.GC()
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func benchList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func benchInts(s string) ([]int, error) {
+	var out []int
+	for _, p := range benchList(s) {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("%q is not a positive number", p)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
