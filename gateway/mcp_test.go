@@ -92,6 +92,9 @@ func TestMCPListsTheKeysToolsWithSchemasAndHints(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if res.CacheScope != "private" {
+		t.Errorf("tools/list cacheScope %q: the list depends on the key", res.CacheScope)
+	}
 	tools := map[string]*mcp.Tool{}
 	for _, tl := range res.Tools {
 		tools[tl.Name] = tl
