@@ -119,7 +119,7 @@ func (api *mcpAPI) handler(tool *contract.Tool, structured bool) mcp.ToolHandler
 			ic.arguments = json.RawMessage("{}")
 		case args[0] != '{':
 			rec := newRecorder()
-			api.s.refuse(rec, hr, api.s.authenticate(hr), invalidArguments([]contract.FieldError{{Pointer: "", Code: "type", Detail: "the arguments must be a JSON object"}}))
+			api.s.refuse(rec, hr, api.s.authenticate(hr), ic, invalidArguments([]contract.FieldError{{Pointer: "", Code: "type", Detail: "the arguments must be a JSON object"}}))
 			a = readAnswer(rec)
 		default:
 			ic.arguments = args

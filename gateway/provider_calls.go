@@ -123,12 +123,12 @@ func (api *providerAPI) frontDoor(parse func([]byte) (provider.Call, error)) htt
 		}
 		raw, err := readBody(w, r, s.cfg.MaxBodyBytes)
 		if err != nil {
-			s.refuse(w, r, p, err)
+			s.refuse(w, r, p, innerCall{}, err)
 			return
 		}
 		c, err := parse(raw)
 		if err != nil {
-			s.refuse(w, r, p, problem("malformed_request", "%v", err))
+			s.refuse(w, r, p, innerCall{}, problem("malformed_request", "%v", err))
 			return
 		}
 		ic := innerCall{provider: providerBody{Name: c.Provider, Route: r.URL.Query().Get("route"), CallID: c.CallID}}
@@ -137,7 +137,7 @@ func (api *providerAPI) frontDoor(parse func([]byte) (provider.Call, error)) htt
 			// The model's mistake (a name it made up, arguments that are not an
 			// object): logged like any refused call, answered for the model.
 			rec := newRecorder()
-			s.refuse(rec, r, p, perr)
+			s.refuse(rec, r, p, ic, perr)
 			s.answerCall(w, r, c, readAnswer(rec), tool)
 			return
 		}
@@ -161,10 +161,11 @@ func (api *providerAPI) resolveCall(c provider.Call, p *Principal, ic *innerCall
 		return nil, problem("tool_not_allowed", "key %q may not call %s", p.Name, id)
 	case tool == nil:
 		return nil, problem("tool_not_found", "no tool is named %q; use one of the tools you were given", c.Name)
-	case c.ArgumentsError != nil:
-		return tool, invalidArguments([]contract.FieldError{{Pointer: "", Code: "type", Detail: c.ArgumentsError.Error()}})
 	}
 	ic.toolID, ic.arguments = tool.ID, c.Arguments
+	if c.ArgumentsError != nil {
+		return tool, invalidArguments([]contract.FieldError{{Pointer: "", Code: "type", Detail: c.ArgumentsError.Error()}})
+	}
 	if c.Format == provider.FormatOpenAI || c.Format == provider.FormatOpenAIResponses {
 		if v := tool.Default(); v != nil {
 			if args, err := contract.DecodeJSON(c.Arguments); err == nil {

@@ -369,7 +369,8 @@ func TestProviderCallsAreLoggedOnce(t *testing.T) {
 	if first["outcome"] != "executed" || first["status_code"] != float64(201) || prov["name"] != "openai" || prov["call_id"] != "call_log_0001" || prov["route"] != "primary" {
 		t.Fatalf("first line %v", first)
 	}
-	if second["outcome"] != "invalid" || second["status_code"] != float64(404) || second["error_class"] != "tool_not_found" {
+	prov2, _ := second["provider"].(map[string]any)
+	if second["outcome"] != "invalid" || second["status_code"] != float64(404) || second["error_class"] != "tool_not_found" || prov2["call_id"] != "call_log_0002" {
 		t.Fatalf("second line %v", second)
 	}
 }

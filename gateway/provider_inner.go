@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/toolgate/toolgate/contract"
+	"github.com/toolgate/toolgate/decisionlog"
 )
 
 // The provider endpoints and the MCP server are front ends: each turns its
@@ -83,11 +84,17 @@ func (s *Server) runInner(r *http.Request, ic innerCall) *recorder {
 // refuse answers err through the observed path, so a front-end call that never
 // reached the one-shot endpoint (an unknown name, arguments that are not an
 // object) is still logged and counted once.
-func (s *Server) refuse(w http.ResponseWriter, r *http.Request, p *Principal, err error) {
+func (s *Server) refuse(w http.ResponseWriter, r *http.Request, p *Principal, ic innerCall, err error) {
 	s.observed(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		t := trailOf(r)
 		if p != nil {
-			t := trailOf(r)
 			t.principal, t.tenant = p.Name, p.Tenant
+		}
+		if s.cfg.Registry.Tool(ic.toolID) != nil {
+			t.toolID = ic.toolID
+		}
+		if pb := ic.provider; pb.Name != "" || pb.CallID != "" {
+			t.provider = &decisionlog.Provider{Name: pb.Name, Route: pb.Route, CallID: pb.CallID}
 		}
 		s.writeError(w, r, err)
 	})).ServeHTTP(w, r)
