@@ -1,0 +1,167 @@
+package casetest
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/toolgate/toolgate/contract"
+)
+
+const examples = "../examples/agent-tools"
+
+// setup loads the bundled examples and returns refund.create_request.
+func setup(t testing.TB) *contract.Tool {
+	t.Helper()
+	reg, err := contract.Load(examples)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return reg.Tool("refund.create_request")
+}
+
+func TestCrossVersionReplay(t *testing.T) {
+	t.Parallel()
+	tool := setup(t)
+	rep, err := Run(context.Background(), Config{Tool: tool, Target: tool.Version("2.2.0"), From: "2.1.0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Decision != DecisionBlock {
+		t.Fatalf("decision %q", rep.Decision)
+	}
+	got := map[string]string{}
+	for _, s := range rep.Suites {
+		got[s.Suite] = strings.Join([]string{itoa(s.Passed), itoa(s.Total)}, "/")
+	}
+	if got["golden"] != "1/2" || got["regression"] != "2/2" || got["shadow"] != "1/1" {
+		t.Fatalf("suites %v", got)
+	}
+	if len(rep.TopFailures) != 1 || rep.TopFailures[0].Cause != "Missing approval_channel in old prompt path" {
+		t.Fatalf("top failures %+v", rep.TopFailures)
+	}
+	// Against 2.1.0 itself, the 2.2.0 cases are not selected and everything passes.
+	rep, err = Run(context.Background(), Config{Tool: tool, Target: tool.Version("2.1.0")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Decision != DecisionAllow || len(rep.Cases) != 1 {
+		t.Fatalf("against 2.1.0: %s, %d cases", rep.Decision, len(rep.Cases))
+	}
+}
+
+func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
+
+func TestCaseChecks(t *testing.T) {
+	t.Parallel()
+	tool := setup(t)
+	base := contract.Case{Suite: "golden", ID: "c", ToolID: tool.ID, ToolVersion: "2.2.0"}
+	valid := `{"order_id":"ord_1","reason_code":"customer_request","approval_channel":"chat"}`
+	tests := []struct {
+		name   string
+		edit   func(c *contract.Case)
+		causes []string // failure causes, in order; nil = passes
+		note   string   // a note that must appear
+	}{
+		{name: "valid arguments", edit: func(c *contract.Case) { c.Arguments = json.RawMessage(valid) }},
+		{name: "unknown argument", edit: func(c *contract.Case) {
+			c.Arguments = json.RawMessage(`{"order_id":"ord_1","reason_code":"customer_request","approval_channel":"chat","x":1}`)
+		}, causes: []string{"Unknown argument x"}},
+		{name: "expected invalid and reported", edit: func(c *contract.Case) {
+			c.Arguments = json.RawMessage(`{"order_id":"ord_1","reason_code":"service_failure","approval_channel":"chat"}`)
+			c.Expected.ExpectedErrors = []contract.ExpectedError{{Pointer: "/ticket_id", Code: "service_failure_needs_ticket"}}
+		}},
+		{name: "expected invalid but accepted", edit: func(c *contract.Case) {
+			c.Arguments = json.RawMessage(valid)
+			c.Expected.Validation = "invalid"
+			c.Expected.ExpectedErrors = []contract.ExpectedError{{Pointer: "/order_id", Code: "pattern"}}
+		}, causes: []string{"Arguments accepted by v2.2.0, expected pattern at /order_id"}},
+		{name: "expected error not reported", edit: func(c *contract.Case) {
+			c.Arguments = json.RawMessage(`{"order_id":"nope","reason_code":"customer_request","approval_channel":"chat"}`)
+			c.Expected.ExpectedErrors = []contract.ExpectedError{{Pointer: "/order_id", Code: "required"}}
+		}, causes: []string{"Expected required at /order_id, not reported"}},
+		{name: "mock result violates the result schema", edit: func(c *contract.Case) {
+			c.MockResult = json.RawMessage(`{"status":"done"}`)
+		}, causes: []string{"mock_tool_result violates the v2.2.0 result schema: enum at /status"}, note: "no expected_tool_arguments"},
+		{name: "tool status differs", edit: func(c *contract.Case) {
+			c.MockResult = json.RawMessage(`{"status":"submitted"}`)
+			c.Expected.ToolStatus = "pending_review"
+		}, causes: []string{`tool_status "submitted", expected "pending_review"`}},
+		{name: "phrases are case-insensitive", edit: func(c *contract.Case) {
+			c.AgentResponse = "Refund Request Has Been Submitted."
+			c.MustInclude = []string{"refund request has been submitted"}
+		}},
+		{name: "must_not_include matches", edit: func(c *contract.Case) {
+			c.AgentResponse = "REFUND SUCCESSFUL."
+			c.MustNotInclude = []string{"Refund successful."}
+		}, causes: []string{`Agent text says "Refund successful."`}},
+		{name: "regex phrase", edit: func(c *contract.Case) {
+			c.AgentResponse = "You will hear from us within 24 hours."
+			c.MustInclude = []string{`/within \d+ hours/`, "/days?/"}
+		}, causes: []string{`Agent text lacks "/days?/"`}},
+		{name: "bad regex", edit: func(c *contract.Case) {
+			c.AgentResponse = "x"
+			c.MustInclude = []string{"/(/"}
+		}, causes: []string{"Bad phrase /(/"}},
+		{name: "no text to check", edit: func(c *contract.Case) {
+			c.MustInclude = []string{"x"}
+		}, note: "agent behavior not checked"},
+		{name: "matchers need a model", edit: func(c *contract.Case) {
+			c.Arguments = json.RawMessage(`{"order_id":"{{regex:^ord_}}"}`)
+		}, note: "matchers"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c := base
+			tt.edit(&c)
+			r := &runner{cfg: Config{Tool: tool}, target: tool.Version("2.2.0")}
+			res := r.check(context.Background(), &c)
+			var causes []string
+			for _, f := range res.Failures {
+				causes = append(causes, f.Cause)
+			}
+			if strings.Join(causes, "|") != strings.Join(tt.causes, "|") {
+				t.Fatalf("causes %q, want %q", causes, tt.causes)
+			}
+			if res.Passed != (len(tt.causes) == 0) {
+				t.Fatalf("passed %v", res.Passed)
+			}
+			if tt.note != "" && !strings.Contains(strings.Join(res.Notes, "|"), tt.note) {
+				t.Fatalf("notes %q lack %q", res.Notes, tt.note)
+			}
+		})
+	}
+}
+
+func TestMatchArgs(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, want, got string
+		diffs           int
+	}{
+		{name: "equal", want: `{"a":"x","n":1}`, got: `{"n":1.0,"a":"x"}`},
+		{name: "any", want: `{"a":"{{any}}"}`, got: `{"a":[1]}`},
+		{name: "any needs presence", want: `{"a":"{{any}}"}`, got: `{}`, diffs: 1},
+		{name: "type", want: `{"a":"{{type:integer}}","b":"{{type:number}}"}`, got: `{"a":3,"b":3}`},
+		{name: "type mismatch", want: `{"a":"{{type:integer}}"}`, got: `{"a":"3"}`, diffs: 1},
+		{name: "regex", want: `{"a":"{{regex:^ord_[0-9]+$}}"}`, got: `{"a":"ord_42"}`},
+		{name: "regex mismatch", want: `{"a":"{{regex:^ord_[0-9]+$}}"}`, got: `{"a":"jane@example.com"}`, diffs: 1},
+		{name: "null matches absent", want: `{"a":null}`, got: `{}`},
+		{name: "extra null ignored", want: `{}`, got: `{"a":null}`},
+		{name: "extra value", want: `{}`, got: `{"a":1}`, diffs: 1},
+		{name: "nested array", want: `{"a":[{"b":"{{any}}"}]}`, got: `{"a":[{"b":2}]}`},
+		{name: "value differs", want: `{"a":"x"}`, got: `{"a":"y"}`, diffs: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			w, _ := contract.DecodeJSON([]byte(tt.want))
+			g, _ := contract.DecodeJSON([]byte(tt.got))
+			if d := matchArgs(w, g, ""); len(d) != tt.diffs {
+				t.Fatalf("diffs %q, want %d", d, tt.diffs)
+			}
+		})
+	}
+}
