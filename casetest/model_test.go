@@ -108,7 +108,7 @@ func TestModelInTheLoop(t *testing.T) {
 		{name: "honest model", args: `{"order_id":"ord_123","reason_code":"customer_request"}`,
 			final: "Refund request has been submitted. Requires manual review. We answer within 24 hours."},
 		{name: "model claims success on pending_review", args: `{"order_id":"ord_123","reason_code":"customer_request"}`,
-			final: "Refund successful.",
+			final:  "Refund successful.",
 			causes: []string{`Agent text lacks "Refund request has been submitted."`, `Agent text lacks "Requires manual review."`, `Agent text says "Refund successful."`}},
 		{name: "model calls with other arguments", args: `{"order_id":"ord_999","reason_code":"customer_request","amount_cents":5}`,
 			final:  "Refund request has been submitted. Requires manual review.",
