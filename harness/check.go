@@ -17,8 +17,9 @@ type ledgerAction struct {
 	ArgsDigest    string `json:"args_digest"`
 	Attempts      int    `json:"attempts"`
 	History       []struct {
-		From string `json:"from"`
-		To   string `json:"to"`
+		From string    `json:"from"`
+		To   string    `json:"to"`
+		At   time.Time `json:"at"`
 	} `json:"history"`
 }
 
@@ -173,8 +174,17 @@ func check(rep *Report, plans []*plan, led map[string]*ledgerAction, effects []e
 			continue
 		}
 		wentUnknown := false
+		var since time.Time
 		for _, h := range a.History {
-			wentUnknown = wentUnknown || h.To == "unknown"
+			switch {
+			case h.To == "unknown" && h.From != "unknown":
+				wentUnknown, since = true, h.At
+			case h.From == "unknown" && h.To != "unknown" && !since.IsZero():
+				if d := h.At.Sub(since); d > rep.LongestUnknown {
+					rep.LongestUnknown, rep.LongestUnknownKey = d, p.key
+				}
+				since = time.Time{}
+			}
 		}
 		if a.ArgsDigest != p.args.digest() {
 			v("arguments changed", "ledger digest %s, original arguments %s", a.ArgsDigest, p.args.digest())

@@ -22,10 +22,12 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"time"
 
+	"github.com/toolgate/toolgate/ledger/postgres"
 	"github.com/toolgate/toolgate/sandbox"
 )
 
@@ -174,6 +176,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	sbURL := "http://" + sbLn.Addr().String()
 
 	proxy := NewProxy(sbURL, cfg.Seed+1)
+	if cfg.Postgres != "" {
+		if err := prepareSchema(ctx, cfg.Postgres); err != nil {
+			return nil, err
+		}
+	}
 	ledgerURL := cfg.Postgres
 	if ledgerURL == "" {
 		ledgerURL = "sqlite://" + filepath.Join(cfg.WorkDir, "ledger.db")
@@ -202,12 +209,13 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		if err := writeConfig(path, &cfg, addr, ledgerURL, port.URL()); err != nil {
 			return nil, err
 		}
-		logf, err := os.OpenFile(filepath.Join(cfg.WorkDir, fmt.Sprintf("replica%d.log", i)), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		logPath := filepath.Join(cfg.WorkDir, fmt.Sprintf("replica%d.log", i))
+		logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 		if err != nil {
 			return nil, err
 		}
 		defer logf.Close()
-		r := &replica{n: i, bin: cfg.Binary, config: path, addr: addr, logw: logf}
+		r := &replica{n: i, bin: cfg.Binary, config: path, addr: addr, logw: logf, logPath: logPath}
 		if err := r.start(ctx); err != nil {
 			return nil, err
 		}
@@ -264,6 +272,25 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	check(rep, plans, led, effects)
 	rep.Duration = time.Since(began)
 	return rep, nil
+}
+
+// prepareSchema creates the schema the DSN's search_path names and migrates
+// it: `toolgate serve` passes only the DSN, and the store creates a missing
+// schema only when it is named in its Config.
+func prepareSchema(ctx context.Context, dsn string) error {
+	u, err := url.Parse(dsn)
+	if err != nil {
+		return fmt.Errorf("harness: the PostgreSQL DSN must be a URL: %w", err)
+	}
+	schema := u.Query().Get("search_path")
+	if schema == "" {
+		return nil
+	}
+	st, err := postgres.Open(ctx, postgres.Config{DSN: dsn, Schema: schema})
+	if err != nil {
+		return fmt.Errorf("harness: prepare schema %s: %w", schema, err)
+	}
+	return st.Close()
 }
 
 func sha256Hex(b []byte) string {

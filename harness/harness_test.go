@@ -49,10 +49,10 @@ func toolsDir(t *testing.T) string {
 	return d
 }
 
-// postgres starts a throwaway PostgreSQL cluster the harness may restart,
+// startPostgres starts a throwaway PostgreSQL cluster the harness may restart,
 // or else uses TOOLGATE_TEST_POSTGRES (in a fresh schema, without a
 // restart), or skips (fails under CI=true).
-func postgres(t *testing.T) (string, Database) {
+func startPostgres(t *testing.T) (string, Database) {
 	t.Helper()
 	if _, err := pgtest.BinDir(); err == nil {
 		c, err := pgtest.StartCluster()
@@ -124,7 +124,7 @@ func TestBoundedPostgres(t *testing.T) {
 		t.Skip("runs real gateway processes")
 	}
 	t.Parallel()
-	dsn, db := postgres(t)
+	dsn, db := startPostgres(t)
 	rep := runHarness(t, Config{
 		Binary: binary(t), Replicas: 3, Postgres: dsn, Database: db, DBRestarts: 1,
 		Actions: 2000, Duplicates: 0.3, Conflicts: 0.05, Rejects: 0.05,

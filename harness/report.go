@@ -28,6 +28,8 @@ type Report struct {
 
 	Succeeded, Rejected, Pending, NeedsOperator int // final ledger states
 	UnknownsReconciled                          int // actions that were unknown at some point and are settled
+	LongestUnknown                              time.Duration
+	LongestUnknownKey                           string
 	Exhausted                                   int // flows that ended with attempts_exhausted
 	Unfinished                                  int // flows without a final answer
 	Effects                                     int
@@ -60,6 +62,9 @@ func (r *Report) Table(max int) string {
 	row("downstream requests (POST /refunds)", r.DownstreamRequests)
 	row("ledger: succeeded / rejected / pending / needs_operator", fmt.Sprintf("%d / %d / %d / %d", r.Succeeded, r.Rejected, r.Pending, r.NeedsOperator))
 	row("unknowns reconciled", r.UnknownsReconciled)
+	if r.LongestUnknownKey != "" {
+		row("longest unknown → settled", fmt.Sprintf("%s (%s)", r.LongestUnknown.Round(10*time.Millisecond), r.LongestUnknownKey))
+	}
 	row("attempts exhausted", r.Exhausted)
 	row("effects", r.Effects)
 	row("violations", len(r.Violations))
