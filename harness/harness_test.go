@@ -135,3 +135,28 @@ func TestBoundedPostgres(t *testing.T) {
 		t.Fatalf("%d database restarts, want 1", rep.DBRestarts)
 	}
 }
+
+// TestBrokenClaimIsCaught builds the gateway with the toolgate_brokenclaim
+// tag (the claim split into check-then-act) and shows that the harness
+// reports duplicate effects: the harness can fail.
+func TestBrokenClaimIsCaught(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real gateway processes")
+	}
+	t.Parallel()
+	rep := runHarness(t, Config{
+		Binary: binary(t, "toolgate_brokenclaim"), Replicas: 1, Actions: 300, Duplicates: 0.5, Seed: 3,
+		DrainTimeout: 10 * time.Second,
+	})
+	if rep.OK() {
+		t.Fatal("the harness found no violation in a gateway whose claim is check-then-act")
+	}
+	kinds := map[string]int{}
+	for _, v := range rep.Violations {
+		kinds[v.Kind]++
+	}
+	if kinds["duplicate effect"] == 0 {
+		t.Fatalf("no duplicate effect reported; violations by kind: %v", kinds)
+	}
+	t.Logf("violations by kind: %v", kinds)
+}
