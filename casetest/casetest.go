@@ -348,7 +348,7 @@ func (r *runner) checkArguments(c *contract.Case, args any, cross bool, fail fun
 	verdict := r.target.Validate(args)
 	if expectedValidation(c) == "ok" {
 		for _, e := range verdict.Errors {
-			fail("arguments", argumentCause(e, cross), e.Detail)
+			fail("arguments", argumentCause(e, cross), ptr(e.Pointer)+": "+e.Detail)
 		}
 		return
 	}
