@@ -337,3 +337,37 @@ func TestDashboardInChromium(t *testing.T) {
 		t.Errorf("the dashboard logged %s", p)
 	}
 }
+
+// Without keys the dashboard opens with no prompt (every loopback caller is an
+// operator of tenant default); deny works by clicking too.
+func TestDashboardWithoutKeysInChromium(t *testing.T) {
+	t.Parallel()
+	ctx, consoleProblems := browser(t, 40*time.Second)
+	g := newRig(t)
+	big := strings.Replace(okArgs, "1500", "250000", 1)
+	if r := g.refund("ui-deny-0001", big); r.status != 202 {
+		t.Fatalf("large refund: %d %s", r.status, r.body)
+	}
+	run(t, ctx, "open the dashboard and deny",
+		chromedp.Navigate(g.url+"/ui/#/approvals"),
+		waitText("#who", "no auth (loopback)"),
+		chromedp.WaitVisible(chromedp.CSS(`#approvals-queue tr[data-action="ui-deny-0001"]`)),
+		chromedp.SendKeys(chromedp.CSS(`tr[data-action="ui-deny-0001"] input.decision-note`), "amount looks wrong"),
+		chromedp.Click(chromedp.CSS(`tr[data-action="ui-deny-0001"] button.deny`)),
+		waitText("#flash-msg", "ui-deny-0001: the action is now rejected"),
+		chromedp.WaitVisible(chromedp.CSS("#approvals-empty")),
+	)
+	hidden, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.getElementById('login').hidden && document.getElementById('signout').hidden`))
+	if err != nil || !hidden {
+		t.Errorf("without keys the page shows a sign-in form or a sign-out button (%v)", err)
+	}
+	a := g.action("ui-deny-0001")
+	if a["state"] != "rejected" || !strings.Contains(fmt.Sprint(a["history"]), "amount looks wrong") {
+		t.Fatalf("after deny: %v %v", a["state"], a["history"])
+	}
+	g.refund("ui-deny-0001", big).wantProblem(t, 403, "action_denied")
+	g.wantEffects(0)
+	for _, p := range consoleProblems() {
+		t.Errorf("the dashboard logged %s", p)
+	}
+}
