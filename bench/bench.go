@@ -29,10 +29,12 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"time"
 )
 
@@ -194,24 +196,22 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			cfg.Progress("%-22s %-8s c=%-4d %9.0f/s  p99 %7.2fms  errors %d", r.Target, r.Workload, r.Concurrency, r.PerSecond, r.P99, r.Errors)
 		}
 	}
-	proxy := map[int]Row{}
+	// Rows are measured concurrency by concurrency, the proxy first, so that
+	// each ratio compares measurements taken moments apart on a machine whose
+	// load drifts; they are reported grouped by target and workload.
 	for _, n := range cfg.Concurrency {
-		r, err := measure(ctx, &cfg, "bare-proxy", Proxy, n, env.proxyNew)
+		p, err := measure(ctx, &cfg, "bare-proxy", Proxy, n, env.proxyNew)
 		if err != nil {
 			return rep, err
 		}
-		proxy[n] = r
-		rep.Rows = append(rep.Rows, r)
-		progress(r)
-	}
-	for _, g := range env.gateways {
-		for _, wl := range cfg.Workloads {
-			for _, n := range cfg.Concurrency {
+		rep.Rows = append(rep.Rows, p)
+		progress(p)
+		for _, g := range env.gateways {
+			for _, wl := range cfg.Workloads {
 				if wl == Join && n < 2 {
 					continue // a join needs two callers at once
 				}
 				var r Row
-				var err error
 				if wl == Join {
 					r, err = measureJoin(ctx, &cfg, g, n)
 				} else {
@@ -220,7 +220,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 				if err != nil {
 					return rep, err
 				}
-				if p := proxy[n]; p.PerSecond > 0 {
+				if p.PerSecond > 0 {
 					r.Ratio = r.PerSecond / p.PerSecond
 					r.AddedP99 = r.P99 - p.P99
 				}
@@ -229,7 +229,26 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			}
 		}
 	}
+	order := map[string]int{}
+	for i, l := range append([]string{"bare-proxy"}, prefixed(cfg.Ledgers)...) {
+		order[l] = i * 100
+	}
+	for i, wl := range append([]string{Proxy}, cfg.Workloads...) {
+		order[wl] = i
+	}
+	slices.SortStableFunc(rep.Rows, func(a, b Row) int {
+		return cmp.Or(cmp.Compare(order[a.Target]+order[a.Workload], order[b.Target]+order[b.Workload]),
+			cmp.Compare(a.Concurrency, b.Concurrency))
+	})
 	return rep, nil
+}
+
+func prefixed(ledgers []string) []string {
+	out := make([]string, len(ledgers))
+	for i, l := range ledgers {
+		out[i] = "gateway/" + l
+	}
+	return out
 }
 
 func machine() Machine {
