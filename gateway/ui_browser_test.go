@@ -206,6 +206,10 @@ func TestDashboardInChromium(t *testing.T) {
 	run(t, ctx, "open the dashboard",
 		chromedp.Navigate(g.url+"/ui/"),
 		chromedp.WaitVisible(chromedp.CSS("#login-form")),
+		chromedp.WaitNotVisible(chromedp.CSS("#nav")),
+	)
+	screenshot(t, ctx, "sign-in")
+	run(t, ctx, "sign in",
 		chromedp.SendKeys(chromedp.CSS("#key"), uiOperatorKey),
 		chromedp.Click(chromedp.CSS("#login-submit")),
 		chromedp.WaitVisible(chromedp.CSS("#nav")),
@@ -261,6 +265,9 @@ func TestDashboardInChromium(t *testing.T) {
 		chromedp.Click(chromedp.CSS(`#nav a[data-page="approvals"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`#approvals-queue tr[data-action="ui-approve-0001"]`)),
 		waitText(`tr[data-action="ui-approve-0001"] pre.args`, `"amount_minor":250000`),
+	)
+	screenshot(t, ctx, "approvals-queue")
+	run(t, ctx, "approve ui-approve-0001",
 		chromedp.SendKeys(chromedp.CSS(`tr[data-action="ui-approve-0001"] input.decision-note`), "customer called, verified"),
 		chromedp.Click(chromedp.CSS(`tr[data-action="ui-approve-0001"] button.approve`)),
 		waitText("#flash-msg", "ui-approve-0001: the action is now succeeded"),
@@ -320,6 +327,12 @@ func TestDashboardInChromium(t *testing.T) {
 	if listed != 1 {
 		t.Errorf("the unknown filter lists %d actions, want 1", listed)
 	}
+	run(t, ctx, "list every action",
+		chromedp.SetValue(chromedp.CSS("#filter-state"), ""),
+		chromedp.Evaluate[chromedp.Void](`document.getElementById('filter-state').dispatchEvent(new Event('change'))`),
+		chromedp.WaitVisible(chromedp.CSS(`#actions tr[data-action="ui-approve-0001"]`)),
+	)
+	screenshot(t, ctx, "actions")
 
 	// Signing out forgets the key; an agent key cannot sign in.
 	run(t, ctx, "sign out and try an agent key",
