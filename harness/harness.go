@@ -121,7 +121,7 @@ func (c *Config) Defaults() {
 
 // BoundedFaults are the per-request fault rates of the bounded runs.
 func BoundedFaults() Faults {
-	return Faults{MaxLatency: 20 * time.Millisecond, ResetBefore: 0.02, ResetAfter: 0.02, Late: 0.01, LateBy: 1500 * time.Millisecond}
+	return Faults{MaxLatency: 20 * time.Millisecond, ResetBefore: 0.02, ResetAfter: 0.02, Late: 0.01, LateBy: 1500 * time.Millisecond, Unavailable: 0.02}
 }
 
 func (c *Config) validate() error {
@@ -267,6 +267,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	ch.fill(rep)
 	ps := proxy.Stats()
 	rep.ResetsBefore, rep.ResetsAfter, rep.LateDeliveries, rep.Blackholed = ps.ResetsBefore, ps.ResetsAfter, ps.Late, ps.Blackholed
+	rep.NotForwarded = ps.Unavailable
 	rep.Requests = ld.requests.Load()
 	rep.DownstreamRequests = int64(sb.Requests("/refunds"))
 	check(rep, plans, led, effects)

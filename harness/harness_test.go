@@ -145,6 +145,7 @@ func TestBrokenClaimIsCaught(t *testing.T) {
 	t.Parallel()
 	rep := runHarness(t, Config{
 		Binary: binary(t, "toolgate_brokenclaim"), Replicas: 1, Actions: 300, Duplicates: 0.5, Seed: 3,
+		Faults:       Faults{Unavailable: 0.3}, // pending actions whose retries race their duplicates for the claim
 		DrainTimeout: 10 * time.Second,
 	})
 	if rep.OK() {

@@ -30,11 +30,15 @@ type Faults struct {
 	// gateway still waits (it lands after the gateway gave up).
 	Late   float64
 	LateBy time.Duration
+	// Unavailable: the proxy answers 503 without forwarding, a status the
+	// harness lists in not_started_statuses (the action goes back to pending
+	// and the client retries, racing its duplicate for the claim).
+	Unavailable float64
 }
 
 // ProxyStats counts what the proxy did.
 type ProxyStats struct {
-	Forwarded, ResetsBefore, ResetsAfter, Late, Blackholed int64
+	Forwarded, ResetsBefore, ResetsAfter, Late, Blackholed, Unavailable int64
 }
 
 // Proxy is an in-process fault-injecting HTTP proxy in front of one
@@ -48,7 +52,7 @@ type Proxy struct {
 	faults Faults
 	rng    *rand.Rand
 
-	forwarded, resetsBefore, resetsAfter, late, blackholed atomic.Int64
+	forwarded, resetsBefore, resetsAfter, late, blackholed, unavailable atomic.Int64
 }
 
 // NewProxy makes a proxy to the downstream at target ("http://host:port").
@@ -70,12 +74,14 @@ func (p *Proxy) SetFaults(f Faults) {
 // Stats returns the counters so far.
 func (p *Proxy) Stats() ProxyStats {
 	return ProxyStats{Forwarded: p.forwarded.Load(), ResetsBefore: p.resetsBefore.Load(),
-		ResetsAfter: p.resetsAfter.Load(), Late: p.late.Load(), Blackholed: p.blackholed.Load()}
+		ResetsAfter: p.resetsAfter.Load(), Late: p.late.Load(), Blackholed: p.blackholed.Load(),
+		Unavailable: p.unavailable.Load()}
 }
 
 type decision struct {
 	latency                 time.Duration
 	resetBefore, resetAfter bool
+	unavailable             bool
 	lateBy                  time.Duration
 }
 
@@ -97,6 +103,8 @@ func (p *Proxy) decide(effectful bool) decision {
 		d.resetAfter = true
 	case x < f.ResetBefore+f.ResetAfter+f.Late:
 		d.lateBy = f.LateBy
+	case x < f.ResetBefore+f.ResetAfter+f.Late+f.Unavailable:
+		d.unavailable = true
 	}
 	return d
 }
@@ -180,6 +188,13 @@ func (pt *Port) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if d.resetBefore {
 		p.resetsBefore.Add(1)
 		reset(w)
+		return
+	}
+	if d.unavailable {
+		p.unavailable.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		w.Write([]byte(`{"code":"HARNESS_UNAVAILABLE","message":"not forwarded"}`))
 		return
 	}
 	// What was sent is delivered even if the gateway stops waiting: the

@@ -21,6 +21,7 @@ func TestProxyFaults(t *testing.T) {
 		faults      Faults
 		partition   bool
 		wantAnswer  bool // the client got an HTTP answer
+		wantStatus  int  // its status; 0 means 201
 		wantEffects int
 		minTime     time.Duration
 	}{
@@ -30,6 +31,7 @@ func TestProxyFaults(t *testing.T) {
 		{name: "reset after forwarding", faults: Faults{ResetAfter: 1}, wantEffects: 1},
 		{name: "late delivery", faults: Faults{Late: 1, LateBy: 200 * time.Millisecond}, wantAnswer: true, wantEffects: 1, minTime: 200 * time.Millisecond},
 		{name: "partition", partition: true, wantEffects: 0},
+		{name: "unavailable", faults: Faults{Unavailable: 1}, wantAnswer: true, wantStatus: http.StatusServiceUnavailable, wantEffects: 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -58,7 +60,11 @@ func TestProxyFaults(t *testing.T) {
 				}
 				io.Copy(io.Discard, resp.Body)
 				resp.Body.Close()
-				if resp.StatusCode != http.StatusCreated {
+				want := tc.wantStatus
+				if want == 0 {
+					want = http.StatusCreated
+				}
+				if resp.StatusCode != want {
 					t.Fatalf("status %d", resp.StatusCode)
 				}
 			} else if err == nil {

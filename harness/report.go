@@ -23,6 +23,7 @@ type Report struct {
 	Actions, Duplicates, Conflicts, RejectsPlanned int
 	Kills, Partitions, DBRestarts                  int
 	ResetsBefore, ResetsAfter, LateDeliveries      int64
+	NotForwarded                                   int64 // answered 503 (not started) by the proxy
 	Blackholed                                     int64 // requests swallowed by partitions
 	Requests, DownstreamRequests                   int64 // client requests; POST /refunds reaching the sandbox
 
@@ -59,6 +60,7 @@ func (r *Report) Table(max int) string {
 	row("partitions (requests blackholed)", fmt.Sprintf("%d (%d)", r.Partitions, r.Blackholed))
 	row("resets before forwarding / after", fmt.Sprintf("%d / %d", r.ResetsBefore, r.ResetsAfter))
 	row("late deliveries", r.LateDeliveries)
+	row("503 not started (not forwarded)", r.NotForwarded)
 	row("downstream requests (POST /refunds)", r.DownstreamRequests)
 	row("ledger: succeeded / rejected / pending / needs_operator", fmt.Sprintf("%d / %d / %d / %d", r.Succeeded, r.Rejected, r.Pending, r.NeedsOperator))
 	row("unknowns reconciled", r.UnknownsReconciled)
