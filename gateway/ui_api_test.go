@@ -61,6 +61,11 @@ func TestDashboardServesEmbeddedAssetsWithSecurityHeaders(t *testing.T) {
 		})
 	}
 	g.do("GET", "/ui/nope.js", "").wantProblem(t, 404, "not_found")
+	for _, p := range []string{"/ui/..%2fui.go", "/ui/%2e%2e/%2e%2e/go.mod", "/ui/ui/index.html"} {
+		if r := g.do("GET", p, ""); r.status == 200 {
+			t.Fatalf("%s answers 200: %.80s", p, r.body)
+		}
+	}
 	g.do("GET", "/ui/api/nope", "", auth(uiOperatorKey)...).wantProblem(t, 404, "not_found")
 	req, _ := http.NewRequest("GET", g.url+"/ui", nil)
 	resp, err := http.DefaultTransport.RoundTrip(req)

@@ -348,7 +348,8 @@ async function pageUnknown(root) {
     el('p', { class: 'muted' }, 'Their downstream effect may or may not exist. Reconcile runs the lookup now; resolve records what you verified by hand (not_started lets the action run again with the same key).'),
     rows.length ? el('table', { id: 'unknown-queue' },
       el('thead', {}, el('tr', {}, ['Action', 'Tool', 'Unknown for', 'Attempts', 'Needs operator', ''].map(h => el('th', {}, h)))),
-      el('tbody', {}, rows)) : el('p', { class: 'muted', id: 'unknown-empty' }, 'Nothing is unknown.'));
+      el('tbody', {}, rows)) : el('p', { class: 'muted', id: 'unknown-empty' }, 'Nothing is unknown.'),
+    list.next_cursor ? el('p', { class: 'muted' }, 'Showing the first ' + rows.length + '; resolve these, or use Actions filtered by state unknown, to see the rest.') : null);
 }
 
 async function pageApprovals(root) {
@@ -368,7 +369,8 @@ async function pageApprovals(root) {
     el('p', { class: 'muted' }, 'Approving runs the action at once, through the ledger; denying answers its callers 403 action_denied.'),
     rows.length ? el('table', { id: 'approvals-queue' },
       el('thead', {}, el('tr', {}, ['Action', 'Tool', 'Arguments', 'Waiting', ''].map(h => el('th', {}, h)))),
-      el('tbody', {}, rows)) : el('p', { class: 'muted', id: 'approvals-empty' }, 'Nothing is waiting.'));
+      el('tbody', {}, rows)) : el('p', { class: 'muted', id: 'approvals-empty' }, 'Nothing is waiting.'),
+    list.next_cursor ? el('p', { class: 'muted' }, 'Showing the first ' + rows.length + '; use Actions filtered by state awaiting_approval to see the rest.') : null);
 }
 
 const WINDOWS = [
