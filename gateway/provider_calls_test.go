@@ -17,6 +17,7 @@ import (
 	"github.com/toolgate/toolgate/decisionlog"
 	"github.com/toolgate/toolgate/gateway"
 	"github.com/toolgate/toolgate/provider"
+	"github.com/toolgate/toolgate/sandbox"
 )
 
 // These tests build the calls with the official OpenAI and Anthropic Go SDKs'
@@ -372,5 +373,44 @@ func TestProviderCallsAreLoggedOnce(t *testing.T) {
 	prov2, _ := second["provider"].(map[string]any)
 	if second["outcome"] != "invalid" || second["status_code"] != float64(404) || second["error_class"] != "tool_not_found" || prov2["call_id"] != "call_log_0002" {
 		t.Fatalf("second line %v", second)
+	}
+}
+
+// TestFrontDoorsOnHeldAndUnknownActions checks the answers for an action that
+// waits for approval and one whose outcome is unknown, through the Anthropic
+// endpoint and MCP.
+func TestFrontDoorsOnHeldAndUnknownActions(t *testing.T) {
+	t.Parallel()
+	g := newRig(t)
+	name := exportedName(t, g, "anthropic", "payments.issue_refund")
+	big := strings.Replace(okArgs, "1500", "150000", 1) // over the review rule's limit
+
+	r := g.do("POST", "/v1/calls/anthropic", mustJSON(t, anthropicToolUse(t, "toolu_big_001", name, big).ToParam()), "Idempotency-Key", "held-key-0001")
+	res, text := toolResult(t, r)
+	if res.IsError.Value || !strings.Contains(text, `"state":"awaiting_approval"`) || !strings.Contains(text, "has not run yet") || r.header.Get("Toolgate-Call-Status") != "202" {
+		t.Fatalf("awaiting approval: %s %s", r.header, text)
+	}
+	cs := mustSession(t, g, "")
+	held := callTool(t, cs, "payments.issue_refund", big, map[string]any{"toolgate/idempotency_key": "held-key-0002"})
+	if !held.IsError || !strings.Contains(resultText(held), "awaiting_approval") || held.Meta["toolgate/status"] != float64(202) || held.StructuredContent != nil {
+		t.Fatalf("MCP awaiting approval: %v %s", held.Meta, resultText(held))
+	}
+	g.wantEffects(0)
+
+	// The downstream applies the refund and drops the connection: unknown.
+	g.fault(sandbox.Fault{Path: "/refunds", Fault: "drop_after"})
+	r = g.do("POST", "/v1/calls/anthropic", mustJSON(t, anthropicToolUse(t, "toolu_lost_01", name, okArgs).ToParam()), "Idempotency-Key", "lost-key-0001")
+	res, text = toolResult(t, r)
+	if !res.IsError.Value || !strings.Contains(text, `"code":"outcome_unknown"`) || r.header.Get("Toolgate-Action-State") != "unknown" || r.header.Get("Toolgate-Call-Status") != "504" {
+		t.Fatalf("unknown: %s %s", r.header, text)
+	}
+	// A retry sends nothing downstream and says so.
+	lost := callTool(t, cs, "payments.issue_refund", okArgs, map[string]any{"toolgate/idempotency_key": "lost-key-0001"})
+	if !lost.IsError || lost.Meta["toolgate/problem"] != "outcome_unknown" || lost.Meta["toolgate/status"] != float64(409) {
+		t.Fatalf("MCP retry of an unknown action: %v %s", lost.Meta, resultText(lost))
+	}
+	g.wantEffects(1)
+	if n := g.sb.Requests("/refunds"); n != 1 {
+		t.Fatalf("the downstream saw %d requests, want 1", n)
 	}
 }
