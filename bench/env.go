@@ -37,6 +37,8 @@ const (
 	replayKeys  = 64
 	callsPath   = "/v1/tools/" + refundTool + "/calls"
 	joinKeyMark = ":join-" // downstream keys are "{tenant}:{action_id}"
+
+	invokerIdlePerHost = 64 // invoke.Client's default MaxIdleConnsPerHost
 )
 
 var (
@@ -97,8 +99,11 @@ func startEnv(ctx context.Context, cfg *Config) (e *env, err error) {
 	e.closers = append(e.closers, e.sandbox.Close)
 
 	target, _ := url.Parse(sbURL)
+	// The proxy keeps as many idle connections to the sandbox as the
+	// gateway's invoker does (invoke.Client's default transport: 64 per
+	// host), so both pay the same connection churn above 64 workers.
 	ptr := http.DefaultTransport.(*http.Transport).Clone()
-	ptr.MaxIdleConnsPerHost = maxConns + 8
+	ptr.MaxIdleConnsPerHost = invokerIdlePerHost
 	// A pooled copy buffer, as a production proxy would configure: without
 	// one ReverseProxy allocates 32 KiB per response and the baseline would
 	// look slower than it is.
