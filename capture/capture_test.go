@@ -42,7 +42,7 @@ const contactSchema = `{
 var secrets = []string{"jane.doe@corp.test", "+4915112345678", "Janet", `"age":73`, "Tommy", "Lisa", "+4917099999999", "bob@corp.test", "Bobby"}
 
 // setupTool writes a tools directory with crm.update_contact and loads it.
-func setupTool(t *testing.T) (string, *contract.Tool) {
+func setupTool(t testing.TB) (string, *contract.Tool) {
 	t.Helper()
 	dir := t.TempDir()
 	sdir := filepath.Join(dir, "crm.update_contact", "schemas")
