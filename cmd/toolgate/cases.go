@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/toolgate/toolgate/capture"
 	"github.com/toolgate/toolgate/config"
@@ -39,7 +40,7 @@ func runCases(ctx context.Context, e env) int {
 		return exitUsage
 	}
 	e.Args = e.Args[1:]
-	fs := newFlagSet(e, "cases capture", casesSynopsis)
+	fs := newFlagSet(e, "cases capture", strings.TrimPrefix(casesSynopsis, "capture "))
 	dir := fs.String("dir", "./agent-tools", "tools directory")
 	toolID := fs.String("tool", "", "tool id (required)")
 	dsn := fs.String("from-ledger", "", "ledger to read: sqlite://PATH or postgres://…")
