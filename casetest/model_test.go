@@ -214,3 +214,25 @@ func TestLiveTarget(t *testing.T) {
 		t.Fatalf("failures %+v", f)
 	}
 }
+
+// TestModelOnRegressionCase: a case that records an invalid call keeps the static check on
+// its recorded arguments; the model's invalid call is answered with the errors, as the
+// gateway would, and its final text is checked.
+func TestModelOnRegressionCase(t *testing.T) {
+	t.Parallel()
+	s := &scriptedModel{args: `{"order_id":"ord_789","reason_code":"service_failure","approval_channel":"chat"}`,
+		final: "I need a support ticket for the failed delivery before I can file the refund."}
+	tool, m := modelSetup(t, s)
+	tool = onlyCase(tool, "service_failure_without_ticket")
+	rep, err := Run(context.Background(), Config{Tool: tool, Model: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := rep.Cases[0]; !c.Passed {
+		t.Fatalf("failures %+v", c.Failures)
+	}
+	last := s.requests[1].Messages[len(s.requests[1].Messages)-1]
+	if !strings.Contains(*last.Content, `"invalid_arguments"`) || !strings.Contains(*last.Content, "service_failure_needs_ticket") {
+		t.Fatalf("tool message %s", *last.Content)
+	}
+}
