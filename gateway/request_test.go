@@ -132,3 +132,17 @@ func FuzzValidKey(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseTraceparent checks the traceparent reader never panics and only
+// returns ids of the right shape.
+func FuzzParseTraceparent(f *testing.F) {
+	for _, s := range []string{"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", "", "00-xyz-abc-01", "ff-" + strings.Repeat("a", 32) + "-" + strings.Repeat("b", 16) + "-00-extra"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, h string) {
+		tr, sp := parseTraceparent(h)
+		if (tr == "") != (sp == "") || tr != "" && (len(tr) != 32 || len(sp) != 16 || !isHex(tr) || !isHex(sp)) {
+			t.Fatalf("parseTraceparent(%q) = %q, %q", h, tr, sp)
+		}
+	})
+}
