@@ -9,6 +9,7 @@ const SVG_NS = 'http://www.w3.org/2000/svg';
 
 let registryCache = null;
 let refreshTimer = null;
+let routeSeq = 0;
 
 // ---- small DOM helpers (text only: data never becomes markup) ----
 
@@ -155,30 +156,36 @@ function parseHash() {
   return { page: parts[0] || 'actions', arg: parts.slice(1).join('/'), query: new URLSearchParams(q || '') };
 }
 
+// route renders the page the fragment names. Each page is built off-screen
+// and shown only if no later navigation started meanwhile, so a slow answer
+// for a page the operator already left never replaces the current one.
 async function route() {
   if (!document.getElementById('login').hidden) return;
   stopRefresh();
+  const seq = ++routeSeq;
   const { page, arg, query } = parseHash();
   for (const a of document.querySelectorAll('#nav a')) {
     a.classList.toggle('current', a.dataset.page === page);
   }
-  const root = document.getElementById('page');
-  root.setAttribute('data-page', page);
-  root.setAttribute('aria-busy', 'true');
+  document.getElementById('page').setAttribute('aria-busy', 'true');
+  const root = el('section', { id: 'page', 'data-page': page, 'aria-busy': 'false' });
+  let refresh = null;
   try {
     switch (page) {
       case 'actions': await (arg ? pageAction(root, arg) : pageActions(root, query)); break;
       case 'unknown': await pageUnknown(root); break;
       case 'approvals': await pageApprovals(root); break;
-      case 'health': await pageHealth(root, query); break;
+      case 'health': refresh = await pageHealth(root, query); break;
       case 'registry': await pageRegistry(root, arg, query); break;
       default: fill(root, el('p', { class: 'error' }, 'No page ' + page));
     }
   } catch (err) {
-    if (err.status !== 401) fill(root, el('p', { class: 'error' }, 'Could not load: ' + err.message));
-  } finally {
-    root.setAttribute('aria-busy', 'false');
+    if (err.status === 401) return;
+    fill(root, el('p', { class: 'error' }, 'Could not load: ' + err.message));
   }
+  if (seq !== routeSeq || !document.getElementById('login').hidden) return;
+  document.getElementById('page').replaceWith(root);
+  if (refresh) refreshTimer = setInterval(() => { refresh().catch(() => {}); }, 5000);
 }
 
 function stopRefresh() {
@@ -412,7 +419,7 @@ async function pageHealth(root, query) {
     holder.replaceChildren(chart(s));
   };
   await draw();
-  refreshTimer = setInterval(() => { draw().catch(() => {}); }, 5000);
+  return draw;
 }
 
 // niceMax rounds a maximum up so that four grid steps are round numbers.
