@@ -48,12 +48,15 @@ type Config struct {
 	Postgres string // DSN of the shared ledger (its search_path names a schema); "" = SQLite in WorkDir
 	Database Database
 
-	Actions     int     // distinct actions (keys)
-	Orders      int     // sandbox orders the refunds spread over
-	Duplicates  float64 // share of actions that get a concurrent duplicate (same key, same arguments)
-	Conflicts   float64 // share of actions whose key is reused with other arguments
-	Rejects     float64 // share of actions the downstream rejects (no effect)
-	Concurrency int     // client workers
+	Actions    int     // distinct actions (keys)
+	Orders     int     // sandbox orders the refunds spread over
+	Duplicates float64 // share of actions that get a concurrent duplicate (same key, same arguments)
+	Conflicts  float64 // share of actions whose key is reused with other arguments
+	// DuplicateDelay is how long after its original a duplicate starts (plus
+	// 0–20 ms of jitter). 0 makes duplicates race the original's first write.
+	DuplicateDelay time.Duration
+	Rejects        float64 // share of actions the downstream rejects (no effect)
+	Concurrency    int     // client workers
 
 	Kills           int           // SIGKILL + restart of a random replica, spread over the load
 	KillDowntime    time.Duration // how long a killed replica stays down (up to)

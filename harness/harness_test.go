@@ -137,28 +137,44 @@ func TestBoundedPostgres(t *testing.T) {
 
 // TestBrokenClaimIsCaught builds the gateway with the toolgate_brokenclaim
 // tag (the claim split into check-then-act) and shows that the harness
-// reports duplicate effects: the harness can fail.
+// reports duplicate effects: the harness can fail. Each case breaks through
+// one of the two claims.
 func TestBrokenClaimIsCaught(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs real gateway processes")
 	}
 	t.Parallel()
-	rep := runHarness(t, Config{
-		Binary: binary(t, "toolgate_brokenclaim"), Replicas: 1, Actions: 300, Duplicates: 0.5, Seed: 3,
-		Faults:       Faults{Unavailable: 0.3}, // pending actions whose retries race their duplicates for the claim
-		DrainTimeout: 10 * time.Second,
-	})
-	if rep.OK() {
-		t.Fatal("the harness found no violation in a gateway whose claim is check-then-act")
+	tests := []struct {
+		name string
+		cfg  Config
+	}{
+		// Duplicates race the first call's insert-and-claim (Service.Start).
+		{name: "concurrent first calls", cfg: Config{Actions: 300, Duplicates: 0.5, Seed: 3}},
+		// Duplicates come after the insert and join the first call; a 503
+		// sends the action back to pending and both clients retry together,
+		// racing for the claim of a pending action (Service.Claim).
+		{name: "concurrent retries of a pending action", cfg: Config{Actions: 200, Duplicates: 1, Seed: 4,
+			DuplicateDelay: 60 * time.Millisecond, Faults: Faults{Unavailable: 0.5, MaxLatency: 150 * time.Millisecond}}},
 	}
-	kinds := map[string]int{}
-	for _, v := range rep.Violations {
-		kinds[v.Kind]++
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			cfg := tc.cfg
+			cfg.Binary, cfg.Replicas, cfg.DrainTimeout = binary(t, "toolgate_brokenclaim"), 1, 10*time.Second
+			rep := runHarness(t, cfg)
+			if rep.OK() {
+				t.Fatal("the harness found no violation in a gateway whose claim is check-then-act")
+			}
+			kinds := map[string]int{}
+			for _, v := range rep.Violations {
+				kinds[v.Kind]++
+			}
+			if kinds["duplicate effect"] == 0 {
+				t.Fatalf("no duplicate effect reported; violations by kind: %v", kinds)
+			}
+			t.Logf("violations by kind: %v", kinds)
+		})
 	}
-	if kinds["duplicate effect"] == 0 {
-		t.Fatalf("no duplicate effect reported; violations by kind: %v", kinds)
-	}
-	t.Logf("violations by kind: %v", kinds)
 }
 
 // TestLong is the long run: 10,000 actions, 30% duplicates, ten kills, five

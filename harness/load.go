@@ -178,7 +178,7 @@ func (l *loader) runPlan(ctx context.Context, p *plan) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				sleep(ctx, time.Duration(l.intn(20))*time.Millisecond)
+				sleep(ctx, l.cfg.DuplicateDelay+time.Duration(l.intn(20))*time.Millisecond)
 				l.runFlow(ctx, f)
 			}()
 		case conflicting:

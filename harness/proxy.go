@@ -185,6 +185,10 @@ func (pt *Port) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d := p.decide(r.Method == http.MethodPost && r.URL.Path == "/refunds")
+	// The latency comes first, whatever the request's fate: a reset or a 503
+	// also takes its time. What was sent is delivered even if the gateway
+	// stops waiting: the network does not take a request back.
+	time.Sleep(d.latency)
 	if d.resetBefore {
 		p.resetsBefore.Add(1)
 		reset(w)
@@ -197,13 +201,10 @@ func (pt *Port) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Write([]byte(`{"code":"HARNESS_UNAVAILABLE","message":"not forwarded"}`))
 		return
 	}
-	// What was sent is delivered even if the gateway stops waiting: the
-	// network does not take a request back.
-	wait := d.latency + d.lateBy
 	if d.lateBy > 0 {
 		p.late.Add(1)
+		time.Sleep(d.lateBy)
 	}
-	time.Sleep(wait)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	out, err := http.NewRequestWithContext(ctx, r.Method, p.target+r.URL.RequestURI(), bytes.NewReader(body))

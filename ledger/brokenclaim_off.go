@@ -11,5 +11,5 @@ import "context"
 // startInsert is Start's atomic insert-and-claim.
 func startInsert(ctx context.Context, st Store, a *Action) error { return st.Insert(ctx, a) }
 
-// beforeClaimWrite runs just before Claim's compare-and-set; here it does nothing.
-func beforeClaimWrite(context.Context, Store, *Action) error { return nil }
+// claimWrite is Claim's compare-and-set write.
+func claimWrite(ctx context.Context, s *Service, a, b *Action) error { return s.write(ctx, a, b) }

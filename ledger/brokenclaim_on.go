@@ -15,8 +15,9 @@ import (
 //   - Start reads first, sleeps, then inserts, and when the insert finds the
 //     action already there it carries on as if it had created it, so two
 //     duplicates that arrive together both execute;
-//   - Claim re-reads the stored revision right before its compare-and-set, so
-//     the compare-and-set can no longer fail and two racing claims both win.
+//   - Claim sleeps, then re-reads the stored revision right before its
+//     compare-and-set (and again whenever it fails), so the compare-and-set
+//     can no longer fail and two racing claims both win.
 //
 // Never ship a binary built with this tag.
 
@@ -36,12 +37,17 @@ func startInsert(ctx context.Context, st Store, a *Action) error {
 	return nil // even on ErrExists: "it was not there when we looked"
 }
 
-func beforeClaimWrite(ctx context.Context, st Store, b *Action) error {
+func claimWrite(ctx context.Context, s *Service, a, b *Action) error {
 	time.Sleep(brokenWindow)
-	fresh, err := st.Get(ctx, b.Tenant, b.ID)
-	if err != nil {
-		return err
+	for try := 0; ; try++ {
+		fresh, err := s.Store.Get(ctx, b.Tenant, b.ID)
+		if err != nil {
+			return err
+		}
+		b.Rev = fresh.Rev // whatever happened meanwhile, write over it
+		err = s.write(ctx, a, b)
+		if !errors.Is(err, ErrStale) || try > 10 {
+			return err
+		}
 	}
-	b.Rev = fresh.Rev
-	return nil
 }

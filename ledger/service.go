@@ -183,10 +183,7 @@ func (s *Service) Claim(ctx context.Context, a *Action) error {
 	if err := s.claimInMemory(b, s.now()); err != nil {
 		return err
 	}
-	if err := beforeClaimWrite(ctx, s.Store, b); err != nil { // brokenclaim_off.go: a no-op
-		return err
-	}
-	return s.write(ctx, a, b)
+	return claimWrite(ctx, s, a, b) // brokenclaim_off.go: s.write(ctx, a, b)
 }
 
 // Renew extends a running action's lease while its downstream call is in flight.
