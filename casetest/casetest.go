@@ -166,6 +166,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	from := strings.TrimPrefix(cfg.From, "v")
 	cases := Select(cfg.Tool, target.Version, from)
 	r := &runner{cfg: cfg, target: target}
+	if cfg.Model != nil {
+		r.tools = cfg.Model.toolsFor(target)
+	}
 	results := make([]CaseResult, len(cases))
 	workers := cfg.Concurrency
 	if workers <= 0 {
@@ -263,6 +266,7 @@ func (r *Report) evaluate(g contract.GatePolicy) {
 type runner struct {
 	cfg    Config
 	target *contract.Version
+	tools  []json.RawMessage // the model's tool definitions for this target
 }
 
 // check runs every check of one case.

@@ -28,6 +28,10 @@ type Model struct {
 	Tools []json.RawMessage
 	// Names maps an exported function name to its tool id.
 	Names map[string]string
+	// Versions maps a tool id to the version its entry in Tools describes. When the
+	// replay's target is another version, that tool's entry is replaced by a plain
+	// (non-strict) definition of the target version, so the model sees what it is tested on.
+	Versions map[string]string
 	// Client defaults to an http.Client with a 60s timeout.
 	Client *http.Client
 	// MaxRetries bounds retries of a 429 or 503 answer. Defaults to 4.
@@ -85,7 +89,7 @@ func (r *runner) modelTurn(ctx context.Context, c *contract.Case, expected, mock
 	if expectedValidation(c) == "invalid" && expected != nil && !hasMatcher(expected) {
 		r.checkArguments(c, expected, res.CrossVersion, fail)
 	}
-	first, err := m.complete(ctx, msgs)
+	first, err := m.complete(ctx, msgs, r.tools)
 	if err != nil {
 		fail("model", "Model call failed", err.Error())
 		return ""
@@ -134,7 +138,7 @@ func (r *runner) modelTurn(ctx context.Context, c *contract.Case, expected, mock
 	// Send back only the call being answered: other calls would need answers too.
 	assistant := chatMessage{Role: "assistant", Content: first.Content, ToolCalls: []chatToolCall{*call}}
 	msgs = append(msgs, assistant, chatMessage{Role: "tool", ToolCallID: call.ID, Content: text(string(answer))})
-	second, err := m.complete(ctx, msgs)
+	second, err := m.complete(ctx, msgs, r.tools)
 	if err != nil {
 		fail("model", "Model call failed", err.Error())
 		return ""
@@ -150,12 +154,12 @@ func deref(s *string) string {
 }
 
 // complete sends one chat completions request, retrying 429 and 503 with backoff.
-func (m *Model) complete(ctx context.Context, msgs []chatMessage) (chatMessage, error) {
+func (m *Model) complete(ctx context.Context, msgs []chatMessage, tools []json.RawMessage) (chatMessage, error) {
 	name := m.Name
 	if name == "" {
 		name = "toolgate-test"
 	}
-	body, err := json.Marshal(chatRequest{Model: name, Messages: msgs, Tools: m.Tools})
+	body, err := json.Marshal(chatRequest{Model: name, Messages: msgs, Tools: tools})
 	if err != nil {
 		return chatMessage{}, err
 	}
@@ -276,4 +280,55 @@ func (r *runner) live(ctx context.Context, c *contract.Case, args any, fail func
 		fail("target", fmt.Sprintf("Target result violates the v%s result schema: %s at %s", r.target.Version, e.Code, ptr(e.Pointer)), e.Detail)
 	}
 	checkStatus(c, result, "target", fail)
+}
+
+// toolsFor returns the model's tool definitions with the target tool's entry describing
+// the target version.
+func (m *Model) toolsFor(target *contract.Version) []json.RawMessage {
+	if v, ok := m.Versions[target.ToolID]; !ok || v == target.Version {
+		return m.Tools
+	}
+	out := make([]json.RawMessage, len(m.Tools))
+	copy(out, m.Tools)
+	for i, def := range out {
+		var probe struct {
+			Function struct {
+				Name string `json:"name"`
+			} `json:"function"`
+		}
+		if json.Unmarshal(def, &probe) != nil || m.Names[probe.Function.Name] != target.ToolID {
+			continue
+		}
+		params, err := contract.DecodeJSON(target.Parameters)
+		if err != nil {
+			continue
+		}
+		plain, err := json.Marshal(map[string]any{"type": "function", "function": map[string]any{
+			"name": probe.Function.Name, "description": target.Description, "parameters": stripExtensions(params)}})
+		if err == nil {
+			out[i] = plain
+		}
+	}
+	return out
+}
+
+// stripExtensions copies a schema without toolgate's x-* annotations.
+func stripExtensions(s any) any {
+	switch x := s.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, v := range x {
+			if !strings.HasPrefix(k, "x-") {
+				out[k] = stripExtensions(v)
+			}
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, v := range x {
+			out[i] = stripExtensions(v)
+		}
+		return out
+	}
+	return s
 }

@@ -83,7 +83,7 @@ func modelSetup(t *testing.T, s *scriptedModel) (*contract.Tool, *Model) {
 	}
 	srv := httptest.NewServer(s)
 	t.Cleanup(srv.Close)
-	return reg.Tool("refund.create_request"), &Model{URL: srv.URL + "/v1", Tools: exp.Tools, Names: exp.Names}
+	return reg.Tool("refund.create_request"), &Model{URL: srv.URL + "/v1", Tools: exp.Tools, Names: exp.Names, Versions: exp.Versions}
 }
 
 func onlyCase(tool *contract.Tool, id string) *contract.Tool {
@@ -143,6 +143,16 @@ func TestModelInTheLoop(t *testing.T) {
 			first, second := s.requests[0], s.requests[1]
 			if first.Messages[0].Role != "system" || *first.Messages[1].Content != tool.Cases[0].UserIntent || len(first.Tools) == 0 {
 				t.Fatalf("first request %+v", first.Messages)
+			}
+			// The target is 2.1.0, not the exported default 2.2.0: the model sees 2.1.0.
+			defs := ""
+			for _, d := range first.Tools {
+				if strings.Contains(string(d), s.toolName) {
+					defs = string(d)
+				}
+			}
+			if defs == "" || strings.Contains(defs, "approval_channel") || strings.Contains(defs, "x-sensitive") {
+				t.Fatalf("tool definition for v2.1.0: %s", defs)
 			}
 			last := second.Messages[len(second.Messages)-1]
 			if last.Role != "tool" || last.ToolCallID != "call_1" || !strings.Contains(*last.Content, `"pending_review"`) {

@@ -61,7 +61,7 @@ func (f replayFlags) config(e env, reg *contract.Registry) (casetest.Config, err
 			return cfg, err
 		}
 		cfg.Agents = agents
-		cfg.Model = &casetest.Model{URL: *f.modelURL, Name: *f.modelName, APIKey: os.Getenv("TOOLGATE_MODEL_API_KEY"), Tools: exp.Tools, Names: exp.Names}
+		cfg.Model = &casetest.Model{URL: *f.modelURL, Name: *f.modelName, APIKey: os.Getenv("TOOLGATE_MODEL_API_KEY"), Tools: exp.Tools, Names: exp.Names, Versions: exp.Versions}
 		if isTerminal(e.Stderr) {
 			cfg.Progress = e.Stderr
 		}
