@@ -95,9 +95,12 @@ func browser(t *testing.T, timeout time.Duration) (context.Context, func() []str
 	return tab, consoleProblems
 }
 
-// run runs browser actions and fails the test, naming the step, when one fails.
+// run runs browser actions and fails the test, naming the step, when one
+// fails or the step takes longer than 20 seconds.
 func run(t *testing.T, ctx context.Context, step string, actions ...chromedp.Action[chromedp.Void]) {
 	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
 	if err := chromedp.Do(ctx, actions...); err != nil {
 		t.Fatalf("%s: %v", step, err)
 	}
