@@ -239,7 +239,10 @@ func (d *differ) compareRequired(wasReq, isReq, withDefault bool, c cursor, ptr,
 	case isReq && !wasReq:
 		if d.effective(c) == Input {
 			if withDefault {
-				d.add(c, ptr, "required_added", TierHighRisk, strconv.Quote(name)+" is now required (it has a default the tool must apply)")
+				// A default does not help: the gateway validates "required"
+				// before anything applies a default, so an old agent that
+				// omits the field gets a 422.
+				d.add(c, ptr, "required_added", TierMajor, strconv.Quote(name)+" is now required; its default does not help old agents that omit it (required is checked before defaults)")
 			} else {
 				d.add(c, ptr, "required_added", TierMajor, strconv.Quote(name)+" is now required without a default: old agents may omit it")
 			}
@@ -297,7 +300,7 @@ func (d *differ) settleProperties() {
 		case d.effective(e.c) == Input && e.required && !e.defaults:
 			d.add(e.c, e.ptr, "required_property_added", TierMajor, "new required input "+q+" without a default: old agents cannot fill it")
 		case d.effective(e.c) == Input && e.required:
-			d.add(e.c, e.ptr, "required_property_added", TierHighRisk, "new required input "+q+" with a default the tool must apply")
+			d.add(e.c, e.ptr, "required_property_added", TierMajor, "new required input "+q+": its default does not help old agents that omit it (required is checked before defaults)")
 		case d.effective(e.c) == Input:
 			d.add(e.c, e.ptr, "property_added", TierCompatible, "optional input "+q+" added")
 		default:
