@@ -172,6 +172,8 @@ func (r *replica) logTail() string {
 	return string(b)
 }
 
+var probeClient = &http.Client{Timeout: 2 * time.Second}
+
 // ready reports a replica that serves and reads its ledger: /healthz is 200
 // and an action that does not exist is 404. (The harness does not use
 // /readyz: on PostgreSQL it probes with an id holding a NUL byte, which the
@@ -181,7 +183,7 @@ func (r *replica) ready() bool {
 		path string
 		want int
 	}{{"/healthz", http.StatusOK}, {"/v1/actions/harness-ready-probe", http.StatusNotFound}} {
-		resp, err := http.Get(r.url() + probe.path)
+		resp, err := probeClient.Get(r.url() + probe.path)
 		if err != nil {
 			return false
 		}
