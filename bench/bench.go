@@ -116,6 +116,13 @@ type Row struct {
 	P50       float64 `json:"p50_ms"`
 	P95       float64 `json:"p95_ms"`
 	P99       float64 `json:"p99_ms"`
+	// CPUPerRequest is the process's CPU time (user + system, every part:
+	// load generator, proxy or gateway, sandbox, ledger) over the row divided
+	// by its requests, in microseconds. Unlike throughput it barely moves
+	// when other processes load the machine. 0 where not measured.
+	CPUPerRequest float64 `json:"cpu_us_per_request"`
+	// CPURatio is CPUPerRequest over the bare proxy's at the same concurrency.
+	CPURatio float64 `json:"cpu_ratio_to_proxy,omitempty"`
 	// Ratio is PerSecond over the bare proxy's at the same concurrency; 0 on
 	// the proxy rows.
 	Ratio float64 `json:"ratio_to_proxy,omitempty"`
@@ -223,6 +230,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 				if p.PerSecond > 0 {
 					r.Ratio = r.PerSecond / p.PerSecond
 					r.AddedP99 = r.P99 - p.P99
+				}
+				if p.CPUPerRequest > 0 {
+					r.CPURatio = r.CPUPerRequest / p.CPUPerRequest
 				}
 				rep.Rows = append(rep.Rows, r)
 				progress(r)

@@ -36,12 +36,12 @@ func (s *sample) add(d time.Duration, r result, want int) {
 // measure runs one row of a plain workload: n workers, each sending f's
 // request as soon as the previous one is answered.
 func measure(ctx context.Context, cfg *Config, target, wl string, n int, f op) (Row, error) {
-	samples, took, err := loop(ctx, cfg.Warmup, cfg.Duration, n, nil, func(ctx context.Context, w int, s *sample) {
+	samples, took, cpu, err := loop(ctx, cfg.Warmup, cfg.Duration, n, nil, func(ctx context.Context, w int, s *sample) {
 		began := time.Now()
 		r, want := f(ctx, w)
 		s.add(time.Since(began), r, want)
 	})
-	return summarize(target, wl, n, samples, took), err
+	return summarize(target, wl, n, samples, took, cpu), err
 }
 
 // measureJoin runs the join row: the n workers form groups of GroupSize (the
@@ -60,7 +60,7 @@ func measureJoin(ctx context.Context, cfg *Config, g *gw, n int) (Row, error) {
 		sizes[len(sizes)-1]++
 	}
 	var before int
-	samples, took, err := loop(ctx, cfg.Warmup, cfg.Duration, len(sizes), func() { before = g.joins() }, func(ctx context.Context, grp int, s *sample) {
+	samples, took, cpu, err := loop(ctx, cfg.Warmup, cfg.Duration, len(sizes), func() { before = g.joins() }, func(ctx context.Context, grp int, s *sample) {
 		key := g.env.key("join")
 		var mu sync.Mutex
 		var wg sync.WaitGroup
@@ -78,7 +78,7 @@ func measureJoin(ctx context.Context, cfg *Config, g *gw, n int) (Row, error) {
 		}
 		wg.Wait()
 	})
-	row := summarize("gateway/"+g.name, Join, n, samples, took)
+	row := summarize("gateway/"+g.name, Join, n, samples, took, cpu)
 	row.Joined = g.joins() - before
 	return row, err
 }
@@ -86,7 +86,8 @@ func measureJoin(ctx context.Context, cfg *Config, g *gw, n int) (Row, error) {
 // loop runs body(worker) from n workers until the deadline and returns the
 // samples: warm-up first (discarded), then the measured interval.
 // mark, if not nil, is called between the two.
-func loop(ctx context.Context, warmup, d time.Duration, n int, mark func(), body func(ctx context.Context, worker int, s *sample)) ([]*sample, time.Duration, error) {
+// It also returns the process CPU time the measured interval used.
+func loop(ctx context.Context, warmup, d time.Duration, n int, mark func(), body func(ctx context.Context, worker int, s *sample)) ([]*sample, time.Duration, time.Duration, error) {
 	run := func(d time.Duration) ([]*sample, time.Duration) {
 		samples := make([]*sample, n)
 		deadline := time.Now().Add(d)
@@ -112,12 +113,13 @@ func loop(ctx context.Context, warmup, d time.Duration, n int, mark func(), body
 	if mark != nil {
 		mark()
 	}
+	cpu := processCPU()
 	samples, took := run(d)
-	return samples, took, ctx.Err()
+	return samples, took, processCPU() - cpu, ctx.Err()
 }
 
 // summarize turns samples into a row.
-func summarize(target, wl string, n int, samples []*sample, took time.Duration) Row {
+func summarize(target, wl string, n int, samples []*sample, took, cpu time.Duration) Row {
 	r := Row{Target: target, Workload: wl, Concurrency: n}
 	var all []time.Duration
 	for _, s := range samples {
@@ -130,6 +132,9 @@ func summarize(target, wl string, n int, samples []*sample, took time.Duration) 
 	r.Requests = len(all)
 	if took > 0 {
 		r.PerSecond = float64(r.Requests) / took.Seconds()
+	}
+	if r.Requests > 0 {
+		r.CPUPerRequest = float64(cpu.Microseconds()) / float64(r.Requests)
 	}
 	slices.Sort(all)
 	r.P50, r.P95, r.P99 = ms(quantile(all, 0.50)), ms(quantile(all, 0.95)), ms(quantile(all, 0.99))

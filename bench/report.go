@@ -18,19 +18,20 @@ func (r *Report) WriteTable(w io.Writer) error {
 		orUnknown(m.CPUModel), m.CPUs, m.GOMAXPROCS, m.GoVersion, m.GOOS, m.GOARCH, m.LoadAvg, r.Duration)
 	fmt.Fprintf(w, "join rows: groups of %d same-key calls, first call held %s by the sandbox\n\n", r.GroupSize, r.JoinDelay)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "target\tworkload\tconc\trequests\terrors\tper sec\tp50 ms\tp95 ms\tp99 ms\tx proxy\t+p99 ms\tjoined\t")
+	fmt.Fprintln(tw, "target\tworkload\tconc\trequests\terrors\tper sec\tp50 ms\tp95 ms\tp99 ms\tx proxy\t+p99 ms\tcpu us/req\tcpu x proxy\tjoined\t")
 	for _, row := range r.Rows {
-		ratio, added, joined := "", "", ""
+		ratio, added, cpuRatio, joined := "", "", "", ""
 		if row.Target != "bare-proxy" {
 			ratio = strconv.FormatFloat(row.Ratio, 'f', 2, 64)
 			added = strconv.FormatFloat(row.AddedP99, 'f', 2, 64)
+			cpuRatio = strconv.FormatFloat(row.CPURatio, 'f', 2, 64)
 		}
 		if row.Workload == Join {
 			joined = strconv.Itoa(row.Joined)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%.0f\t%.2f\t%.2f\t%.2f\t%s\t%s\t%s\t\n",
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%.0f\t%.2f\t%.2f\t%.2f\t%s\t%s\t%.0f\t%s\t%s\t\n",
 			row.Target, row.Workload, row.Concurrency, row.Requests, row.Errors, row.PerSecond,
-			row.P50, row.P95, row.P99, ratio, added, joined)
+			row.P50, row.P95, row.P99, ratio, added, row.CPUPerRequest, cpuRatio, joined)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
