@@ -225,15 +225,36 @@ func (s *Server) approveAction(w http.ResponseWriter, r *http.Request, p *Princi
 	tool := s.cfg.Registry.Tool(a.ToolID)
 	if ok && tool != nil {
 		if err := s.cfg.Ledger.Claim(r.Context(), a); err == nil {
-			c := &call{p: p, tool: tool, key: a.ID, digest: a.ArgsDigest, canon: a.Arguments, trace: r.Header.Get("traceparent")}
-			c.body.Arguments = a.Arguments
-			rec := &discardWriter{h: http.Header{}}
-			if err := s.execute(rec, r, c, a, b); err != nil {
-				s.logf("approved action %s: %v", a.ID, err)
-			}
+			s.runApproved(r, p, tool, a, b)
 		}
 	}
 	return writeJSON(w, http.StatusOK, renderAction(a))
+}
+
+// runApproved executes an approved action as a call of its own: it gets an
+// execute_tool span, metrics and a decision-log line like any other call.
+func (s *Server) runApproved(r *http.Request, p *Principal, tool *contract.Tool, a *ledger.Action, b invoke.Binding) {
+	t := &trail{start: time.Now(), stateBefore: string(ledger.AwaitingApproval)}
+	ctx, span := s.startCallSpan(r)
+	t.span = span
+	r = r.WithContext(context.WithValue(ctx, trailKey{}, t))
+	c := &call{p: p, tool: tool, key: a.ID, digest: a.ArgsDigest, canon: a.Arguments, trace: r.Header.Get("traceparent")}
+	c.body.Arguments, c.body.CorrelationID = a.Arguments, a.CorrelationID
+	t.noteCall(c)
+	t.actionID, t.version = a.ID, a.Version
+	sw := &statusWriter{ResponseWriter: &discardWriter{h: http.Header{}}}
+	if err := s.execute(sw, r, c, a, b); err != nil {
+		var pb *Problem
+		if errors.As(err, &pb) {
+			t.problem = pb.Code
+			sw.WriteHeader(pb.Status)
+		} else {
+			sw.WriteHeader(http.StatusInternalServerError)
+		}
+		s.logf("approved action %s: %v", a.ID, err)
+	}
+	outcome := s.observe(r, t, sw.status, sw.Header().Get("Content-Type"))
+	endCallSpan(span, t, string(outcome), sw.status)
 }
 
 // denyAction serves POST /v1/actions/{action_id}/deny.

@@ -115,3 +115,64 @@ func TestTenantsAreIsolated(t *testing.T) {
 		t.Fatalf("globex replay: %s", r.body)
 	}
 }
+
+func TestBrowserCrossSiteRequestsAreRefused(t *testing.T) {
+	t.Parallel()
+	g := newRig(t) // no keys: every caller is an operator, so CSRF matters most here
+	big := strings.Replace(okArgs, "1500", "250000", 1)
+	if r := g.refund("csrf-key-0001", big); r.status != 202 {
+		t.Fatalf("%d", r.status)
+	}
+	// A hostile page's form post: the browser adds Origin and Sec-Fetch-Site.
+	g.do("POST", "/v1/actions/csrf-key-0001/approve", "", "Origin", "http://evil.example", "Sec-Fetch-Site", "cross-site").wantProblem(t, 403, "forbidden")
+	g.do("POST", "/v1/tools/payments.issue_refund/calls", `{"arguments":`+okArgs+`}`, "Idempotency-Key", "csrf-key-0002",
+		"Content-Type", "text/plain", "Origin", "http://evil.example", "Sec-Fetch-Site", "cross-site").wantProblem(t, 403, "forbidden")
+	g.wantEffects(0)
+	// Reads and non-browser clients are unaffected.
+	if r := g.do("GET", "/v1/actions/csrf-key-0001", "", "Origin", "http://evil.example", "Sec-Fetch-Site", "cross-site"); r.status != 200 {
+		t.Fatalf("a cross-site GET: %d", r.status)
+	}
+}
+
+func TestWithoutKeysOnlyLoopbackHostNames(t *testing.T) {
+	t.Parallel()
+	g := newRig(t)
+	req, _ := http.NewRequest("GET", g.url+"/v1/actions", nil)
+	req.Host = "rebound.evil.example:8080" // a hostile name resolving to 127.0.0.1
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 403 {
+		t.Fatalf("DNS-rebound request: %d", resp.StatusCode)
+	}
+	// With keys the Host does not matter: the bearer key is never ambient.
+	k := newRig(t, withKeys)
+	req, _ = http.NewRequest("GET", k.url+"/v1/actions", nil)
+	req.Host = "gateway.internal:8080"
+	req.Header.Set("Authorization", "Bearer key-acme-agent")
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("keyed request on another host name: %d", resp.StatusCode)
+	}
+}
+
+func TestApprovedExecutionIsCountedAsACall(t *testing.T) {
+	t.Parallel()
+	g := newRig(t)
+	big := strings.Replace(okArgs, "1500", "250000", 1)
+	g.refund("approve-key-001", big)
+	executed := map[string]string{"tool_id": "payments.issue_refund", "outcome": "executed"}
+	before := g.metric("toolgate_calls_total", executed)
+	if r := g.do("POST", "/v1/actions/approve-key-001/approve", ""); r.status != 200 {
+		t.Fatalf("approve: %d", r.status)
+	}
+	if after := g.metric("toolgate_calls_total", executed); after != before+1 {
+		t.Fatalf("executed calls %v -> %v after an approval", before, after)
+	}
+}

@@ -93,6 +93,7 @@ type Server struct {
 	mux    *http.ServeMux
 	keys   []keyEntry
 	noAuth *Principal
+	csrf   *http.CrossOriginProtection
 
 	metrics *Metrics
 	maskers map[string]*decisionlog.Masker
@@ -136,7 +137,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Prometheus == nil {
 		cfg.Prometheus = prometheus.NewRegistry()
 	}
-	s := &Server{cfg: cfg}
+	s := &Server{cfg: cfg, csrf: http.NewCrossOriginProtection()}
 	var err error
 	if s.maskers, err = buildMaskers(cfg.Registry); err != nil {
 		return nil, fmt.Errorf("decision log masking: %w", err)
@@ -171,8 +172,17 @@ func (s *Server) Metrics() *Metrics { return s.metrics }
 
 func (s *Server) logf(format string, args ...any) { s.cfg.Logf(format, args...) }
 
-// ServeHTTP serves the API.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+// ServeHTTP serves the API. A state-changing request that a browser sends
+// from another origin is refused (CSRF): it matters most without keys, where
+// every caller is an operator. Clients that are not browsers send neither
+// Sec-Fetch-Site nor Origin and pass unchanged.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if err := s.csrf.Check(r); err != nil {
+		writeProblem(w, problem("forbidden", "cross-origin browser request refused"))
+		return
+	}
+	s.mux.ServeHTTP(w, r)
+}
 
 // handler is an endpoint that returns its error instead of writing it.
 type handler func(w http.ResponseWriter, r *http.Request, p *Principal) error
@@ -231,6 +241,12 @@ func (s *Server) routes() {
 func (s *Server) wrap(who role, fn handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var p *Principal
+		if s.noAuth != nil && who != anyone && !loopbackHost(r.Host) {
+			// Without keys a page on a hostile name that resolves to
+			// 127.0.0.1 (DNS rebinding) would be same-origin: refuse it.
+			writeProblem(w, problem("forbidden", "without configured keys the gateway answers only on a loopback host name, not %q", r.Host))
+			return
+		}
 		if who != anyone {
 			p = s.authenticate(r)
 			if p == nil {
