@@ -330,10 +330,23 @@ func (s *Server) Policy(a *ledger.Action) ledger.ReconcilePolicy {
 }
 
 // Reconciler returns the background reconciler for this server's bindings.
+// A claimed check keeps other replicas off an action for the longest lookup
+// any binding may take plus one interval: long enough that two replicas never
+// look one action up at once, short enough that a replica killed mid-lookup
+// delays the action by seconds, not minutes.
 func (s *Server) Reconciler(interval time.Duration) *ledger.Reconciler {
+	hold := invoke.DefaultTimeout
+	for _, b := range s.cfg.Bindings {
+		if t := b.WithDefaults().Timeout; t > hold {
+			hold = t
+		}
+	}
+	if interval <= 0 {
+		interval = 5 * time.Second
+	}
 	return &ledger.Reconciler{
 		Service: s.cfg.Ledger, Lookup: s.Lookup, Policy: s.Policy, Interval: interval,
-		Errorf: s.logf,
+		CheckHold: hold + interval, Errorf: s.logf,
 	}
 }
 
