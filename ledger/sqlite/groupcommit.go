@@ -171,11 +171,12 @@ func (c *committer) commit(batch []*write) {
 	if len(batch) == 0 {
 		return
 	}
-	if err := c.inTx(batch); err != nil {
-		// Something other than a conflict failed: nothing of the batch is
-		// kept; run each write alone so each gets its own exact result.
+	if alone := c.inTx(batch); alone && len(batch) > 1 {
+		// A statement failed for a reason of its own (not a conflict, not
+		// the lock): nothing of the batch is kept; run each write alone so
+		// each gets its own exact result.
 		for _, w := range batch {
-			w.err = c.inTx([]*write{w})
+			c.inTx([]*write{w})
 		}
 	}
 	for _, w := range batch {
@@ -184,18 +185,23 @@ func (c *committer) commit(batch []*write) {
 }
 
 // inTx runs ws in one transaction, setting each write's err to nil or to its
-// conflict (ErrExists, ErrStale, ErrNotFound). It returns an error, and
-// commits nothing, when a statement or the commit failed otherwise.
-func (c *committer) inTx(ws []*write) error {
+// conflict (ErrExists, ErrStale, ErrNotFound). When anything else fails, no
+// write is kept and every write's err says why; retryAlone then reports that
+// a statement failed (so the writes may succeed one by one), as opposed to
+// the transaction itself (begin or commit: busy, I/O), where retrying each
+// write would only repeat the failure, each after its own busy timeout.
+func (c *committer) inTx(ws []*write) (retryAlone bool) {
 	// The batch is shared: no caller's context may cut it short.
 	ctx := context.Background()
+	fail := func(err error, what string) {
+		for _, w := range ws {
+			w.err = fmt.Errorf("%s action %s: %s%w", w.verb(), w.id, what, err)
+		}
+	}
 	tx, err := c.s.w.BeginTx(ctx, nil)
 	if err != nil {
-		err = translate(err)
-		for _, w := range ws {
-			w.err = fmt.Errorf("%s action %s: %w", w.verb(), w.id, err)
-		}
-		return err
+		fail(translate(err), "")
+		return false
 	}
 	ins, upd, rev := tx.Stmt(c.s.insert), tx.Stmt(c.s.update), tx.Stmt(c.s.wrev)
 	for _, w := range ws {
@@ -213,10 +219,8 @@ func (c *committer) inTx(ws []*write) error {
 		if err != nil {
 			err = translate(err)
 			tx.Rollback()
-			for _, w := range ws {
-				w.err = fmt.Errorf("%s action %s: %w", w.verb(), w.id, err)
-			}
-			return err
+			fail(err, "")
+			return !errors.Is(err, ErrBusy)
 		}
 		if n == 1 {
 			continue
@@ -229,10 +233,8 @@ func (c *committer) inTx(ws []*write) error {
 		if err := rev.QueryRowContext(ctx, w.tenant, w.id).Scan(&stored); err != nil {
 			if err = translate(err); !errors.Is(err, ledger.ErrNotFound) {
 				tx.Rollback()
-				for _, w := range ws {
-					w.err = fmt.Errorf("%s action %s: %w", w.verb(), w.id, err)
-				}
-				return err
+				fail(err, "")
+				return !errors.Is(err, ErrBusy)
 			}
 			w.err = fmt.Errorf("update action %s: %w", w.id, err)
 			continue
@@ -240,13 +242,10 @@ func (c *committer) inTx(ws []*write) error {
 		w.err = fmt.Errorf("update action %s at rev %d (stored %d): %w", w.id, w.rev, stored, ledger.ErrStale)
 	}
 	if err := tx.Commit(); err != nil {
-		err = translate(err)
-		for _, w := range ws {
-			w.err = fmt.Errorf("%s action %s: commit: %w", w.verb(), w.id, err)
-		}
-		return err
+		fail(translate(err), "commit: ")
+		return false
 	}
-	return nil
+	return false
 }
 
 func (w *write) verb() string {

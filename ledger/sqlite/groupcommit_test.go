@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/toolgate/toolgate/ledger"
 	"github.com/toolgate/toolgate/ledger/sqlite"
@@ -154,5 +155,46 @@ func TestGroupCommitClose(t *testing.T) {
 		if err == nil && gerr != nil {
 			t.Fatalf("a-%d: acknowledged before Close but missing after reopen: %v", i, gerr)
 		}
+	}
+}
+
+// When another process holds the write lock, a whole batch of concurrent
+// writes fails with ErrBusy after about one busy timeout, not one busy
+// timeout per write (a batch is not retried write by write on a busy lock).
+func TestGroupCommitBusyBatchFailsOnce(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	const busy = 200 * time.Millisecond
+	s := open(t, sqlite.Config{Path: path, BusyTimeout: busy})
+	conn, err := rawDB(t, path).Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	const n = 16
+	errs := make([]error, n)
+	began := time.Now()
+	run(n, func(i int) { errs[i] = s.Insert(ctx, action(fmt.Sprint("a-", i), ledger.Pending)) })
+	took := time.Since(began)
+	for i, err := range errs {
+		if !errors.Is(err, sqlite.ErrBusy) {
+			t.Fatalf("insert %d under another writer's lock: %v, want ErrBusy", i, err)
+		}
+	}
+	// Writes arriving while the first batch waits form a second batch at
+	// most (about 2 busy timeouts); retrying write by write would take at
+	// least n. The bound only tells those apart; it is not a speed target.
+	if took >= n*busy*3/4 {
+		t.Fatalf("%d inserts under a held lock took %s, want about 1-2 busy timeouts of %s", n, took, busy)
+	}
+	if _, err := conn.ExecContext(ctx, "ROLLBACK"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Insert(ctx, action("after", ledger.Pending)); err != nil {
+		t.Fatalf("insert after the lock is gone: %v", err)
 	}
 }
