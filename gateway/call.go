@@ -154,23 +154,43 @@ func ledgerDown(err error) error {
 	return problem("ledger_unavailable", "the ledger did not answer; nothing was executed").withRetry(1).withCause(err)
 }
 
-// start handles the first call for a key: validate, then claim in one write.
-func (s *Server) start(w http.ResponseWriter, r *http.Request, c *call) error {
-	v := c.version
+// admission is what a new call needs before its claim: the version it binds,
+// the binding it runs on, and whether it waits for approval.
+type admission struct {
+	v      *contract.Version
+	b      invoke.Binding
+	hold   bool
+	reason string
+}
+
+// admit validates a new call against version v (or, when nil, the tool's
+// default) and finds its binding: 404, 422 or 503 before the ledger is
+// written, so an invalid call never consumes its key.
+func (s *Server) admit(r *http.Request, c *call, v *contract.Version) (admission, error) {
 	if v == nil {
 		if v = c.tool.Default(); v == nil {
-			return problem("version_not_found", "%s has no supported version", c.tool.ID)
+			return admission{}, problem("version_not_found", "%s has no supported version", c.tool.ID)
 		}
 	}
 	verdict := s.validate(r.Context(), v, c)
 	if !verdict.Valid() {
-		return invalidArguments(verdict.Errors)
+		return admission{}, invalidArguments(verdict.Errors)
 	}
 	b, ok := s.cfg.Bindings[c.tool.ID]
 	if !ok {
-		return problem("tool_not_bound", "%s has no binding in this gateway", c.tool.ID)
+		return admission{}, problem("tool_not_bound", "%s has no binding in this gateway", c.tool.ID)
 	}
 	hold, reason := holdReason(verdict, b)
+	return admission{v: v, b: b, hold: hold, reason: reason}, nil
+}
+
+// start handles the first call for a key: validate, then claim in one write.
+func (s *Server) start(w http.ResponseWriter, r *http.Request, c *call) error {
+	adm, err := s.admit(r, c, c.version)
+	if err != nil {
+		return err
+	}
+	v, b, hold, reason := adm.v, adm.b, adm.hold, adm.reason
 	_, claimSpan := s.child(r.Context(), "ledger.claim", trace.SpanKindInternal, attrActionID.String(c.key))
 	a, created, err := s.cfg.Ledger.Start(r.Context(), c.p.Tenant, c.key, ledger.StartSpec{
 		ToolID: c.tool.ID, Version: v.Version, ArgsDigest: c.digest, Arguments: c.canon,
@@ -376,25 +396,16 @@ func (s *Server) bind(w http.ResponseWriter, r *http.Request, c *call, a *ledger
 	if v == nil && a.Version != "" {
 		v = c.tool.Version(a.Version)
 	}
-	if v == nil {
-		if v = c.tool.Default(); v == nil {
-			return problem("version_not_found", "%s has no supported version", c.tool.ID)
-		}
+	adm, err := s.admit(r, c, v)
+	if err != nil {
+		return err
 	}
-	verdict := s.validate(r.Context(), v, c)
-	if !verdict.Valid() {
-		return invalidArguments(verdict.Errors)
-	}
-	b, ok := s.cfg.Bindings[c.tool.ID]
-	if !ok {
-		return problem("tool_not_bound", "%s has no binding in this gateway", c.tool.ID)
-	}
-	hold, reason := holdReason(verdict, b)
+	b, hold, reason := adm.b, adm.hold, adm.reason
 	if c.provider != nil {
 		a.ProviderCalls = append(a.ProviderCalls, *stamp(c.provider))
 	}
 	_, claimSpan := s.child(r.Context(), "ledger.claim", trace.SpanKindInternal, attrActionID.String(a.ID))
-	err := s.cfg.Ledger.Bind(r.Context(), a, v.Version, c.digest, c.canon, hold, reason)
+	err = s.cfg.Ledger.Bind(r.Context(), a, adm.v.Version, c.digest, c.canon, hold, reason)
 	endClaimSpan(claimSpan, err == nil, err)
 	if err != nil {
 		if errors.Is(err, ledger.ErrStale) {
@@ -519,18 +530,11 @@ func errText(res invoke.Result) string {
 
 // runReadOnly validates and forwards a read-only call; no ledger is involved.
 func (s *Server) runReadOnly(w http.ResponseWriter, r *http.Request, c *call) error {
-	v := c.version
-	if v == nil {
-		v = c.tool.Default()
+	adm, err := s.admit(r, c, c.version)
+	if err != nil {
+		return err
 	}
-	verdict := s.validate(r.Context(), v, c)
-	if !verdict.Valid() {
-		return invalidArguments(verdict.Errors)
-	}
-	b, ok := s.cfg.Bindings[c.tool.ID]
-	if !ok {
-		return problem("tool_not_bound", "%s has no binding in this gateway", c.tool.ID)
-	}
+	b := adm.b
 	args, _ := c.decoded().(map[string]any)
 	id := r.Header.Get("Idempotency-Key")
 	if !validKey(id) {
