@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/toolgate/toolgate/contract"
 )
 
 // Fallback is the synthetic string used when no better value is known (no format, no
@@ -208,32 +210,9 @@ func resolve(root, s any) map[string]any {
 		if !ok || !strings.HasPrefix(ref, "#") {
 			return m
 		}
-		s = pointerGet(root, strings.TrimPrefix(ref, "#"))
+		s = contract.PointerGet(root, strings.TrimPrefix(ref, "#"))
 	}
 	return nil
-}
-
-func pointerGet(root any, p string) any {
-	cur := root
-	if p == "" {
-		return cur
-	}
-	for _, seg := range strings.Split(p, "/")[1:] {
-		seg = strings.ReplaceAll(strings.ReplaceAll(seg, "~1", "/"), "~0", "~")
-		switch c := cur.(type) {
-		case map[string]any:
-			cur = c[seg]
-		case []any:
-			i, err := strconv.Atoi(seg)
-			if err != nil || i < 0 || i >= len(c) {
-				return nil
-			}
-			cur = c[i]
-		default:
-			return nil
-		}
-	}
-	return cur
 }
 
 // child returns the schema of a property or item of schema s: properties, patternless

@@ -100,8 +100,17 @@ func resolveLocalRef(root any, ref string) any {
 	if !strings.HasPrefix(ref, "#") {
 		return nil
 	}
+	return PointerGet(root, strings.TrimPrefix(ref, "#"))
+}
+
+// PointerGet returns the value at RFC 6901 pointer p inside a decoded JSON
+// document, or nil when the path does not exist. "" is the whole document.
+func PointerGet(root any, p string) any {
 	cur := root
-	for _, seg := range strings.Split(strings.TrimPrefix(ref, "#"), "/")[1:] {
+	if p == "" {
+		return cur
+	}
+	for _, seg := range strings.Split(p, "/")[1:] {
 		seg = strings.ReplaceAll(strings.ReplaceAll(seg, "~1", "/"), "~0", "~")
 		switch c := cur.(type) {
 		case map[string]any:
