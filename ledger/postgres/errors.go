@@ -20,7 +20,7 @@ import (
 var ErrUnavailable = errors.New("ledger database unavailable")
 
 // ErrBadCursor reports a List cursor that this store did not issue.
-var ErrBadCursor = errors.New("bad list cursor")
+var ErrBadCursor = ledger.ErrBadCursor
 
 // IsUnavailable reports whether err means the database is (for now)
 // unreachable, so the caller should answer 503 with Retry-After and try again

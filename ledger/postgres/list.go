@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"strconv"
@@ -77,27 +76,6 @@ func (s *Store) List(ctx context.Context, f ledger.Filter) (_ ledger.Page, err e
 }
 
 // A cursor is base64url("v1:" + created_at nanos + ":" + id), the same form
-// the SQLite store issues.
-func encodeCursor(at int64, id string) string {
-	return base64.RawURLEncoding.EncodeToString([]byte("v1:" + strconv.FormatInt(at, 10) + ":" + id))
-}
+func encodeCursor(at int64, id string) string { return ledger.EncodeCursor(at, id) }
 
-func decodeCursor(c string) (int64, string, error) {
-	b, err := base64.RawURLEncoding.DecodeString(c)
-	if err != nil {
-		return 0, "", ErrBadCursor
-	}
-	rest, ok := strings.CutPrefix(string(b), "v1:")
-	if !ok {
-		return 0, "", ErrBadCursor
-	}
-	num, id, ok := strings.Cut(rest, ":")
-	if !ok || id == "" {
-		return 0, "", ErrBadCursor
-	}
-	at, err := strconv.ParseInt(num, 10, 64)
-	if err != nil {
-		return 0, "", ErrBadCursor
-	}
-	return at, id, nil
-}
+func decodeCursor(c string) (int64, string, error) { return ledger.DecodeCursor(c) }
