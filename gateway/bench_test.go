@@ -21,6 +21,7 @@ var benchSeq atomic.Int64
 
 func benchCall(b *testing.B, g *rig, key string) *httptest.ResponseRecorder {
 	req := httptest.NewRequest("POST", "/v1/tools/payments.issue_refund/calls", strings.NewReader(`{"arguments":`+okArgs+`}`))
+	req.Host = "127.0.0.1"
 	req.Header.Set("Idempotency-Key", key)
 	rec := httptest.NewRecorder()
 	g.server.ServeHTTP(rec, req)
@@ -63,6 +64,7 @@ func BenchmarkCallInvalid(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		req := httptest.NewRequest("POST", "/v1/tools/payments.issue_refund/calls", strings.NewReader(`{"arguments":{"order_id":"jane@example.com","amount_minor":9.99}}`))
+		req.Host = "127.0.0.1"
 		req.Header.Set("Idempotency-Key", "bench-invalid-1")
 		rec := httptest.NewRecorder()
 		g.server.ServeHTTP(rec, req)

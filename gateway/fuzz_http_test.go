@@ -28,6 +28,7 @@ func FuzzCallEndpoint(f *testing.F) {
 			tool = "payments.issue_refund"
 		}
 		req := httptest.NewRequest("POST", "/v1/tools/"+tool+"/calls", strings.NewReader(body))
+		req.Host = "127.0.0.1"
 		if key != "" && !strings.ContainsAny(key, "\r\n\x00") {
 			req.Header.Set("Idempotency-Key", key)
 		}

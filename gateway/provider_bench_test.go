@@ -36,6 +36,7 @@ func frontDoorCall(g *rig, path, body, key string) *httptest.ResponseRecorder {
 		body = fmt.Sprintf(body, key)
 	}
 	req := httptest.NewRequest("POST", path, strings.NewReader(body))
+	req.Host = "127.0.0.1"
 	req.Header.Set("Idempotency-Key", key)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")

@@ -10,7 +10,7 @@ import (
 	"io"
 	"net/http"
 
-	"github.com/gowebpki/jcs"
+	"github.com/toolgate/toolgate/internal/canon"
 )
 
 // callBody is the body of POST /v1/tools/{tool_id}/calls and /v1/actions/{id}/calls.
@@ -99,7 +99,7 @@ func parseCallBody(data []byte) (callBody, error) {
 // canonicalize returns the RFC 8785 (JCS) form of a JSON value and its
 // input_hash, "sha256:<hex>".
 func canonicalize(raw []byte) ([]byte, string, error) {
-	c, err := jcs.Transform(raw)
+	c, err := canon.Transform(raw)
 	if err != nil {
 		return nil, "", err
 	}

@@ -35,12 +35,19 @@ func (s *Server) tracer() trace.Tracer {
 	if s.cfg.Tracer != nil {
 		return s.cfg.Tracer
 	}
-	return noop.NewTracerProvider().Tracer("")
+	return noopTracer
 }
+
+var noopTracer = noop.NewTracerProvider().Tracer("")
 
 // startCallSpan continues the caller's trace (W3C traceparent) with an
 // execute_tool span; the tool's name is added once it is known.
 func (s *Server) startCallSpan(r *http.Request) (context.Context, trace.Span) {
+	if s.cfg.Tracer == nil {
+		// No tracing: no span work on the hot path. The caller's traceparent
+		// still goes downstream as it came (call.trace).
+		return r.Context(), noopSpan
+	}
 	ctx := traceContext.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
 	return s.tracer().Start(ctx, "execute_tool", trace.WithSpanKind(trace.SpanKindServer),
 		trace.WithAttributes(attrOperation.String("execute_tool"), attrToolType.String("function")))
@@ -48,6 +55,10 @@ func (s *Server) startCallSpan(r *http.Request) (context.Context, trace.Span) {
 
 // endCallSpan names the span after its tool and records what the call came to.
 func endCallSpan(span trace.Span, t *trail, outcome string, status int) {
+	if !span.IsRecording() {
+		span.End()
+		return
+	}
 	if t.toolID != "" {
 		span.SetName("execute_tool " + t.toolID)
 		span.SetAttributes(attrToolName.String(t.toolID))
