@@ -65,9 +65,10 @@ func TestCallOutcomes(t *testing.T) {
 		wantWritten bool
 		wantEffects int
 		wantInBody  string
+		wantKey     string // the downstream key the effect was recorded under
 		wantErr     bool
 	}{
-		{name: "answered 201", order: "ord_1", amount: 2500, want: invoke.Answered, wantStatus: 201, wantWritten: true, wantEffects: 1, wantInBody: `"idempotency_key":"acme:act-1"`},
+		{name: "answered 201", order: "ord_1", amount: 2500, want: invoke.Answered, wantStatus: 201, wantWritten: true, wantEffects: 1, wantInBody: `"refund_id":"re_000001"`, wantKey: "acme:act-1"},
 		{name: "answered 404", order: "ord_9", amount: 1, want: invoke.Answered, wantStatus: 404, wantWritten: true, wantInBody: "ORDER_NOT_FOUND"},
 		{name: "answered 422", order: "ord_1", amount: 10001, want: invoke.Answered, wantStatus: 422, wantWritten: true, wantInBody: "AMOUNT_EXCEEDS_BALANCE"},
 		{name: "drop before the effect is unknown", order: "ord_1", amount: 1, fault: "drop_before", want: invoke.Unknown, wantWritten: true, wantErr: true},
@@ -112,6 +113,11 @@ func TestCallOutcomes(t *testing.T) {
 			}
 			if !strings.Contains(string(res.Body), tt.wantInBody) {
 				t.Errorf("body %q lacks %q", res.Body, tt.wantInBody)
+			}
+			if tt.wantKey != "" {
+				if e := sb.Effects(); len(e) != 1 || e[0].IdempotencyKey != tt.wantKey {
+					t.Errorf("effects %+v, want one under key %q", e, tt.wantKey)
+				}
 			}
 			if res.StatusCode != 0 && res.ContentType != "application/json" {
 				t.Errorf("content type %q", res.ContentType)

@@ -64,13 +64,16 @@ type OrderState struct {
 
 // Refund is the body of a created refund (201) and of its lookup.
 type Refund struct {
-	RefundID       string `json:"refund_id"`
-	OrderID        string `json:"order_id"`
-	AmountMinor    int64  `json:"amount_minor"`
-	Currency       string `json:"currency"`
-	Reason         string `json:"reason"`
-	Status         string `json:"status"`
-	IdempotencyKey string `json:"idempotency_key"`
+	RefundID    string `json:"refund_id"`
+	OrderID     string `json:"order_id"`
+	AmountMinor int64  `json:"amount_minor"`
+	Currency    string `json:"currency"`
+	Status      string `json:"status"`
+	// Reason and IdempotencyKey are kept with the refund but not sent: the
+	// answer carries exactly the fields of the example contract's result
+	// schema (payments.issue_refund), which is closed.
+	Reason         string `json:"-"`
+	IdempotencyKey string `json:"-"`
 }
 
 // Effect is one applied refund: the thing a gateway must cause exactly once.

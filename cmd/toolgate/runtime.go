@@ -142,7 +142,7 @@ func startGateway(ctx context.Context, cfg *config.Config, logw io.Writer) (*gat
 			logger.Printf("serve: %v", err)
 		}
 	}()
-	logger.Printf("listening on http://%s (tools %s, ledger %s)", ln.Addr(), cfg.ToolsDir, cfg.Ledger)
+	logger.Printf("listening on http://%s (tools %s, ledger %s); dashboard http://%s/ui/", ln.Addr(), cfg.ToolsDir, cfg.Ledger, ln.Addr())
 	return rt, nil
 }
 
