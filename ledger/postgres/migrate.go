@@ -6,14 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"io/fs"
-	"path"
-	"sort"
-	"strconv"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/toolgate/toolgate/ledger"
 )
 
 // migrations holds the numbered schema changes, NNN_name.up.sql, applied in
@@ -22,40 +18,8 @@ import (
 //go:embed migration/*.sql
 var migrations embed.FS
 
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
-
-// loadMigrations reads the embedded migrations in version order and rejects
-// unnumbered files and duplicate numbers.
-func loadMigrations() ([]migration, error) {
-	entries, err := fs.Glob(migrations, "migration/*.up.sql")
-	if err != nil {
-		return nil, err
-	}
-	var ms []migration
-	seen := map[int]string{}
-	for _, p := range entries {
-		base := path.Base(p)
-		num, _, ok := strings.Cut(base, "_")
-		v, err := strconv.Atoi(num)
-		if !ok || err != nil || v <= 0 {
-			return nil, fmt.Errorf("migration %s: name must start with a positive number and _", base)
-		}
-		if prev, dup := seen[v]; dup {
-			return nil, fmt.Errorf("migration %s: version %d already used by %s", base, v, prev)
-		}
-		seen[v] = base
-		b, err := migrations.ReadFile(p)
-		if err != nil {
-			return nil, err
-		}
-		ms = append(ms, migration{version: v, name: strings.TrimSuffix(base, ".up.sql"), sql: string(b)})
-	}
-	sort.Slice(ms, func(i, j int) bool { return ms[i].version < ms[j].version })
-	return ms, nil
+func loadMigrations() ([]ledger.Migration, error) {
+	return ledger.LoadMigrations(migrations, "migration")
 }
 
 // lockKey is the advisory lock key of one schema's migrations: replicas that
@@ -126,7 +90,7 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, schema string) (string, er
 	}
 	latest := 0
 	if len(ms) > 0 {
-		latest = ms[len(ms)-1].version
+		latest = ms[len(ms)-1].Version
 	}
 	for _, v := range versions {
 		have[int(v)] = true
@@ -135,14 +99,14 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, schema string) (string, er
 		}
 	}
 	for _, m := range ms {
-		if have[m.version] {
+		if have[m.Version] {
 			continue
 		}
-		if _, err := tx.Exec(ctx, m.sql); err != nil {
-			return "", fmt.Errorf("migrate %s: %w", m.name, translate(err))
+		if _, err := tx.Exec(ctx, m.SQL); err != nil {
+			return "", fmt.Errorf("migrate %s: %w", m.Name, translate(err))
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, name) VALUES ($1, $2)`, m.version, m.name); err != nil {
-			return "", fmt.Errorf("migrate %s: %w", m.name, translate(err))
+		if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, name) VALUES ($1, $2)`, m.Version, m.Name); err != nil {
+			return "", fmt.Errorf("migrate %s: %w", m.Name, translate(err))
 		}
 	}
 	if err := tx.Commit(ctx); err != nil {

@@ -5,12 +5,9 @@ import (
 	"database/sql"
 	"embed"
 	"fmt"
-	"io/fs"
-	"path"
-	"sort"
-	"strconv"
-	"strings"
 	"time"
+
+	"github.com/toolgate/toolgate/ledger"
 )
 
 // migrations holds the numbered schema changes, NNN_name.up.sql, applied in
@@ -19,40 +16,8 @@ import (
 //go:embed migration/*.sql
 var migrations embed.FS
 
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
-
-// loadMigrations reads the embedded migrations in version order and rejects
-// gaps in form (an unnumbered file) and duplicate numbers.
-func loadMigrations() ([]migration, error) {
-	entries, err := fs.Glob(migrations, "migration/*.up.sql")
-	if err != nil {
-		return nil, err
-	}
-	var ms []migration
-	seen := map[int]string{}
-	for _, p := range entries {
-		base := path.Base(p)
-		num, _, ok := strings.Cut(base, "_")
-		v, err := strconv.Atoi(num)
-		if !ok || err != nil || v <= 0 {
-			return nil, fmt.Errorf("migration %s: name must start with a positive number and _", base)
-		}
-		if prev, dup := seen[v]; dup {
-			return nil, fmt.Errorf("migration %s: version %d already used by %s", base, v, prev)
-		}
-		seen[v] = base
-		b, err := migrations.ReadFile(p)
-		if err != nil {
-			return nil, err
-		}
-		ms = append(ms, migration{version: v, name: strings.TrimSuffix(base, ".up.sql"), sql: string(b)})
-	}
-	sort.Slice(ms, func(i, j int) bool { return ms[i].version < ms[j].version })
-	return ms, nil
+func loadMigrations() ([]ledger.Migration, error) {
+	return ledger.LoadMigrations(migrations, "migration")
 }
 
 // migrate applies every migration newer than the database's, each in its own
@@ -73,7 +38,7 @@ func migrate(ctx context.Context, db *sql.DB) error {
 	}
 	latest := 0
 	if len(ms) > 0 {
-		latest = ms[len(ms)-1].version
+		latest = ms[len(ms)-1].Version
 	}
 	var have sql.NullInt64
 	if err := db.QueryRowContext(ctx, `SELECT MAX(version) FROM schema_migrations`).Scan(&have); err != nil {
@@ -84,30 +49,30 @@ func migrate(ctx context.Context, db *sql.DB) error {
 	}
 	for _, m := range ms {
 		if err := apply(ctx, db, m); err != nil {
-			return fmt.Errorf("migrate %s: %w", m.name, err)
+			return fmt.Errorf("migrate %s: %w", m.Name, err)
 		}
 	}
 	return nil
 }
 
-func apply(ctx context.Context, db *sql.DB, m migration) error {
+func apply(ctx context.Context, db *sql.DB, m ledger.Migration) error {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return translate(err)
 	}
 	defer tx.Rollback()
 	var n int
-	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM schema_migrations WHERE version = ?`, m.version).Scan(&n); err != nil {
+	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM schema_migrations WHERE version = ?`, m.Version).Scan(&n); err != nil {
 		return translate(err)
 	}
 	if n > 0 {
 		return nil
 	}
-	if _, err := tx.ExecContext(ctx, m.sql); err != nil {
+	if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
 		return translate(err)
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
-		m.version, m.name, time.Now().UTC().UnixNano()); err != nil {
+		m.Version, m.Name, time.Now().UTC().UnixNano()); err != nil {
 		return translate(err)
 	}
 	return translate(tx.Commit())
