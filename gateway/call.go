@@ -140,7 +140,7 @@ func (c *call) decoded() any {
 // runMutating puts a call through the ledger.
 func (s *Server) runMutating(w http.ResponseWriter, r *http.Request, c *call) error {
 	ctx := r.Context()
-	a, err := s.cfg.Ledger.Get(ctx, c.p.Tenant, c.key)
+	a, err := s.cfg.Ledger.GetForCall(ctx, c.p.Tenant, c.key)
 	switch {
 	case errors.Is(err, ledger.ErrNotFound):
 		return s.start(w, r, c)
@@ -350,7 +350,7 @@ func (s *Server) expired(ctx context.Context, a *ledger.Action) (int, error) {
 	age := s.cfg.Ledger.Time().Sub(a.CreatedAt)
 	switch {
 	case s.cfg.TombstoneRetention > 0 && age >= s.cfg.TombstoneRetention:
-		err := s.cfg.Ledger.Store.Delete(ctx, a.Tenant, a.ID, a.Rev)
+		err := s.cfg.Ledger.Delete(ctx, a)
 		if err != nil && !errors.Is(err, ledger.ErrNotFound) && !errors.Is(err, ledger.ErrStale) {
 			return replayable, err
 		}

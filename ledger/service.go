@@ -20,8 +20,15 @@ type Service struct {
 	// Owner names this process in leases. Defaults to "gateway".
 	Owner string
 
+	// CacheSize is how many terminal actions the call path keeps in memory
+	// for replays (GetForCall). Defaults to 10,000; negative turns it off.
+	CacheSize int
+
 	mu      sync.Mutex
 	waiters map[string]chan struct{}
+
+	cacheOnce sync.Once
+	terminal  *terminalCache
 }
 
 // ErrActionMismatch reports a prepare whose tool, version, scope or policy
@@ -287,6 +294,9 @@ func (s *Service) write(ctx context.Context, a, b *Action) error {
 		return fmt.Errorf("update action %s: %w", a.ID, err)
 	}
 	*a = *b
+	if c := s.cache(); c != nil {
+		c.note(a)
+	}
 	if a.State != Running {
 		s.wake(a.Tenant, a.ID)
 	}

@@ -415,3 +415,72 @@ func TestReconcilersShareDueChecks(t *testing.T) {
 		t.Fatalf("%d lookups for 20 due actions across 4 reconcilers", lookups.Load())
 	}
 }
+
+func TestGetForCallServesTerminalActionsFromMemory(t *testing.T) {
+	t.Parallel()
+	s, _ := setup(t)
+	a := start(t, s, "cache-0001", false)
+	if got, _ := s.GetForCall(ctx, "acme", a.ID); got.State != ledger.Running {
+		t.Fatalf("running: %s", got.State)
+	}
+	if err := s.Finish(ctx, a, ledger.Answered, &ledger.Result{StatusCode: 201, Body: []byte("one")}, "ok"); err != nil {
+		t.Fatal(err)
+	}
+	// Another replica appends evidence behind this process's back.
+	other, _ := s.Store.Get(ctx, "acme", a.ID)
+	other.ProviderCalls = append(other.ProviderCalls, ledger.ProviderCall{Name: "openai", CallID: "elsewhere"})
+	if err := s.Store.Update(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.GetForCall(ctx, "acme", a.ID)
+	if err != nil || got.Rev != a.Rev || string(got.Result.Body) != "one" {
+		t.Fatalf("cached copy: rev %d (want %d), %v", got.Rev, a.Rev, err)
+	}
+	// Changing the copy leaves the cache alone.
+	got.State = ledger.Unknown
+	if again, _ := s.GetForCall(ctx, "acme", a.ID); again.State != ledger.Succeeded {
+		t.Fatalf("the cache shares its action with callers")
+	}
+	// Appending through the service meets the stale revision, re-reads and
+	// keeps both pieces of evidence; the cache follows.
+	stale, _ := s.GetForCall(ctx, "acme", a.ID)
+	if err := s.AddProviderCall(ctx, stale, ledger.ProviderCall{Name: "anthropic", CallID: "here"}); err != nil {
+		t.Fatal(err)
+	}
+	fresh, _ := s.GetForCall(ctx, "acme", a.ID)
+	if len(fresh.ProviderCalls) != 2 || fresh.Rev != other.Rev+1 {
+		t.Fatalf("after the append: %+v rev %d", fresh.ProviderCalls, fresh.Rev)
+	}
+	// Delete forgets it.
+	if err := s.Delete(ctx, fresh); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.GetForCall(ctx, "acme", a.ID); !errors.Is(err, ledger.ErrNotFound) {
+		t.Fatalf("after delete: %v", err)
+	}
+}
+
+func TestCacheIsBounded(t *testing.T) {
+	t.Parallel()
+	s, _ := setup(t)
+	s.CacheSize = 2
+	var ids []string
+	for i := 0; i < 3; i++ {
+		a := start(t, s, fmt.Sprintf("bound-%04d", i), false)
+		s.Finish(ctx, a, ledger.Answered, &ledger.Result{StatusCode: 200}, "ok")
+		ids = append(ids, a.ID)
+	}
+	// The oldest fell out: a change behind the service's back shows for it only.
+	for _, id := range ids {
+		x, _ := s.Store.Get(ctx, "acme", id)
+		x.ProviderCalls = []ledger.ProviderCall{{CallID: "late"}}
+		s.Store.Update(ctx, x)
+	}
+	for i := len(ids) - 1; i >= 0; i-- { // newest first: a miss caches its action and evicts another
+		id := ids[i]
+		got, _ := s.GetForCall(ctx, "acme", id)
+		if fromStore := len(got.ProviderCalls) == 1; fromStore != (i == 0) {
+			t.Fatalf("%s read from the store: %v", id, fromStore)
+		}
+	}
+}
