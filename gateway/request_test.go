@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/toolgate/toolgate/contract"
 )
 
 func TestParseCallBody(t *testing.T) {
@@ -143,6 +145,47 @@ func FuzzParseTraceparent(f *testing.F) {
 		tr, sp := parseTraceparent(h)
 		if (tr == "") != (sp == "") || tr != "" && (len(tr) != 32 || len(sp) != 16 || !isHex(tr) || !isHex(sp)) {
 			t.Fatalf("parseTraceparent(%q) = %q, %q", h, tr, sp)
+		}
+	})
+}
+
+// BenchmarkPreLedger is the gateway's own work on a new call before the
+// ledger, with its real functions: decode the body, canonicalize and hash the
+// arguments, decode them for validation, validate (JSON Schema + CEL).
+func BenchmarkPreLedger(b *testing.B) {
+	reg, err := contract.Load("../examples/agent-tools")
+	if err != nil {
+		b.Fatal(err)
+	}
+	v := reg.Tool("payments.issue_refund").Default()
+	raw := []byte(`{"arguments":{"order_id":"ord_8Xk2Lm9Q","amount_minor":1500,"currency":"EUR","reason":"customer_request","customer_email":"jane@example.com"},"correlation_id":"conv-42"}`)
+	step := func(b *testing.B, args []byte) {
+		if _, _, err := canonicalize(args); err != nil {
+			b.Fatal(err)
+		}
+		decoded, err := contract.DecodeJSON(args)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if !v.Validate(decoded).Valid() {
+			b.Fatal("invalid")
+		}
+	}
+	b.Run("body+canonicalize+hash+validate", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			body, err := parseCallBody(raw)
+			if err != nil {
+				b.Fatal(err)
+			}
+			step(b, body.Arguments)
+		}
+	})
+	body, _ := parseCallBody(raw)
+	b.Run("canonicalize+hash+validate", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			step(b, body.Arguments)
 		}
 	})
 }
