@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gowebpki/jcs"
 	"github.com/toolgate/toolgate/contract"
+	"github.com/toolgate/toolgate/internal/canon"
 )
 
 // The gateway's per-call CPU work before the ledger, step by step, on a
@@ -44,7 +44,7 @@ func decodeBody(b *testing.B, raw []byte) body {
 }
 
 func canonical(b *testing.B, args []byte) ([]byte, string) {
-	c, err := jcs.Transform(args)
+	c, err := canon.Transform(args)
 	if err != nil {
 		b.Fatal(err)
 	}
