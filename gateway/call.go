@@ -26,6 +26,7 @@ type call struct {
 	canon    []byte // canonical arguments
 	digest   string // input_hash
 	args     any    // decoded arguments; nil until needed
+	argsErr  error  // why the arguments could not be decoded for validation
 	trace    string // traceparent to continue downstream
 	provider *ledger.ProviderCall
 	twoPhase bool // came through /v1/actions/{id}/calls
@@ -125,12 +126,13 @@ func (c *call) findKey(r *http.Request) error {
 	return nil
 }
 
-// decoded returns the arguments decoded for validation and templates.
+// decoded returns the arguments decoded for validation and templates (an
+// empty object when they cannot be decoded; admit refuses such a call).
 func (c *call) decoded() any {
 	if c.args == nil {
 		v, err := contract.DecodeJSON(c.body.Arguments)
 		if err != nil {
-			v = map[string]any{}
+			v, c.argsErr = map[string]any{}, err
 		}
 		c.args = v
 	}
@@ -171,6 +173,9 @@ func (s *Server) admit(r *http.Request, c *call, v *contract.Version) (admission
 		if v = c.tool.Default(); v == nil {
 			return admission{}, problem("version_not_found", "%s has no supported version", c.tool.ID)
 		}
+	}
+	if c.decoded(); c.argsErr != nil {
+		return admission{}, problem("malformed_request", "\"arguments\" cannot be checked: %v", c.argsErr)
 	}
 	verdict := s.validate(r.Context(), v, c)
 	if !verdict.Valid() {

@@ -489,3 +489,12 @@ func TestHealth(t *testing.T) {
 		}
 	}
 }
+
+func TestArgumentsTheValidatorCannotReadAreA400(t *testing.T) {
+	t.Parallel()
+	g := newRig(t)
+	long := strings.Repeat("9", 120) // a number the schema library must never see
+	r := g.refund("refund-key-0030", `{"order_id":"ord_12345678","amount_minor":`+long+`,"currency":"EUR","reason":"customer_request"}`)
+	r.wantProblem(t, 400, "malformed_request")
+	g.wantEffects(0)
+}
