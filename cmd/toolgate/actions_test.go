@@ -4,11 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -19,18 +17,6 @@ import (
 	"github.com/toolgate/toolgate/sandbox"
 	"github.com/toolgate/toolgate/sandbox/sandboxtest"
 )
-
-func init() {
-	// Other golden tests of this package may register -update too: once only.
-	if flag.Lookup("update") == nil {
-		flag.Bool("update", false, "rewrite golden files under testdata/")
-	}
-}
-
-func actionsUpdate() bool {
-	f := flag.Lookup("update")
-	return f != nil && f.Value.String() == "true"
-}
 
 // The API keys of the operator-client tests: two tenants, an agent and operators.
 const (
@@ -189,24 +175,7 @@ func actionsNormalize(s string) string {
 // rewrites it with -update.
 func actionsGolden(t *testing.T, name, got string) {
 	t.Helper()
-	got = actionsNormalize(got)
-	path := filepath.Join("testdata", "actions", name+".golden")
-	if actionsUpdate() {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if got != string(want) {
-		t.Errorf("%s differs from the golden file (go test -update rewrites it)\n--- got\n%s--- want\n%s", path, got, want)
-	}
+	assertGoldenFile(t, filepath.Join("actions", name+".golden"), actionsNormalize(got))
 }
 
 // TestActionsListAndShow lists a succeeded, an awaiting and an unknown action

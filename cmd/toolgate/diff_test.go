@@ -3,24 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
-	"flag"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 )
-
-// init registers -update unless another test file of this package already did.
-func init() {
-	if flag.Lookup("update") == nil {
-		flag.Bool("update", false, "rewrite golden files")
-	}
-}
-
-func diffUpdate() bool {
-	f := flag.Lookup("update")
-	return f != nil && f.Value.String() == "true"
-}
 
 // TestDiffCommand runs `toolgate diff` through the command dispatcher, as a user would,
 // and compares what it prints with golden files under testdata/diff/.
@@ -75,20 +61,7 @@ func TestDiffCommand(t *testing.T) {
 			if tt.golden == "" {
 				return
 			}
-			path := filepath.Join(td, tt.golden+".golden")
-			if diffUpdate() {
-				if err := os.WriteFile(path, stdout.Bytes(), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run go test ./cmd/toolgate -run TestDiffCommand -update)", err)
-			}
-			if !bytes.Equal(stdout.Bytes(), want) {
-				t.Errorf("stdout differs from %s:\n--- got\n%s\n--- want\n%s", path, stdout.String(), want)
-			}
+			assertGoldenFile(t, filepath.Join("diff", tt.golden+".golden"), stdout.String())
 		})
 	}
 }

@@ -3,25 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
-	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 )
-
-func init() {
-	// Shared with other subcommands' golden tests: register -update only once.
-	if flag.Lookup("update") == nil {
-		flag.Bool("update", false, "rewrite golden files under testdata/")
-	}
-}
-
-func updatingGolden() bool {
-	f := flag.Lookup("update")
-	return f != nil && f.Value.String() == "true"
-}
 
 const exampleTools = "../../examples/agent-tools"
 
@@ -41,28 +27,6 @@ func runCLI(t *testing.T, stdin string, args ...string) cliResult {
 	var out, errb bytes.Buffer
 	code := run(context.Background(), env{Args: args, Stdin: strings.NewReader(stdin), Stdout: &out, Stderr: &errb})
 	return cliResult{code, out.String(), errb.String()}
-}
-
-// assertGoldenFile compares got with testdata/<path>, rewriting it under -update.
-func assertGoldenFile(t *testing.T, path, got string) {
-	t.Helper()
-	path = filepath.Join("testdata", path)
-	if updatingGolden() {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if got != string(want) {
-		t.Errorf("%s differs (go test -update rewrites it)\n--- got\n%s\n--- want\n%s", path, got, want)
-	}
 }
 
 func TestValidateCommand(t *testing.T) {
