@@ -139,10 +139,22 @@ func (c *call) decoded() any {
 	return c.args
 }
 
-// runMutating puts a call through the ledger.
+// runMutating puts a call through the ledger. A key this process knows (a
+// finished action in its replay cache, or one it claimed and is still
+// running) is looked up first. Any other key is most likely new, so the call
+// goes straight to start, which validates and claims in one write; that write
+// finds an existing action if there is one, and a call that fails validation
+// reads the ledger before it is refused. Either way a call for an existing
+// action is answered by the action and never by the new arguments' validity.
 func (s *Server) runMutating(w http.ResponseWriter, r *http.Request, c *call) error {
-	ctx := r.Context()
-	a, err := s.cfg.Ledger.GetForCall(ctx, c.p.Tenant, c.key)
+	a, known := s.cfg.Ledger.Recent(c.p.Tenant, c.key)
+	if a != nil {
+		return s.existing(w, r, c, a)
+	}
+	if !known {
+		return s.start(w, r, c)
+	}
+	a, err := s.cfg.Ledger.GetForCall(r.Context(), c.p.Tenant, c.key)
 	switch {
 	case errors.Is(err, ledger.ErrNotFound):
 		return s.start(w, r, c)
@@ -189,11 +201,20 @@ func (s *Server) admit(r *http.Request, c *call, v *contract.Version) (admission
 	return admission{v: v, b: b, hold: hold, reason: reason}, nil
 }
 
-// start handles the first call for a key: validate, then claim in one write.
+// start handles what is probably the first call for a key: validate, then
+// claim in one write. A call that cannot be admitted is refused only once the
+// ledger shows the key is new; otherwise the existing action answers it.
 func (s *Server) start(w http.ResponseWriter, r *http.Request, c *call) error {
 	adm, err := s.admit(r, c, c.version)
 	if err != nil {
-		return err
+		a, gerr := s.cfg.Ledger.GetForCall(r.Context(), c.p.Tenant, c.key)
+		switch {
+		case errors.Is(gerr, ledger.ErrNotFound):
+			return err
+		case gerr != nil:
+			return ledgerDown(gerr)
+		}
+		return s.existing(w, r, c, a)
 	}
 	v, b, hold, reason := adm.v, adm.b, adm.hold, adm.reason
 	_, claimSpan := s.child(r.Context(), "ledger.claim", trace.SpanKindInternal, attrActionID.String(c.key))

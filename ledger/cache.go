@@ -12,11 +12,16 @@ import (
 // evidence (appended through a compare-and-set that re-reads on a stale
 // revision) and its existence (retention, which the gateway judges by age
 // before it replays). That makes a cached copy safe to replay from.
+//
+// It also remembers which actions this process claimed and has not yet seen
+// end (live): a hint, not a record, that a call for such a key is a
+// duplicate and should read the ledger first.
 type terminalCache struct {
 	mu    sync.Mutex
 	max   int
 	ll    *list.List // of *cacheEntry, most recent at the front
 	items map[string]*list.Element
+	live  map[string]struct{}
 }
 
 type cacheEntry struct {
@@ -25,7 +30,7 @@ type cacheEntry struct {
 }
 
 func newTerminalCache(max int) *terminalCache {
-	return &terminalCache{max: max, ll: list.New(), items: map[string]*list.Element{}}
+	return &terminalCache{max: max, ll: list.New(), items: map[string]*list.Element{}, live: map[string]struct{}{}}
 }
 
 func (c *terminalCache) get(tenant, id string) (*Action, bool) {
@@ -52,8 +57,13 @@ func (c *terminalCache) note(a *Action) {
 			c.ll.Remove(el)
 			delete(c.items, k)
 		}
+		if len(c.live) >= c.max {
+			clear(c.live) // only a hint: forgetting it costs a ledger read or a no-op insert
+		}
+		c.live[k] = struct{}{}
 		return
 	}
+	delete(c.live, k)
 	if ok {
 		el.Value.(*cacheEntry).a = *a
 		c.ll.MoveToFront(el)
@@ -75,6 +85,19 @@ func (c *terminalCache) forget(tenant, id string) {
 		c.ll.Remove(el)
 		delete(c.items, k)
 	}
+	delete(c.live, k)
+}
+
+// seen returns a cached terminal action, or reports whether the action is
+// live in this process.
+func (c *terminalCache) seen(tenant, id string) (*Action, bool) {
+	if a, ok := c.get(tenant, id); ok {
+		return a, true
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, live := c.live[waitKey(tenant, id)]
+	return nil, live
 }
 
 func (s *Service) cache() *terminalCache {
@@ -107,6 +130,20 @@ func (s *Service) GetForCall(ctx context.Context, tenant, id string) (*Action, e
 		c.note(a)
 	}
 	return a, err
+}
+
+// Recent answers from memory only: a terminal action this process has seen
+// recently (as GetForCall would return it), or known when this process
+// claimed the action and has not seen it end. Neither means the key is most
+// likely new to the ledger, so the call path can validate and try to insert
+// at once (Start finds an existing action anyway) instead of reading first.
+// With the cache off, every key is reported known, so callers read first.
+func (s *Service) Recent(tenant, id string) (a *Action, known bool) {
+	c := s.cache()
+	if c == nil {
+		return nil, true
+	}
+	return c.seen(tenant, id)
 }
 
 // Delete removes an action at its current revision (a compare-and-set).

@@ -135,6 +135,9 @@ func (s *Service) Start(ctx context.Context, tenant, id string, sp StartSpec) (a
 	}
 	switch err := startInsert(ctx, s.Store, a); { // brokenclaim_off.go: s.Store.Insert
 	case err == nil:
+		if c := s.cache(); c != nil {
+			c.note(a)
+		}
 		return a, true, nil
 	case errors.Is(err, ErrExists):
 		old, gerr := s.Store.Get(ctx, tenant, id)
