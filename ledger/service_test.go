@@ -484,3 +484,41 @@ func TestCacheIsBounded(t *testing.T) {
 		}
 	}
 }
+
+func TestRecentKnowsLiveAndTerminalActions(t *testing.T) {
+	t.Parallel()
+	s, _ := setup(t)
+	if a, known := s.Recent("acme", "recent-0001"); a != nil || known {
+		t.Fatalf("a key never seen: %v %v", a, known)
+	}
+	a := start(t, s, "recent-0001", false)
+	if got, known := s.Recent("acme", a.ID); got != nil || !known {
+		t.Fatalf("claimed here and running: %v %v", got, known)
+	}
+	if got, known := s.Recent("other", a.ID); got != nil || known {
+		t.Fatalf("another tenant's key: %v %v", got, known)
+	}
+	if err := s.Finish(ctx, a, ledger.Answered, &ledger.Result{StatusCode: 201, Body: []byte("one")}, "ok"); err != nil {
+		t.Fatal(err)
+	}
+	if got, known := s.Recent("acme", a.ID); got == nil || !known || got.State != ledger.Succeeded || string(got.Result.Body) != "one" {
+		t.Fatalf("finished here: %+v %v", got, known)
+	}
+	if err := s.Delete(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	if got, known := s.Recent("acme", a.ID); got != nil || known {
+		t.Fatalf("after delete: %v %v", got, known)
+	}
+	// Another process's actions are unknown here until read.
+	other := &ledger.Service{Store: s.Store, Owner: "other"}
+	b := start(t, other, "recent-0002", false)
+	if got, known := s.Recent("acme", b.ID); got != nil || known {
+		t.Fatalf("claimed elsewhere: %v %v", got, known)
+	}
+	// With the cache off every key is known, so callers read first.
+	off := &ledger.Service{Store: s.Store, CacheSize: -1}
+	if got, known := off.Recent("acme", "recent-0003"); got != nil || !known {
+		t.Fatalf("cache off: %v %v", got, known)
+	}
+}
