@@ -26,6 +26,17 @@
 //     for its result (they answer Idempotent-Replayed: true). Row.Joined
 //     counts those. The downstream delay bounds this row's throughput; its
 //     ratio is to the bare proxy without the delay, so read it as an absolute.
+//
+// After the closed-loop rows, when "new" is among the workloads, each gateway
+// gets two open-loop rows at one fixed arrival rate (Config.Rate, by default
+// half the highest throughput of that gateway's "new" rows): "proxy-open",
+// the bare proxy, then "new-open", the gateway's new actions. Requests are
+// sent on a constant-interval timetable whatever the target does, and latency
+// is measured from each request's scheduled send time, so queueing is counted
+// (see openLoop). The gateway row's AddedP99 is its p99 minus the proxy row's
+// at the same rate: the gateway's added latency at a given load, which the
+// closed-loop rows (where the proxy runs at several times the gateway's rate)
+// do not show.
 package bench
 
 import (
@@ -33,6 +44,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
 	"slices"
 	"time"
@@ -45,6 +57,11 @@ const (
 	Replay  = "replay"
 	Invalid = "invalid"
 	Join    = "join"
+
+	// Open-loop rows (Row.Rate > 0): the bare proxy and the gateway's new
+	// actions at a fixed arrival rate.
+	ProxyOpen = "proxy-open"
+	NewOpen   = "new-open"
 )
 
 // Ledger names accepted in Config.Ledgers.
@@ -74,6 +91,11 @@ type Config struct {
 	// JoinDelay is the sandbox's delay for the first call of a join group.
 	// Default 5ms.
 	JoinDelay time.Duration
+	// Rate is the arrival rate, per second, of the open-loop rows, which run
+	// when Workloads has "new". 0: half of each gateway's peak "new"
+	// throughput (the highest over its concurrencies) in this run. Negative:
+	// no open-loop rows. At most MaxRate.
+	Rate float64
 	// Dir holds the SQLite files and the extracted tools. Required.
 	Dir string
 	// Progress, if set, gets one line per row as it finishes.
@@ -126,8 +148,26 @@ type Row struct {
 	// Ratio is PerSecond over the bare proxy's at the same concurrency; 0 on
 	// the proxy rows.
 	Ratio float64 `json:"ratio_to_proxy,omitempty"`
-	// AddedP99 is P99 minus the bare proxy's P99 at the same concurrency.
+	// AddedP99 is P99 minus the bare proxy's P99 at the same concurrency
+	// (open-loop rows: at the same arrival rate).
 	AddedP99 float64 `json:"added_p99_ms,omitempty"`
+
+	// Open-loop rows only (Workload ProxyOpen or NewOpen; Concurrency 0).
+	// Rate is the fixed arrival rate: requests are due every 1/Rate seconds
+	// and latencies count from the due time. PerSecond is what was achieved
+	// (below Rate when the target fell behind).
+	Rate float64 `json:"rate_per_second,omitempty"`
+	// PeakPerSecond and PeakConcurrency are the gateway's best closed-loop
+	// "new" row that Rate is half of; 0 when Config.Rate set it.
+	PeakPerSecond   float64 `json:"peak_new_per_second,omitempty"`
+	PeakConcurrency int     `json:"peak_new_concurrency,omitempty"`
+	// MaxInFlight is the most requests outstanding at once.
+	MaxInFlight int `json:"max_in_flight,omitempty"`
+	// SendLagP99 and SendLagMax say how late the load generator itself sent
+	// requests after their due time (already inside the latencies). Large
+	// values mean the generating machine, not the target, was behind.
+	SendLagP99 float64 `json:"send_lag_p99_ms,omitempty"`
+	SendLagMax float64 `json:"send_lag_max_ms,omitempty"`
 	// FirstError is the first unexpected answer, to explain Errors.
 	FirstError string `json:"first_error,omitempty"`
 }
@@ -156,6 +196,9 @@ func (c *Config) defaults() error {
 	}
 	if c.Dir == "" {
 		return errors.New("bench: Dir is required")
+	}
+	if math.IsNaN(c.Rate) || c.Rate > MaxRate {
+		return fmt.Errorf("bench: rate %v: want at most %d per second", c.Rate, MaxRate)
 	}
 	for _, n := range c.Concurrency {
 		if n < 1 {
@@ -199,9 +242,14 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	defer env.close()
 
 	progress := func(r Row) {
-		if cfg.Progress != nil {
-			cfg.Progress("%-22s %-8s c=%-4d %9.0f/s  p99 %7.2fms  errors %d", r.Target, r.Workload, r.Concurrency, r.PerSecond, r.P99, r.Errors)
+		if cfg.Progress == nil {
+			return
 		}
+		load := fmt.Sprintf("c=%d", r.Concurrency)
+		if r.Open() {
+			load = fmt.Sprintf("rate=%.0f/s", r.Rate)
+		}
+		cfg.Progress("%-22s %-10s %-11s %9.0f/s  p99 %7.2fms  errors %d", r.Target, r.Workload, load, r.PerSecond, r.P99, r.Errors)
 	}
 	// Rows are measured concurrency by concurrency, the proxy first, so that
 	// each ratio compares measurements taken moments apart on a machine whose
@@ -227,13 +275,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 				if err != nil {
 					return rep, err
 				}
-				if p.PerSecond > 0 {
-					r.Ratio = r.PerSecond / p.PerSecond
-					r.AddedP99 = r.P99 - p.P99
-				}
-				if p.CPUPerRequest > 0 {
-					r.CPURatio = r.CPUPerRequest / p.CPUPerRequest
-				}
+				compare(&r, p)
 				rep.Rows = append(rep.Rows, r)
 				progress(r)
 			}
@@ -250,7 +292,55 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return cmp.Or(cmp.Compare(order[a.Target]+order[a.Workload], order[b.Target]+order[b.Workload]),
 			cmp.Compare(a.Concurrency, b.Concurrency))
 	})
+
+	// The open-loop rows come last, each gateway's after its proxy row at the
+	// same rate, measured moments before it.
+	if cfg.Rate < 0 || !slices.Contains(cfg.Workloads, New) {
+		return rep, nil
+	}
+	for _, g := range env.gateways {
+		rate, peak, peakN := cfg.Rate, 0.0, 0
+		if rate == 0 {
+			for _, r := range rep.Rows {
+				if r.Target == "gateway/"+g.name && r.Workload == New && r.PerSecond > peak {
+					peak, peakN = r.PerSecond, r.Concurrency
+				}
+			}
+			if rate = peak / 2; rate <= 0 {
+				continue // no new action went through: nothing to take half of
+			}
+		}
+		p, err := measureOpen(ctx, &cfg, "bare-proxy", ProxyOpen, rate, env.proxyNew)
+		p.PeakPerSecond, p.PeakConcurrency = peak, peakN
+		if err != nil {
+			return rep, err
+		}
+		rep.Rows = append(rep.Rows, p)
+		progress(p)
+		r, err := measureOpen(ctx, &cfg, "gateway/"+g.name, NewOpen, rate, g.workload(New))
+		r.PeakPerSecond, r.PeakConcurrency = peak, peakN
+		if err != nil {
+			return rep, err
+		}
+		compare(&r, p)
+		rep.Rows = append(rep.Rows, r)
+		progress(r)
+	}
 	return rep, nil
+}
+
+// Open says whether r is an open-loop row.
+func (r Row) Open() bool { return r.Rate > 0 }
+
+// compare fills r's columns relative to the bare proxy's row p.
+func compare(r *Row, p Row) {
+	if p.PerSecond > 0 {
+		r.Ratio = r.PerSecond / p.PerSecond
+		r.AddedP99 = r.P99 - p.P99
+	}
+	if p.CPUPerRequest > 0 {
+		r.CPURatio = r.CPUPerRequest / p.CPUPerRequest
+	}
 }
 
 func prefixed(ledgers []string) []string {

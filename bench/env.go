@@ -39,6 +39,7 @@ const (
 	joinKeyMark = ":join-" // downstream keys are "{tenant}:{action_id}"
 
 	invokerIdlePerHost = 64 // invoke.Client's default MaxIdleConnsPerHost
+	openIdleConns      = 256
 )
 
 var (
@@ -73,7 +74,11 @@ func startEnv(ctx context.Context, cfg *Config) (e *env, err error) {
 			e.close()
 		}
 	}()
-	maxConns := 0
+	// Open-loop rows have no fixed number of connections: after a stall the
+	// overdue requests go out at once. Keep enough idle connections that such
+	// a burst does not open (and then close) connections a closed-loop row
+	// would have reused.
+	maxConns := openIdleConns
 	for _, n := range cfg.Concurrency {
 		maxConns = max(maxConns, n)
 	}
