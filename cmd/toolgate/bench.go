@@ -22,8 +22,13 @@ func init() {
 // runBench measures the gateway against a bare httputil.ReverseProxy to the
 // same sandbox in one process (see package bench) and prints the table, or
 // the JSON report with --json. Progress goes to stderr.
+//
+// With the new workload, each gateway also gets two open-loop rows at one
+// fixed arrival rate (--rate, by default half that gateway's peak new
+// throughput in the run): the bare proxy, then the gateway, each request sent
+// on a fixed timetable and timed from its due time.
 func runBench(ctx context.Context, e env) int {
-	flags := newFlagSet(e, "bench", "[--duration D] [--concurrency 1,8,32,128] [--ledger sqlite-full,sqlite-normal[,postgres]] [--postgres DSN] [--json] [--quick]")
+	flags := newFlagSet(e, "bench", "[--duration D] [--concurrency 1,8,32,128] [--ledger sqlite-full,sqlite-normal[,postgres]] [--postgres DSN] [--rate N] [--json] [--quick]")
 	duration := flags.Duration("duration", 3*time.Second, "measured time per row")
 	conc := flags.String("concurrency", "1,8,32,128", "comma-separated numbers of closed-loop workers")
 	ledgers := flags.String("ledger", "sqlite-full,sqlite-normal", "comma-separated ledgers: sqlite-full, sqlite-normal, postgres")
@@ -31,8 +36,9 @@ func runBench(ctx context.Context, e env) int {
 	workloads := flags.String("workloads", "new,replay,invalid,join", "comma-separated gateway workloads")
 	group := flags.Int("join-group", 4, "same-key calls per join group")
 	joinDelay := flags.Duration("join-delay", 5*time.Millisecond, "how long the sandbox holds the first call of a join group")
+	rate := flags.Float64("rate", 0, "arrival rate per second of the open-loop rows (proxy-open, new-open), which run with the new workload; 0: half of each ledger's peak new throughput; negative: none")
 	asJSON := flags.Bool("json", false, "print the report as JSON instead of a table")
-	quick := flags.Bool("quick", false, "a short smoke run for CI: 200ms rows at concurrency 1 and 8")
+	quick := flags.Bool("quick", false, "a short smoke run for CI: 200ms rows at concurrency 1 and 8 (open-loop rows included)")
 	cpuProfile := flags.String("cpuprofile", "", "write a CPU profile of the whole run to `file`")
 	memProfile := flags.String("memprofile", "", "write an allocation profile at the end to `file`")
 	dir := flags.String("dir", "", "where the SQLite files go (default: a temporary directory, removed at the end)")
@@ -46,7 +52,7 @@ func runBench(ctx context.Context, e env) int {
 	}
 	cfg := bench.Config{
 		Duration: *duration, Ledgers: benchList(*ledgers), PostgresDSN: *dsn,
-		Workloads: benchList(*workloads), GroupSize: *group, JoinDelay: *joinDelay,
+		Workloads: benchList(*workloads), GroupSize: *group, JoinDelay: *joinDelay, Rate: *rate,
 		Progress: func(format string, args ...any) { fmt.Fprintf(e.Stderr, "toolgate bench: "+format+"\n", args...) },
 	}
 	var err error

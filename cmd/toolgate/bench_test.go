@@ -15,9 +15,16 @@ func TestBenchCommand(t *testing.T) {
 		name string
 		args []string
 		json bool
+		rows int     // JSON rows
+		open float64 // the open-loop rows' rate, when there are some
 	}{
 		{name: "table", args: []string{"bench", "--quick", "--duration", "100ms", "--ledger", "sqlite-normal", "--workloads", "new,replay"}},
-		{name: "json", args: []string{"bench", "--quick", "--ledger", "sqlite-full", "--workloads", "invalid,join", "--json"}, json: true},
+		// proxy c=1,8; invalid c=1,8; join c=8; no new workload, no open loop
+		{name: "json", args: []string{"bench", "--quick", "--ledger", "sqlite-full", "--workloads", "invalid,join", "--json"}, json: true, rows: 5},
+		// proxy c=1,8; new c=1,8; proxy-open, new-open at the given rate
+		{name: "json rate", args: []string{"bench", "--quick", "--ledger", "sqlite-full", "--workloads", "new", "--rate", "150", "--json"}, json: true, rows: 6, open: 150},
+		// the same at half the peak of the new rows
+		{name: "json half peak", args: []string{"bench", "--quick", "--duration", "100ms", "--ledger", "sqlite-normal", "--workloads", "new", "--json"}, json: true, rows: 6, open: -1},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -28,7 +35,7 @@ func TestBenchCommand(t *testing.T) {
 				t.Fatalf("exit %d\n%s\n%s", code, out.String(), errb.String())
 			}
 			if !tc.json {
-				for _, want := range []string{"bare-proxy", "gateway/sqlite-normal", "x proxy", "replay"} {
+				for _, want := range []string{"bare-proxy", "gateway/sqlite-normal", "x proxy", "replay", "proxy-open", "new-open", "rate/s", "half its peak new throughput", "ms added"} {
 					if !strings.Contains(out.String(), want) {
 						t.Errorf("table lacks %q:\n%s", want, out.String())
 					}
@@ -38,20 +45,47 @@ func TestBenchCommand(t *testing.T) {
 			var rep struct {
 				Rows []struct {
 					Target, Workload string
+					Concurrency      int
 					Requests, Errors int
+					PerSecond        float64 `json:"per_second"`
+					P99              float64 `json:"p99_ms"`
+					AddedP99         float64 `json:"added_p99_ms"`
+					Rate             float64 `json:"rate_per_second"`
+					Peak             float64 `json:"peak_new_per_second"`
+					MaxInFlight      int     `json:"max_in_flight"`
 				} `json:"rows"`
 			}
 			if err := json.Unmarshal([]byte(out.String()), &rep); err != nil {
 				t.Fatalf("%v\n%s", err, out.String())
 			}
-			// proxy c=1,8; invalid c=1,8; join c=8
-			if len(rep.Rows) != 5 {
-				t.Fatalf("%d rows, want 5: %+v", len(rep.Rows), rep.Rows)
+			if len(rep.Rows) != tc.rows {
+				t.Fatalf("%d rows, want %d: %+v", len(rep.Rows), tc.rows, rep.Rows)
 			}
+			peak := 0.0
 			for _, r := range rep.Rows {
 				if r.Requests == 0 || r.Errors != 0 {
 					t.Errorf("row %+v", r)
 				}
+				if r.Workload == "new" {
+					peak = max(peak, r.PerSecond)
+				}
+			}
+			if tc.open == 0 {
+				return
+			}
+			rate, wantPeak := tc.open, 0.0
+			if rate < 0 {
+				rate, wantPeak = peak/2, peak
+			}
+			p, g := rep.Rows[len(rep.Rows)-2], rep.Rows[len(rep.Rows)-1]
+			if p.Target != "bare-proxy" || p.Workload != "proxy-open" || g.Workload != "new-open" || !strings.HasPrefix(g.Target, "gateway/") {
+				t.Fatalf("last rows %+v, %+v: want proxy-open then new-open", p, g)
+			}
+			if p.Rate != rate || g.Rate != rate || p.Peak != wantPeak || g.Peak != wantPeak || p.Concurrency != 0 || g.Concurrency != 0 || g.MaxInFlight < 1 {
+				t.Errorf("open rows at rate %v (peak %v): %+v, %+v", rate, wantPeak, p, g)
+			}
+			if g.AddedP99 != g.P99-p.P99 {
+				t.Errorf("added p99 %v, want %v - %v", g.AddedP99, g.P99, p.P99)
 			}
 		})
 	}
@@ -67,6 +101,8 @@ func TestBenchUsage(t *testing.T) {
 		{name: "bad concurrency", args: []string{"bench", "--concurrency", "1,x"}, want: "--concurrency"},
 		{name: "unknown ledger", args: []string{"bench", "--ledger", "mysql"}, want: `ledger "mysql"`},
 		{name: "argument", args: []string{"bench", "extra"}, want: "unexpected argument"},
+		{name: "bad rate", args: []string{"bench", "--rate", "fast"}, want: "-rate"},
+		{name: "rate too high", args: []string{"bench", "--rate", "1e9"}, want: "want at most 100000 per second"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
