@@ -178,13 +178,12 @@ func values(a *ledger.Action, rev int64) ([]any, error) {
 	if a.Result != nil {
 		status, ctype, body = a.Result.StatusCode, a.Result.ContentType, nonNilBytes(a.Result.Body)
 	}
-	calls, err := jsonList(a.ProviderCalls, func(c ledger.ProviderCall) ledger.ProviderCall { c.At = c.At.UTC(); return c })
-	if err != nil {
-		return nil, fmt.Errorf("provider calls: %w", err)
+	var calls, hist any // NULL when empty
+	if len(a.ProviderCalls) > 0 {
+		calls = string(ledger.AppendProviderCallsJSON(make([]byte, 0, 128*len(a.ProviderCalls)), a.ProviderCalls))
 	}
-	hist, err := jsonList(a.History, func(h ledger.Transition) ledger.Transition { h.At = h.At.UTC(); return h })
-	if err != nil {
-		return nil, fmt.Errorf("history: %w", err)
+	if len(a.History) > 0 {
+		hist = string(ledger.AppendHistoryJSON(make([]byte, 0, 160*len(a.History)), a.History))
 	}
 	var args any
 	if a.Arguments != nil {
@@ -203,23 +202,6 @@ func nonNilBytes(b []byte) []byte {
 		return []byte{}
 	}
 	return b
-}
-
-// jsonList encodes a non-empty list as JSON text (times normalized to UTC by
-// norm); an empty list is NULL.
-func jsonList[T any](xs []T, norm func(T) T) (any, error) {
-	if len(xs) == 0 {
-		return nil, nil
-	}
-	cp := make([]T, len(xs))
-	for i, x := range xs {
-		cp[i] = norm(x)
-	}
-	b, err := json.Marshal(cp)
-	if err != nil {
-		return nil, err
-	}
-	return string(b), nil
 }
 
 // nanos returns t as unix nanoseconds, nil for the zero time, or an error when

@@ -1,0 +1,68 @@
+package sqlite_test
+
+import (
+	"fmt"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/toolgate/toolgate/ledger"
+)
+
+// BenchmarkLifecycleConcurrent32 is a new action's two durable writes as the
+// gateway makes them, from 32 goroutines at once: the insert that claims it
+// (running, with a lease) and the update that finishes it (succeeded, with
+// its result). One op is one action.
+func BenchmarkLifecycleConcurrent32(b *testing.B) {
+	for _, mode := range syncModes {
+		b.Run("sync="+mode, func(b *testing.B) {
+			s := benchStore(b, mode)
+			ctx := b.Context()
+			var n atomic.Int64
+			b.SetParallelism(max(1, 32/ncpu()))
+			b.ReportAllocs()
+			cpu0 := processCPU()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					i := n.Add(1)
+					// Random-looking keys, as clients make them; creation
+					// times that grow, as the gateway's clock gives them.
+					a := benchAction(fmt.Sprintf("act-%08x-%d", i*2654435761%(1<<32), i))
+					a.CreatedAt = t0.Add(time.Duration(i) * time.Microsecond)
+					a.UpdatedAt = a.CreatedAt
+					if err := a.Move(ledger.Running, ledger.ByGateway, "", "claimed for attempt 1", t0); err != nil {
+						b.Error(err)
+						return
+					}
+					a.Attempts, a.LeaseOwner, a.LeaseUntil, a.LastSentAt = 1, "gateway", t0.Add(30*time.Second), t0
+					if err := s.Insert(ctx, a); err != nil {
+						b.Error(err)
+						return
+					}
+					if err := a.Move(ledger.Succeeded, ledger.ByGateway, "", "the downstream answered 201", t0); err != nil {
+						b.Error(err)
+						return
+					}
+					a.LeaseOwner, a.LeaseUntil = "", time.Time{}
+					a.Result = &ledger.Result{StatusCode: 201, ContentType: "application/json", Body: []byte(`{"refund_id":"rf_0123456789","status":"succeeded","amount_minor":1500,"currency":"EUR"}`)}
+					if err := s.Update(ctx, a); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op")
+		})
+	}
+}
+
+// processCPU is the process's user and system CPU time so far: unlike wall
+// time per op, it does not grow when other programs load the machine.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
