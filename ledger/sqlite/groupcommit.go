@@ -182,6 +182,9 @@ func (c *committer) commit(batch []*write) {
 	for _, w := range batch {
 		close(w.done)
 	}
+	if c.s.cp != nil {
+		c.s.cp.committed(len(batch))
+	}
 }
 
 // inTx runs ws in one transaction, setting each write's err to nil or to its

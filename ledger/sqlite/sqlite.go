@@ -68,6 +68,9 @@ type Store struct {
 	get, rev             *sql.Stmt // on r
 
 	gc *committer // every Insert and Update: group commit (groupcommit.go)
+
+	cpdb *sql.DB       // one connection: background checkpoints
+	cp   *checkpointer // checkpoint.go
 }
 
 var _ ledger.Store = (*Store)(nil)
@@ -105,6 +108,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	wq := cloneValues(common)
 	wq.Add("_pragma", "journal_mode(WAL)")
 	wq.Set("_txlock", "immediate")
+	wq.Add("_pragma", "wal_autocheckpoint("+strconv.Itoa(backstopPages)+")") // see checkpoint.go
 	w, err := sql.Open("sqlite", base+"?"+wq.Encode())
 	if err != nil {
 		return nil, fmt.Errorf("open ledger %s: %w", cfg.Path, translate(err))
@@ -138,7 +142,18 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		r.Close()
 		return nil, fmt.Errorf("open ledger %s: %w", cfg.Path, translate(err))
 	}
-	s := &Store{w: w, r: r}
+	// The checkpointer's connection is opened after the file is in WAL mode.
+	cp, err := sql.Open("sqlite", base+"?"+common.Encode())
+	if err != nil {
+		w.Close()
+		r.Close()
+		return nil, fmt.Errorf("open ledger %s: %w", cfg.Path, translate(err))
+	}
+	cp.SetMaxOpenConns(1)
+	cp.SetMaxIdleConns(1)
+	cp.SetConnMaxLifetime(0)
+	cp.SetConnMaxIdleTime(0)
+	s := &Store{w: w, r: r, cpdb: cp}
 	for _, p := range []struct {
 		db   *sql.DB
 		sql  string
@@ -151,6 +166,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 			return nil, fmt.Errorf("open ledger %s: prepare: %w", cfg.Path, translate(err))
 		}
 	}
+	s.cp = newCheckpointer(cp)
 	s.gc = newCommitter(s)
 	return s, nil
 }
@@ -169,6 +185,9 @@ func (s *Store) Close() error {
 	if s.gc != nil {
 		s.gc.close()
 	}
+	if s.cp != nil {
+		s.cp.close()
+	}
 	return s.closeDBs()
 }
 
@@ -179,7 +198,13 @@ func (s *Store) closeDBs() error {
 			errs = append(errs, st.Close())
 		}
 	}
-	return errors.Join(append(errs, s.r.Close(), s.w.Close())...)
+	// The writer closes last: closing the last connection checkpoints the
+	// WAL into the database file and removes it.
+	errs = append(errs, s.r.Close())
+	if s.cpdb != nil {
+		errs = append(errs, s.cpdb.Close())
+	}
+	return errors.Join(append(errs, s.w.Close())...)
 }
 
 // Pragma returns the value of a read-only PRAGMA as the writer connection sees
