@@ -36,6 +36,7 @@ type checkpointer struct {
 	done    chan struct{}
 	mu      sync.Mutex
 	pending int // writes committed since the last kick
+	stop    sync.Once
 
 	// runs counts checkpoints run, for tests.
 	runs int64
@@ -96,8 +97,9 @@ func (c *checkpointer) checkpoint() bool {
 	return err == nil && busy == 0 && done >= log
 }
 
+// close stops the goroutine; closing again is a no-op, as Store.Close is.
 func (c *checkpointer) close() {
-	close(c.quit)
+	c.stop.Do(func() { close(c.quit) })
 	<-c.done
 }
 
