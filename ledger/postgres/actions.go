@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -202,6 +203,15 @@ func (s *Store) query(ctx context.Context, q string, args ...any) ([]*ledger.Act
 func values(a *ledger.Action, rev int64) ([]any, error) {
 	if !a.State.Valid() {
 		return nil, fmt.Errorf("state %q is not a ledger state", a.State)
+	}
+	for _, f := range []string{a.Tenant, a.ID, a.ToolID, a.Version, a.ArgsDigest, a.LeaseOwner,
+		a.CorrelationID, a.Scope, a.PolicyVersion} {
+		if strings.IndexByte(f, 0) >= 0 {
+			return nil, fmt.Errorf("%q contains a NUL byte, which PostgreSQL text cannot hold", f)
+		}
+	}
+	if a.Result != nil && strings.IndexByte(a.Result.ContentType, 0) >= 0 {
+		return nil, fmt.Errorf("result content type %q contains a NUL byte, which PostgreSQL text cannot hold", a.Result.ContentType)
 	}
 	var times [6]*int64
 	for i, t := range []time.Time{a.LeaseUntil, a.LastSentAt, a.UnknownSince, a.NextCheckAt, a.CreatedAt, a.UpdatedAt} {
