@@ -17,10 +17,16 @@ const columns = `tenant, id, tool_id, version, state, needs_operator, args_diges
 	result_status, result_content_type, result_body, provider_calls,
 	correlation_id, scope, policy_version, created_at, updated_at, history, rev`
 
+// insertSQL is Insert's statement: no row written means the action exists.
+const insertSQL = `INSERT INTO actions (` + columns + `)
+	VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$23,$24,$25,$26)
+	ON CONFLICT (tenant, id) DO NOTHING`
+
 // Insert stores a new action with Rev 1 and sets a.Rev, in one INSERT … ON
 // CONFLICT DO NOTHING: when the tenant already has an action with a.ID no
 // row is written and it returns ledger.ErrExists. Tenant, ID, a valid State
-// and CreatedAt are required.
+// and CreatedAt are required. Concurrent writes share transactions (see
+// batch.go) unless Config.NoBatch is set.
 func (s *Store) Insert(ctx context.Context, a *ledger.Action) (err error) {
 	ctx, finish := s.op(ctx)
 	defer finish(&err)
@@ -34,9 +40,17 @@ func (s *Store) Insert(ctx context.Context, a *ledger.Action) (err error) {
 	if err != nil {
 		return fmt.Errorf("insert action %s: %w", a.ID, err)
 	}
-	tag, err := s.pool.Exec(ctx, `INSERT INTO actions (`+columns+`)
-		VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$23,$24,$25,$26)
-		ON CONFLICT (tenant, id) DO NOTHING`, vals...)
+	if s.batch != nil {
+		w := &write{kind: writeInsert, ctx: ctx, a: a, args: vals, bytes: writeBytes(vals)}
+		if s.batch.do(w) {
+			if w.err != nil {
+				return w.err
+			}
+			a.Rev = w.rev
+			return nil
+		}
+	}
+	tag, err := s.pool.Exec(ctx, insertSQL, vals...)
 	if err != nil {
 		return fmt.Errorf("insert action %s: %w", a.ID, translate(err))
 	}
@@ -85,7 +99,8 @@ SELECT (SELECT rev FROM upd), (SELECT rev FROM cur), (SELECT state FROM cur)`
 // When the error satisfies IsUnavailable the write may or may not have
 // happened: re-read before acting on it. After a write that moved the action
 // out of running it sends a completion wake-up (see Listen) unless
-// Config.NoNotify is set.
+// Config.NoNotify is set. Concurrent writes share transactions (see
+// batch.go) unless Config.NoBatch is set.
 func (s *Store) Update(ctx context.Context, a *ledger.Action) (err error) {
 	parent := ctx
 	ctx, finish := s.op(ctx)
@@ -97,6 +112,16 @@ func (s *Store) Update(ctx context.Context, a *ledger.Action) (err error) {
 	// values order: tenant, id, the updatable fields, created_at at 22, then
 	// updated_at, history and rev.
 	vals = append(vals[:22:22], vals[23:]...)
+	if s.batch != nil {
+		w := &write{kind: writeUpdate, ctx: ctx, a: a, args: vals, bytes: writeBytes(vals)}
+		if s.batch.do(w) {
+			if w.err != nil {
+				return w.err
+			}
+			a.Rev = w.rev
+			return nil
+		}
+	}
 	var written, stored *int64
 	var was *string
 	if err := s.pool.QueryRow(ctx, updateSQL, vals...).Scan(&written, &stored, &was); err != nil {

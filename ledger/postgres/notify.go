@@ -26,16 +26,10 @@ const maxPayload = 7900
 // briefly. A wake-up is a hint: failing to send one is not an error (waiters
 // also poll), so its error is dropped.
 func (s *Store) notify(ctx context.Context, a *ledger.Action) {
-	p := payload{Schema: s.schema, Tenant: a.Tenant, ID: a.ID, State: string(a.State)}
-	b, _ := json.Marshal(p)
-	if len(b) >= maxPayload {
-		// Too long an id: a payload without it reads as "re-check everything".
-		b, _ = json.Marshal(payload{Schema: s.schema, State: string(a.State)})
-	}
 	// Sent even when the caller's ctx ends right after the Update.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), DefaultQueryTimeout)
 	defer cancel()
-	s.pool.Exec(ctx, `SELECT set_config('synchronous_commit', 'off', true), pg_notify('`+Channel+`', $1)`, string(b))
+	s.pool.Exec(ctx, `SELECT set_config('synchronous_commit', 'off', true), pg_notify('`+Channel+`', $1)`, s.payload(a))
 }
 
 type payload struct {

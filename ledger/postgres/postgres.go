@@ -76,6 +76,12 @@ type Config struct {
 	// ApplicationName is reported in pg_stat_activity. Defaults to
 	// "toolgate"; a DSN application_name is used when this is empty.
 	ApplicationName string
+	// NoBatch turns off write batching: every Insert and Update is then its
+	// own transaction, with its own commit. By default concurrent Inserts
+	// and Updates of one Store are sent together, one round trip and one
+	// commit per batch, each with its own exact result (see "Write
+	// batching" in docs/postgres.md).
+	NoBatch bool
 }
 
 // Defaults for Config.
@@ -135,6 +141,7 @@ type Store struct {
 	schema   string // the schema the tables are in, as the server resolved it
 	noNotify bool
 	timeout  time.Duration // per operation; 0 for none
+	batch    *batcher      // nil with Config.NoBatch
 }
 
 var _ ledger.Store = (*Store)(nil)
@@ -200,12 +207,20 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("open ledger %s: %w", where, err)
 	}
-	return &Store{pool: pool, schema: schema, noNotify: cfg.NoNotify, timeout: max(timeout, 0)}, nil
+	s := &Store{pool: pool, schema: schema, noNotify: cfg.NoNotify, timeout: max(timeout, 0)}
+	if !cfg.NoBatch {
+		s.batch = newBatcher(s, min(batchWorkers, max(1, int(pool.Config().MaxConns)/2)))
+	}
+	return s, nil
 }
 
 // Close closes every connection of the pool, waiting for operations in
-// flight. Every write already returned is durable.
+// flight (queued writes are committed first). Every write already returned
+// is durable.
 func (s *Store) Close() error {
+	if s.batch != nil {
+		s.batch.close()
+	}
 	s.pool.Close()
 	return nil
 }

@@ -75,3 +75,13 @@ func TestNULRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestConformanceNoBatch runs the suite with every write alone, as
+// Config.NoBatch has it (and as the batcher falls back to).
+func TestConformanceNoBatch(t *testing.T) {
+	t.Parallel()
+	storetest.Exercise(t, func(t *testing.T) ledger.Store {
+		dsn, _ := pgtest.Schema(t)
+		return open(t, postgres.Config{DSN: dsn, MaxConns: 8, NoBatch: true})
+	})
+}

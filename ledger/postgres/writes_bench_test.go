@@ -19,20 +19,21 @@ import (
 	"github.com/toolgate/toolgate/ledger/postgres"
 )
 
-// BenchmarkWrites measures durable writes from 1 and from 32 goroutines at
-// once, as a busy gateway replica writes, at the store's default pool size
-// and with a pool of 32 connections (where PostgreSQL groups the WAL flushes
-// of concurrent commits by itself). The workloads are inserts (a new
-// action), claims (the compare-and-set Update of a pending action to
-// running) and the whole write path of a new action ("cycle": insert,
-// claim, complete with its wake-up).
+// BenchmarkWrites compares write batching (the default) with every write
+// alone (Config.NoBatch), at the store's default pool size and with a pool of
+// 32 connections (where PostgreSQL groups the WAL flushes of concurrent
+// commits by itself), from 1 and from 32 goroutines at once, as a busy
+// gateway replica writes. The workloads are inserts (a new action), claims
+// (the compare-and-set Update of a pending action to running) and the whole
+// write path of a new action ("cycle": insert, claim, complete with its
+// wake-up).
 //
 // Besides ns/op it reports the CPU each operation costs on both sides,
 // because PostgreSQL often shares the machine's cores with the gateway:
 // client-µs/op is this process (getrusage), server-µs/op the server
 // processes that pg_stat_activity lists, read from /proc (only when the
 // server runs on this machine and /proc is readable; otherwise the metric is
-// left out).
+// left out). writes/batch is the mean batch size.
 //
 // Point TOOLGATE_TEST_POSTGRES at a server with fsync on for durable
 // figures; the throwaway test cluster runs with fsync off.
@@ -42,8 +43,9 @@ func BenchmarkWrites(b *testing.B) {
 			name string
 			cfg  postgres.Config
 		}{
-			{"pool=default", postgres.Config{}},
-			{"pool=32", postgres.Config{MaxConns: 32}},
+			{"unbatched", postgres.Config{NoBatch: true}},
+			{"unbatched-pool=32", postgres.Config{NoBatch: true, MaxConns: 32}},
+			{"batched", postgres.Config{}},
 		} {
 			if conc == 1 && cfg.cfg.MaxConns > 0 {
 				continue // one writer uses one connection
@@ -66,6 +68,7 @@ func runWrites(b *testing.B, conc int, cfg postgres.Config, workload string) {
 		as = insertedActions(b, s, b.N)
 	}
 	prefill(b, cfg.DSN, 10000)
+	batches0, writes0 := postgres.BatchStats(s)
 	now := time.Now()
 	var next atomic.Int64
 	op := func() error {
@@ -106,6 +109,9 @@ func runWrites(b *testing.B, conc int, cfg postgres.Config, workload string) {
 	}
 	b.StopTimer()
 	cpu.report(b)
+	if batches, writes := postgres.BatchStats(s); batches > batches0 {
+		b.ReportMetric(float64(writes-writes0)/float64(batches-batches0), "writes/batch")
+	}
 }
 
 // insertedActions inserts n pending actions from 32 goroutines and returns
