@@ -102,7 +102,8 @@ type Store interface {
 	Insert(ctx context.Context, a *Action) error
 	// Get returns the action, or ErrNotFound.
 	Get(ctx context.Context, tenant, id string) (*Action, error)
-	// Update writes a when the stored Rev equals a.Rev and then increments a.Rev;
+	// Update writes a when the stored Rev equals a.Rev and then increments a.Rev.
+	// Tenant, ID, ToolID and CreatedAt are fixed at Insert and never rewritten;
 	// it returns ErrStale when the stored revision differs and ErrNotFound when
 	// the action is gone.
 	Update(ctx context.Context, a *Action) error

@@ -73,26 +73,26 @@ func (s *Store) Get(ctx context.Context, tenant, id string) (_ *ledger.Action, e
 	return a, nil
 }
 
-// updateSQL writes every column but tenant, id and created_at when the stored
-// revision is $25 (updateArgs gives the parameters), and reports in the same statement (so in the same
-// snapshot) whether the row exists: the conditional UPDATE is the whole
+// updateSQL writes every column but tenant, id, tool_id and created_at when the
+// stored revision is $24 (Update gives the parameters), and reports in the
+// same statement (so in the same snapshot) whether the row exists: the conditional UPDATE is the whole
 // compare-and-set, the second CTE only names the failure (and gives the
 // state the write replaced).
 const updateSQL = `WITH upd AS (
 	UPDATE actions SET
-		tool_id = $3, version = $4, state = $5, needs_operator = $6, args_digest = $7, arguments = $8,
-		attempts = $9, lease_owner = $10, lease_until = $11, last_sent_at = $12, unknown_since = $13,
-		next_check_at = $14, checks = $15, result_status = $16, result_content_type = $17, result_body = $18,
-		provider_calls = $19, correlation_id = $20, scope = $21, policy_version = $22,
-		updated_at = $23, history = $24, rev = $25 + 1
-	WHERE tenant = $1 AND id = $2 AND rev = $25
+		version = $3, state = $4, needs_operator = $5, args_digest = $6, arguments = $7,
+		attempts = $8, lease_owner = $9, lease_until = $10, last_sent_at = $11, unknown_since = $12,
+		next_check_at = $13, checks = $14, result_status = $15, result_content_type = $16, result_body = $17,
+		provider_calls = $18, correlation_id = $19, scope = $20, policy_version = $21,
+		updated_at = $22, history = $23, rev = $24 + 1
+	WHERE tenant = $1 AND id = $2 AND rev = $24
 	RETURNING rev
 ), cur AS (
 	SELECT rev, state FROM actions WHERE tenant = $1 AND id = $2
 )
 SELECT (SELECT rev FROM upd), (SELECT rev FROM cur), (SELECT state FROM cur)`
 
-// Update writes every field of a except Tenant, ID and CreatedAt, in one
+// Update writes every field of a except Tenant, ID, ToolID and CreatedAt, in one
 // conditional UPDATE that matches only the stored revision a.Rev, and then
 // increments a.Rev. It returns ledger.ErrStale (and writes nothing) when the
 // stored revision differs, ledger.ErrNotFound when there is no such action.
@@ -109,9 +109,9 @@ func (s *Store) Update(ctx context.Context, a *ledger.Action) (err error) {
 	if err != nil {
 		return fmt.Errorf("update action %s: %w", a.ID, err)
 	}
-	// values order: tenant, id, the updatable fields, created_at at 22, then
-	// updated_at, history and rev.
-	vals = append(vals[:22:22], vals[23:]...)
+	// values order: tenant, id, tool_id (fixed at insert), the updatable
+	// fields, created_at at 22, then updated_at, history and rev.
+	vals = append(append(vals[:2:2], vals[3:22]...), vals[23:]...)
 	if s.batch != nil {
 		w := &write{kind: writeUpdate, ctx: ctx, a: a, args: vals, bytes: writeBytes(vals)}
 		if s.batch.do(w) {

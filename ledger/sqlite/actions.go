@@ -25,7 +25,7 @@ const (
 	getSQL    = `SELECT ` + columns + ` FROM actions WHERE tenant = ? AND id = ?`
 	revSQL    = `SELECT rev FROM actions WHERE tenant = ? AND id = ?`
 	updateSQL = `UPDATE actions SET
-		tool_id = ?, version = ?, state = ?, needs_operator = ?, args_digest = ?, arguments = ?,
+		version = ?, state = ?, needs_operator = ?, args_digest = ?, arguments = ?,
 		attempts = ?, lease_owner = ?, lease_until = ?, last_sent_at = ?, unknown_since = ?,
 		next_check_at = ?, checks = ?, result_status = ?, result_content_type = ?, result_body = ?,
 		provider_calls = ?, correlation_id = ?, scope = ?, policy_version = ?,
@@ -64,7 +64,9 @@ func (s *Store) Get(ctx context.Context, tenant, id string) (*ledger.Action, err
 	return a, nil
 }
 
-// Update writes every field of a except Tenant, ID and CreatedAt, in one
+// Update writes every field of a except Tenant, ID, ToolID and CreatedAt
+// (fixed at Insert: leaving tool_id out of the SET list spares SQLite
+// rewriting its index entry on every update), in one
 // conditional statement that matches only the stored revision a.Rev, and then
 // increments a.Rev. It returns ledger.ErrStale (and writes nothing) when the
 // stored revision differs, ledger.ErrNotFound when there is no such action.
@@ -73,8 +75,8 @@ func (s *Store) Update(ctx context.Context, a *ledger.Action) error {
 	if err != nil {
 		return fmt.Errorf("update action %s: %w", a.ID, err)
 	}
-	// values order: tenant, id, then the updatable fields, created_at at 22.
-	set := vals[2:22:22]
+	// values order: tenant, id, tool_id, then the updatable fields, created_at at 22.
+	set := vals[3:22:22]
 	set = append(set, vals[23:]...)
 	args := append(set, a.Tenant, a.ID, a.Rev)
 	if err := s.gc.do(ctx, &write{kind: writeUpdate, id: a.ID, tenant: a.Tenant, rev: a.Rev, args: args}); err != nil {

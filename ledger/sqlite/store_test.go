@@ -169,7 +169,7 @@ func TestOpenRefusesBadConfig(t *testing.T) {
 }
 
 // latestMigration is the number of the newest file in migration/.
-const latestMigration = 2
+const latestMigration = 3
 
 func TestMigrationsIdempotent(t *testing.T) {
 	t.Parallel()
@@ -402,5 +402,33 @@ func TestRelativePath(t *testing.T) {
 	}
 	if _, err := os.Stat("toolgate.db"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// CountByState (run on every metrics scrape) reads an index, not the table
+// with its result bodies, now that actions_state is gone (migration 003).
+func TestCountByStateReadsACoveringIndex(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	s := open(t, sqlite.Config{Path: path})
+	if _, err := s.CountByState(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := rawDB(t, path).Query(`EXPLAIN QUERY PLAN SELECT state, COUNT(*) FROM actions GROUP BY state`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, detail)
+	}
+	if !strings.Contains(strings.Join(plan, "\n"), "USING COVERING INDEX") {
+		t.Fatalf("CountByState's plan reads the table: %q", plan)
 	}
 }

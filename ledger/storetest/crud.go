@@ -172,6 +172,24 @@ func testUpdateNotFound(t *testing.T, s ledger.Store) {
 	wantErr(t, "Update in the wrong tenant", s.Update(t.Context(), a), ledger.ErrNotFound)
 }
 
+// testUpdateKeepsToolAndCreation: ToolID and CreatedAt are fixed at Insert
+// (List filters and pages by them); an Update that carries other values
+// writes everything else and leaves those two as stored.
+func testUpdateKeepsToolAndCreation(t *testing.T, s ledger.Store) {
+	first := insert(t, s, newAction("t1", "fixed", ledger.Pending, 0))
+	a := get(t, s, "t1", "fixed")
+	a.ToolID, a.CreatedAt = "other.tool", at(time.Hour)
+	a.Version = "9.9.9"
+	if err := s.Update(t.Context(), a); err != nil {
+		t.Fatal(err)
+	}
+	got := get(t, s, "t1", "fixed")
+	if got.ToolID != first.ToolID || !got.CreatedAt.Equal(first.CreatedAt) || got.Version != "9.9.9" || got.Rev != 2 {
+		t.Fatalf("after an Update with another tool and creation time: tool %q created %s version %q rev %d; want tool %q created %s version 9.9.9 rev 2",
+			got.ToolID, got.CreatedAt, got.Version, got.Rev, first.ToolID, first.CreatedAt)
+	}
+}
+
 func testSameIDTwoTenants(t *testing.T, s ledger.Store) {
 	a := newAction("acme", "order-1", ledger.Pending, 0)
 	b := newAction("globex", "order-1", ledger.Pending, time.Second)

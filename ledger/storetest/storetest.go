@@ -33,6 +33,7 @@ func Exercise(t *testing.T, newStore func(t *testing.T) ledger.Store) {
 		{"GetNotFound", testGetNotFound},
 		{"UpdateCompareAndSet", testUpdateCompareAndSet},
 		{"UpdateNotFound", testUpdateNotFound},
+		{"UpdateKeepsToolAndCreation", testUpdateKeepsToolAndCreation},
 		{"UpdateClearsFields", testUpdateClearsFields},
 		{"LargeBody", testLargeBody},
 		{"OddIDs", testOddIDs},
