@@ -144,6 +144,9 @@ func (s *Service) Start(ctx context.Context, tenant, id string, sp StartSpec) (a
 		if gerr != nil {
 			return nil, false, fmt.Errorf("start action %s: %w", id, gerr)
 		}
+		if c := s.cache(); c != nil && old.State.Terminal() {
+			c.note(old) // as GetForCall does: the next call for this key reads nothing
+		}
 		return old, false, nil
 	default:
 		return nil, false, fmt.Errorf("start action %s: %w", id, err)

@@ -522,3 +522,26 @@ func TestRecentKnowsLiveAndTerminalActions(t *testing.T) {
 		t.Fatalf("cache off: %v %v", got, known)
 	}
 }
+
+// A Start that finds a finished action (a key this process had not seen,
+// or had evicted) caches it, so the next call for the key is answered from
+// memory instead of trying the insert again.
+func TestStartOnAFinishedActionCachesIt(t *testing.T) {
+	t.Parallel()
+	s, _ := setup(t)
+	other := &ledger.Service{Store: s.Store, Owner: "other"}
+	a := start(t, other, "cached-by-start", false)
+	if err := other.Finish(ctx, a, ledger.Answered, &ledger.Result{StatusCode: 201, Body: []byte("one")}, "ok"); err != nil {
+		t.Fatal(err)
+	}
+	if got, known := s.Recent("acme", a.ID); got != nil || known {
+		t.Fatalf("before: %v %v", got, known)
+	}
+	got, created, err := s.Start(ctx, "acme", a.ID, ledger.StartSpec{ToolID: "refund", Version: "1.0.0", ArgsDigest: "sha256:aa", Arguments: []byte(`{}`)})
+	if err != nil || created || got.State != ledger.Succeeded {
+		t.Fatalf("Start on a finished action: %+v created %v, %v", got, created, err)
+	}
+	if got, known := s.Recent("acme", a.ID); got == nil || !known || string(got.Result.Body) != "one" {
+		t.Fatalf("after: %+v %v", got, known)
+	}
+}
