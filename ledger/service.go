@@ -144,8 +144,11 @@ func (s *Service) Start(ctx context.Context, tenant, id string, sp StartSpec) (a
 		if gerr != nil {
 			return nil, false, fmt.Errorf("start action %s: %w", id, gerr)
 		}
-		if c := s.cache(); c != nil && old.State.Terminal() {
-			c.note(old) // as GetForCall does: the next call for this key reads nothing
+		if c := s.cache(); c != nil {
+			// A finished action is cached as GetForCall would, so the next
+			// call for the key reads nothing; any other is remembered as
+			// known, so the next call reads first instead of inserting.
+			c.note(old)
 		}
 		return old, false, nil
 	default:

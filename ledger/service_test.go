@@ -544,4 +544,12 @@ func TestStartOnAFinishedActionCachesIt(t *testing.T) {
 	if got, known := s.Recent("acme", a.ID); got == nil || !known || string(got.Result.Body) != "one" {
 		t.Fatalf("after: %+v %v", got, known)
 	}
+	// One still running elsewhere is remembered as known, not cached.
+	b := start(t, other, "running-elsewhere", false)
+	if _, created, err := s.Start(ctx, "acme", b.ID, ledger.StartSpec{ToolID: "refund", Version: "1.0.0", ArgsDigest: "sha256:aa", Arguments: []byte(`{}`)}); err != nil || created {
+		t.Fatalf("Start on a running action: created %v, %v", created, err)
+	}
+	if got, known := s.Recent("acme", b.ID); got != nil || !known {
+		t.Fatalf("running elsewhere: %+v %v", got, known)
+	}
 }
