@@ -47,6 +47,7 @@ func (s *Store) Insert(ctx context.Context, a *ledger.Action) (err error) {
 				return w.err
 			}
 			a.Rev = w.rev
+			s.inserted()
 			return nil
 		}
 	}
@@ -58,6 +59,7 @@ func (s *Store) Insert(ctx context.Context, a *ledger.Action) (err error) {
 		return fmt.Errorf("insert action %s: %w", a.ID, ledger.ErrExists)
 	}
 	a.Rev = 1
+	s.inserted()
 	return nil
 }
 

@@ -8,3 +8,15 @@ func BatchStats(s *Store) (batches, writes int64) {
 	}
 	return s.batch.batches.Load(), s.batch.writes.Load()
 }
+
+// FreshAnalyzed is closed once the store has analyzed the fresh table it
+// opened (see analyze.go); nil when the table was not fresh.
+func FreshAnalyzed(s *Store) <-chan struct{} {
+	if !s.fresh.armed {
+		return nil
+	}
+	return s.fresh.ran
+}
+
+// AnalyzeAfter is how many inserts a store makes before analyzing a fresh table.
+const AnalyzeAfter = analyzeAfter

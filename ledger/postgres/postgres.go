@@ -142,6 +142,7 @@ type Store struct {
 	noNotify bool
 	timeout  time.Duration // per operation; 0 for none
 	batch    *batcher      // nil with Config.NoBatch
+	fresh    freshTable    // analyze.go
 }
 
 var _ ledger.Store = (*Store)(nil)
@@ -208,6 +209,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, fmt.Errorf("open ledger %s: %w", where, err)
 	}
 	s := &Store{pool: pool, schema: schema, noNotify: cfg.NoNotify, timeout: max(timeout, 0)}
+	s.watchFresh(ctx)
 	if !cfg.NoBatch {
 		s.batch = newBatcher(s, min(batchWorkers, max(1, int(pool.Config().MaxConns)/2)))
 	}
@@ -221,6 +223,7 @@ func (s *Store) Close() error {
 	if s.batch != nil {
 		s.batch.close()
 	}
+	s.stopFresh()
 	s.pool.Close()
 	return nil
 }
