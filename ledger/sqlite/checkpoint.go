@@ -77,6 +77,11 @@ func (c *checkpointer) run() {
 		case <-c.kick:
 			dirty = true
 		case <-t.C:
+			c.mu.Lock()
+			if c.pending > 0 { // writes since the last kick, fewer than checkpointEvery
+				c.pending, dirty = 0, true
+			}
+			c.mu.Unlock()
 			if !dirty {
 				continue
 			}

@@ -73,3 +73,29 @@ func TestCloseTwice(t *testing.T) {
 	s.Close()
 	s.Close() // a second Close must not panic
 }
+
+// A few writes, fewer than a kick's worth, are checkpointed by the idle tick.
+func TestIdleTickCheckpointsAFewWrites(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	s, err := Open(context.Background(), Config{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	before := fileSize(t, path)
+	now := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
+	for i := range 3 {
+		a := &ledger.Action{Tenant: "t", ID: fmt.Sprintf("idle-%d", i), ToolID: "x", Version: "1", State: ledger.Pending, CreatedAt: now, UpdatedAt: now}
+		if err := s.Insert(t.Context(), a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(5 * checkpointIdle)
+	for s.cp.checkpoints() == 0 || fileSize(t, path) <= before {
+		if time.Now().After(deadline) {
+			t.Fatalf("3 writes: %d checkpoints after %s, database file %d -> %d bytes", s.cp.checkpoints(), 5*checkpointIdle, before, fileSize(t, path))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
