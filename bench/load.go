@@ -8,6 +8,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/toolgate/toolgate/internal/cputime"
 )
 
 // op sends one request for worker and returns what came back and the status
@@ -113,9 +115,9 @@ func loop(ctx context.Context, warmup, d time.Duration, n int, mark func(), body
 	if mark != nil {
 		mark()
 	}
-	cpu := processCPU()
+	cpu := cputime.Process()
 	samples, took := run(d)
-	return samples, took, processCPU() - cpu, ctx.Err()
+	return samples, took, cputime.Process() - cpu, ctx.Err()
 }
 
 // summarize turns samples into a row.

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/toolgate/toolgate/internal/cputime"
 )
 
 // MaxRate is the highest open-loop arrival rate Config.Rate accepts, per
@@ -60,9 +62,9 @@ func (o openLoop) run(ctx context.Context, f op) (openRun, error) {
 	if o.warmup > 0 {
 		o.interval(ctx, o.warmup, f, nil)
 	}
-	cpu := processCPU()
+	cpu := cputime.Process()
 	r := o.interval(ctx, o.d, f, o.beforeSend)
-	r.cpu = processCPU() - cpu
+	r.cpu = cputime.Process() - cpu
 	return r, ctx.Err()
 }
 

@@ -5,9 +5,9 @@ import (
 	"net/http"
 	"runtime"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
+
+	"github.com/toolgate/toolgate/internal/cputime"
 )
 
 // The same call path under load: 32 goroutines at once, as the closed-loop
@@ -51,21 +51,12 @@ func BenchmarkDownstreamOnlyConcurrent32(b *testing.B) {
 func parallel32(b *testing.B, op func()) {
 	b.SetParallelism(max(1, 32/runtime.GOMAXPROCS(0))) // RunParallel multiplies by GOMAXPROCS
 	b.ReportAllocs()
-	cpu0 := processCPU()
+	cpu0 := cputime.Process()
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			op()
 		}
 	})
-	b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op")
-}
-
-// processCPU is the process's user and system CPU time so far.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	b.ReportMetric(float64(cputime.Process()-cpu0)/float64(b.N), "cpu-ns/op")
 }

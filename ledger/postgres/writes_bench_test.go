@@ -9,11 +9,11 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/toolgate/toolgate/internal/cputime"
 	"github.com/toolgate/toolgate/internal/pgtest"
 	"github.com/toolgate/toolgate/ledger"
 	"github.com/toolgate/toolgate/ledger/postgres"
@@ -193,13 +193,13 @@ func startCPU(b *testing.B, dsn string) *cpuMeter {
 	if dsn == "" {
 		dsn = pgtest.DSN(b)
 	}
-	m := &cpuMeter{dsn: dsn, client: selfCPU()}
+	m := &cpuMeter{dsn: dsn, client: cputime.Process()}
 	m.server, m.serverRead = serverCPU(b.Context(), dsn)
 	return m
 }
 
 func (m *cpuMeter) report(b *testing.B) {
-	client := selfCPU() - m.client
+	client := cputime.Process() - m.client
 	b.ReportMetric(float64(client.Microseconds())/float64(b.N), "client-µs/op")
 	after, ok := serverCPU(context.Background(), m.dsn)
 	if !ok || !m.serverRead {
@@ -210,14 +210,6 @@ func (m *cpuMeter) report(b *testing.B) {
 		server += t - m.server[pid]
 	}
 	b.ReportMetric(float64(server.Microseconds())/float64(b.N), "server-µs/op")
-}
-
-func selfCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // serverCPU returns the CPU time of every process pg_stat_activity lists,

@@ -5,10 +5,10 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/toolgate/toolgate/internal/cputime"
 	"github.com/toolgate/toolgate/ledger"
 )
 
@@ -25,7 +25,7 @@ func BenchmarkLifecycleConcurrent32(b *testing.B) {
 			var n atomic.Int64
 			b.SetParallelism(max(1, 32/ncpu()))
 			b.ReportAllocs()
-			cpu0 := processCPU()
+			cpu0 := cputime.Process()
 			var mu sync.Mutex
 			var lat []time.Duration
 			b.RunParallel(func(pb *testing.PB) {
@@ -61,21 +61,11 @@ func BenchmarkLifecycleConcurrent32(b *testing.B) {
 					mine = append(mine, time.Since(began))
 				}
 			})
-			b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op")
+			b.ReportMetric(float64(cputime.Process()-cpu0)/float64(b.N), "cpu-ns/op")
 			slices.Sort(lat)
 			if len(lat) > 0 {
 				b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
 			}
 		})
 	}
-}
-
-// processCPU is the process's user and system CPU time so far: unlike wall
-// time per op, it does not grow when other programs load the machine.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
