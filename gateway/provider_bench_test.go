@@ -54,8 +54,7 @@ func BenchmarkFrontDoorReplay(b *testing.B) {
 			if rec := frontDoorCall(g, d.path, d.body, key); rec.Code/100 != 2 || strings.Contains(rec.Body.String(), `"is_error":true`) || strings.Contains(rec.Body.String(), `"isError":true`) {
 				b.Fatalf("%d %s", rec.Code, rec.Body)
 			}
-			b.ReportAllocs()
-			b.ResetTimer()
+			defer cpuPerOp(b)()
 			for i := 0; i < b.N; i++ {
 				if rec := frontDoorCall(g, d.path, d.body, key); rec.Code/100 != 2 {
 					b.Fatalf("%d %s", rec.Code, rec.Body)
@@ -70,8 +69,7 @@ func BenchmarkFrontDoorNewAction(b *testing.B) {
 		d := frontDoorBodies()[name]
 		b.Run(name, func(b *testing.B) {
 			g := benchRig(b)
-			b.ReportAllocs()
-			b.ResetTimer()
+			defer cpuPerOp(b)()
 			for i := 0; i < b.N; i++ {
 				if rec := frontDoorCall(g, d.path, d.body, fmt.Sprintf("bench-front-new-%d", benchSeq.Add(1))); rec.Code/100 != 2 {
 					b.Fatalf("%d %s", rec.Code, rec.Body)
