@@ -22,19 +22,19 @@ const MaskToken = "***"
 // not one valid JSON value). Such a record is dropped, never written raw.
 var ErrUnmaskable = errors.New("decision log record cannot be masked")
 
-// Action says what happens to a sensitive value.
-type Action int
+// MaskAction says what happens to a sensitive value.
+type MaskAction int
 
 const (
 	// Mask keeps the member and replaces its value (of any type) with
 	// MaskToken, or with a keyed hash when the Masker has a HashKey.
-	Mask Action = iota
+	Mask MaskAction = iota
 	// Erase removes the value: an object member is deleted; an array item
 	// becomes null, so the indices of the other items keep their meaning.
 	Erase
 )
 
-func (a Action) String() string {
+func (a MaskAction) String() string {
 	if a == Erase {
 		return "erase"
 	}
@@ -45,7 +45,7 @@ func (a Action) String() string {
 // segment "*" matches every array item and every object member.
 type Rule struct {
 	Pointer string
-	Action  Action
+	Action  MaskAction
 }
 
 // MaskRules returns a Mask rule for each pointer.
@@ -54,7 +54,7 @@ func MaskRules(pointers ...string) []Rule { return rules(Mask, pointers) }
 // EraseRules returns an Erase rule for each pointer.
 func EraseRules(pointers ...string) []Rule { return rules(Erase, pointers) }
 
-func rules(a Action, pointers []string) []Rule {
+func rules(a MaskAction, pointers []string) []Rule {
 	out := make([]Rule, len(pointers))
 	for i, p := range pointers {
 		out[i] = Rule{Pointer: p, Action: a}
@@ -393,7 +393,7 @@ func (m *Masker) String() string {
 			if b.Len() > 0 {
 				b.WriteString(" ")
 			}
-			fmt.Fprintf(&b, "%s:%s%s", Action(btoi(r.erase)), g.name, r.p.text)
+			fmt.Fprintf(&b, "%s:%s%s", MaskAction(btoi(r.erase)), g.name, r.p.text)
 		}
 	}
 	return b.String()
