@@ -95,7 +95,13 @@ type Page struct {
 //
 // Every write is durable when it returns. Update is a compare-and-set on Rev, so
 // two writers that read the same revision never both succeed: that is what
-// makes a claim atomic across goroutines, processes and replicas.
+// makes a claim atomic across goroutines, processes and replicas. Opening a
+// store migrates its database; opening another on a migrated database (a
+// restart, a second replica) changes nothing.
+//
+// An error that is none of the sentinels below (ErrNotFound, ErrExists,
+// ErrStale, ErrBadCursor) means the database did not do what was asked: the
+// store is unavailable, and the caller answers so.
 type Store interface {
 	// Insert stores a new action with Rev 1 (and sets a.Rev). It returns
 	// ErrExists when the tenant already has an action with that id.
@@ -107,7 +113,8 @@ type Store interface {
 	// it returns ErrStale when the stored revision differs and ErrNotFound when
 	// the action is gone.
 	Update(ctx context.Context, a *Action) error
-	// List returns one tenant's actions matching f, newest first.
+	// List returns one tenant's actions matching f, newest first; a cursor it
+	// did not issue is ErrBadCursor.
 	List(ctx context.Context, f Filter) (Page, error)
 	// Expired returns up to limit running actions of any tenant whose lease
 	// ends at or before now, oldest lease first.
@@ -129,6 +136,6 @@ type Store interface {
 	// Delete removes one action if its stored Rev equals rev; ErrStale when it
 	// changed, ErrNotFound when it is gone.
 	Delete(ctx context.Context, tenant, id string, rev int64) error
-	// Close releases the store's resources.
+	// Close releases the store's resources; a second Close returns nil.
 	Close() error
 }

@@ -30,15 +30,21 @@ func open(t testing.TB, cfg postgres.Config) *postgres.Store {
 	return s
 }
 
-// newStore opens an empty store in a schema of its own.
-func newStore(t *testing.T) ledger.Store {
-	dsn, _ := pgtest.Schema(t)
-	return open(t, postgres.Config{DSN: dsn, MaxConns: 8})
+// newDB makes a schema of its own for the conformance suite to open stores on.
+func newDB(cfg postgres.Config) storetest.NewDatabase {
+	return func(t *testing.T) func(*testing.T) ledger.Store {
+		dsn, _ := pgtest.Schema(t)
+		return func(t *testing.T) ledger.Store {
+			c := cfg
+			c.DSN = dsn
+			return open(t, c)
+		}
+	}
 }
 
 func TestConformance(t *testing.T) {
 	t.Parallel()
-	storetest.Exercise(t, newStore)
+	storetest.Exercise(t, newDB(postgres.Config{MaxConns: 8}))
 }
 
 // TestNULRefused: text with a NUL byte, which PostgreSQL cannot store, is
@@ -80,8 +86,5 @@ func TestNULRefused(t *testing.T) {
 // Config.NoBatch has it (and as the batcher falls back to).
 func TestConformanceNoBatch(t *testing.T) {
 	t.Parallel()
-	storetest.Exercise(t, func(t *testing.T) ledger.Store {
-		dsn, _ := pgtest.Schema(t)
-		return open(t, postgres.Config{DSN: dsn, MaxConns: 8, NoBatch: true})
-	})
+	storetest.Exercise(t, newDB(postgres.Config{MaxConns: 8, NoBatch: true}))
 }

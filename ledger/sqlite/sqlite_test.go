@@ -25,12 +25,13 @@ func open(t testing.TB, cfg sqlite.Config) *sqlite.Store {
 	return s
 }
 
-// newStore opens an empty store on a fresh file.
-func newStore(t *testing.T) ledger.Store {
-	return open(t, sqlite.Config{Path: filepath.Join(t.TempDir(), "ledger.db")})
+// newDB makes a fresh file for the conformance suite to open stores on.
+func newDB(t *testing.T) func(*testing.T) ledger.Store {
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	return func(t *testing.T) ledger.Store { return open(t, sqlite.Config{Path: path}) }
 }
 
 func TestConformance(t *testing.T) {
 	t.Parallel()
-	storetest.Exercise(t, newStore)
+	storetest.Exercise(t, newDB)
 }

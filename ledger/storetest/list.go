@@ -201,8 +201,9 @@ func testListTenantIsolation(t *testing.T, s ledger.Store) {
 	if _, err := s.List(t.Context(), ledger.Filter{}); err == nil {
 		t.Fatal("List without a tenant: want an error")
 	}
-	if _, err := s.List(t.Context(), ledger.Filter{Tenant: "acme", Cursor: "not a cursor!"}); err == nil {
-		t.Fatal("List with a cursor the store never issued: want an error")
+	for _, c := range []string{"not a cursor!", ledger.EncodeCursor(1, "x")[1:], "djE6MTI6"} {
+		_, err := s.List(t.Context(), ledger.Filter{Tenant: "acme", Cursor: c})
+		wantErr(t, fmt.Sprintf("List with the cursor %q the store never issued", c), err, ledger.ErrBadCursor)
 	}
 }
 

@@ -18,10 +18,17 @@ import (
 	"github.com/toolgate/toolgate/ledger"
 )
 
-// Exercise runs every conformance test against stores made by newStore. Each
-// call of newStore must return a new, empty store and arrange for it to be
-// closed (t.Cleanup). Subtests run in parallel.
-func Exercise(t *testing.T, newStore func(t *testing.T) ledger.Store) {
+// NewDatabase makes a new, empty database for one subtest and returns how to
+// open a store on it. Every store it opens must be closed when its test ends
+// (t.Cleanup); the suite also closes some itself first, so Close must be safe
+// to call again.
+type NewDatabase func(t *testing.T) (open func(t *testing.T) ledger.Store)
+
+// Exercise runs every conformance test against stores on databases made by
+// newDB: most open one store on a fresh database; Reopen opens a second store
+// on the same database, which proves that the store's migrations are
+// idempotent. Subtests run in parallel.
+func Exercise(t *testing.T, newDB NewDatabase) {
 	t.Helper()
 	tests := []struct {
 		name string
@@ -58,13 +65,18 @@ func Exercise(t *testing.T, newStore func(t *testing.T) ledger.Store) {
 		{"PurgeBatches", testPurgeBatches},
 		{"Forget", testForget},
 		{"Delete", testDelete},
+		{"CloseTwice", testCloseTwice},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			tt.run(t, newStore(t))
+			tt.run(t, newDB(t)(t))
 		})
 	}
+	t.Run("Reopen", func(t *testing.T) {
+		t.Parallel()
+		testReopen(t, newDB(t))
+	})
 }
 
 // base is the suite's fixed "now": not UTC-midnight, with nanoseconds, so
