@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -51,7 +52,18 @@ var schemaFileRE = regexp.MustCompile(`^v(\d+\.\d+\.\d+)\.json$`)
 // Load reads a tools directory (SPEC 1): every schema compiled, every rule compiled. A
 // broken directory returns a *LoadError listing every problem with its file and line.
 func Load(dir string) (*Registry, error) {
-	reg, problems := Inspect(dir)
+	return loadFS(os.DirFS(dir), dir)
+}
+
+// LoadFS is Load for a tools directory that is a file system, such as the
+// bundled examples embedded in the binary: its root holds one folder per tool.
+// Problems name files by their path inside fsys; the registry's Dir is ".".
+func LoadFS(fsys fs.FS) (*Registry, error) {
+	return loadFS(fsys, ".")
+}
+
+func loadFS(fsys fs.FS, dir string) (*Registry, error) {
+	reg, problems := inspect(fsys, dir)
 	if len(problems) > 0 {
 		return nil, &LoadError{Problems: problems}
 	}
@@ -62,9 +74,15 @@ func Load(dir string) (*Registry, error) {
 // registry holds only the versions and cases that loaded cleanly; tools appear as long as
 // their folder could be read. Lint uses it to check a directory that does not load.
 func Inspect(dir string) (*Registry, []Problem) {
-	l := &loader{}
+	return inspect(os.DirFS(dir), dir)
+}
+
+// inspect reads the tools directory fsys; dir is how its paths are named in
+// the registry and in problems.
+func inspect(fsys fs.FS, dir string) (*Registry, []Problem) {
+	l := &loader{fsys: fsys, root: dir}
 	reg := &Registry{Dir: dir, byID: map[string]*Tool{}}
-	entries, err := os.ReadDir(dir)
+	entries, err := l.readDir(dir)
 	if err != nil {
 		l.add(dir, 0, "cannot read tools directory: %v", unwrapPath(err))
 		return reg, l.problems
@@ -93,7 +111,25 @@ func unwrapPath(err error) error {
 	return err
 }
 
-type loader struct{ problems []Problem }
+type loader struct {
+	problems []Problem
+	fsys     fs.FS  // the tools directory
+	root     string // the name of fsys's root in paths (Registry.Dir)
+}
+
+// readFile and readDir read a path named under root from fsys.
+func (l *loader) readFile(path string) ([]byte, error) { return fs.ReadFile(l.fsys, l.fsPath(path)) }
+func (l *loader) readDir(path string) ([]fs.DirEntry, error) {
+	return fs.ReadDir(l.fsys, l.fsPath(path))
+}
+
+func (l *loader) fsPath(path string) string {
+	rel, err := filepath.Rel(l.root, path)
+	if err != nil {
+		return path // not under root: fsys refuses it
+	}
+	return filepath.ToSlash(rel)
+}
 
 func (l *loader) add(file string, line int, format string, args ...any) {
 	l.problems = append(l.problems, Problem{File: file, Line: line, Message: fmt.Sprintf(format, args...)})
@@ -104,7 +140,7 @@ func (l *loader) loadTool(dir, id string) *Tool {
 	l.loadVersions(t)
 	l.loadOwner(t)
 	l.loadPolicy(t)
-	if b, err := os.ReadFile(filepath.Join(dir, "changelog.md")); err == nil {
+	if b, err := l.readFile(filepath.Join(dir, "changelog.md")); err == nil {
 		t.Changelog = string(b)
 		t.ChangelogFile = filepath.Join(dir, "changelog.md")
 	}
@@ -114,7 +150,7 @@ func (l *loader) loadTool(dir, id string) *Tool {
 
 func (l *loader) loadVersions(t *Tool) {
 	sdir := filepath.Join(t.Dir, "schemas")
-	entries, err := os.ReadDir(sdir)
+	entries, err := l.readDir(sdir)
 	if err != nil {
 		l.add(t.Dir, 0, "tool %s has no schemas/ folder", t.ID)
 		return
@@ -156,7 +192,7 @@ var schemaFields = map[string]bool{
 
 // loadVersion reads and compiles one schema file; nil when it has problems.
 func (l *loader) loadVersion(path, toolID, fileVersion string) *Version {
-	raw, err := os.ReadFile(path)
+	raw, err := l.readFile(path)
 	if err != nil {
 		l.add(path, 0, "cannot read: %v", unwrapPath(err))
 		return nil

@@ -3,7 +3,7 @@ package contract
 import (
 	"encoding/json"
 	"errors"
-	"os"
+	"io/fs"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -21,8 +21,8 @@ type yamlFile struct {
 // parse reads the file into its top-level mapping node; nil (with a problem) when it is
 // not a YAML mapping. ok=false without a problem when the file does not exist.
 func (y yamlFile) parse() (root *yaml.Node, exists bool) {
-	b, err := os.ReadFile(y.path)
-	if errors.Is(err, os.ErrNotExist) {
+	b, err := y.l.readFile(y.path)
+	if errors.Is(err, fs.ErrNotExist) {
 		return nil, false
 	}
 	if err != nil {
@@ -247,7 +247,7 @@ func allWild(parts []string) bool {
 
 func (l *loader) loadCases(t *Tool) {
 	cdir := filepath.Join(t.Dir, "contracts")
-	entries, err := os.ReadDir(cdir)
+	entries, err := l.readDir(cdir)
 	if err != nil {
 		return
 	}
@@ -260,7 +260,7 @@ func (l *loader) loadCases(t *Tool) {
 			l.add(filepath.Join(cdir, suite), 0, "unknown case suite %q (expected golden, regression or shadow)", suite)
 			continue
 		}
-		files, _ := os.ReadDir(filepath.Join(cdir, suite))
+		files, _ := l.readDir(filepath.Join(cdir, suite))
 		for _, f := range files {
 			ext := filepath.Ext(f.Name())
 			if f.IsDir() || (ext != ".yaml" && ext != ".yml") {

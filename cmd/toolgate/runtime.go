@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log"
 	"net"
 	"net/http"
@@ -42,10 +43,24 @@ type gatewayRuntime struct {
 // startGateway opens the ledger, loads the tools, recovers orphaned actions and
 // starts serving on cfg.Listen and reconciling in the background.
 func startGateway(ctx context.Context, cfg *config.Config, logw io.Writer) (*gatewayRuntime, error) {
+	return startGatewayWith(ctx, cfg, nil, logw)
+}
+
+// startGatewayWith is startGateway with the tools read from tools instead of
+// cfg.ToolsDir when tools is not nil (serve's bundled examples).
+func startGatewayWith(ctx context.Context, cfg *config.Config, tools fs.FS, logw io.Writer) (*gatewayRuntime, error) {
 	logger := log.New(logw, "toolgate: ", log.LstdFlags|log.Lmsgprefix)
-	reg, err := contract.Load(cfg.ToolsDir)
+	toolsName := cfg.ToolsDir
+	var reg *contract.Registry
+	var err error
+	if tools != nil {
+		toolsName = "the bundled examples"
+		reg, err = contract.LoadFS(tools)
+	} else {
+		reg, err = contract.Load(cfg.ToolsDir)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("load tools from %s: %w", cfg.ToolsDir, err)
+		return nil, fmt.Errorf("load tools from %s: %w", toolsName, err)
 	}
 	ld, err := config.LedgerDSN(cfg.Ledger)
 	if err != nil {
@@ -142,7 +157,7 @@ func startGateway(ctx context.Context, cfg *config.Config, logw io.Writer) (*gat
 			logger.Printf("serve: %v", err)
 		}
 	}()
-	logger.Printf("listening on http://%s (tools %s, ledger %s); dashboard http://%s/ui/", ln.Addr(), cfg.ToolsDir, cfg.Ledger, ln.Addr())
+	logger.Printf("listening on http://%s (tools %s, ledger %s); dashboard http://%s/ui/", ln.Addr(), toolsName, cfg.Ledger, ln.Addr())
 	return rt, nil
 }
 

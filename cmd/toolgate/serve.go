@@ -11,6 +11,7 @@ import (
 	"os"
 
 	"github.com/toolgate/toolgate/config"
+	"github.com/toolgate/toolgate/examples"
 	"github.com/toolgate/toolgate/sandbox"
 )
 
@@ -27,7 +28,7 @@ func runServe(ctx context.Context, e env) int {
 	}
 	explicit := false
 	flags.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "config" })
-	cfg, cleanup, err := loadServeConfig(e, *cfgPath, explicit)
+	cfg, tools, cleanup, err := loadServeConfig(e, *cfgPath, explicit)
 	if err != nil {
 		fmt.Fprintf(e.Stderr, "toolgate serve: %v\n", err)
 		return exitUsage
@@ -36,7 +37,7 @@ func runServe(ctx context.Context, e env) int {
 	if *listen != "" {
 		cfg.Listen = *listen
 	}
-	rt, err := startGateway(ctx, cfg, e.Stderr)
+	rt, err := startGatewayWith(ctx, cfg, tools, e.Stderr)
 	if err != nil {
 		fmt.Fprintf(e.Stderr, "toolgate serve: %v\n", err)
 		return exitUsage
@@ -49,38 +50,31 @@ func runServe(ctx context.Context, e env) int {
 
 // loadServeConfig reads the configuration file, or, when none was named and
 // the default file is absent, builds the embedded default: a SQLite ledger in
-// the working directory, the tools in ./agent-tools (or the bundled examples)
-// and, with no bindings configured, the built-in sandbox as the downstream.
-func loadServeConfig(e env, path string, explicit bool) (*config.Config, func(), error) {
-	cleanup := func() {}
+// the working directory, the tools in ./agent-tools (or, when it is absent,
+// the bundled examples, returned as tools) and, with no bindings configured,
+// the built-in sandbox as the downstream.
+func loadServeConfig(e env, path string, explicit bool) (cfg *config.Config, tools fs.FS, cleanup func(), err error) {
+	cleanup = func() {}
 	data, err := os.ReadFile(path)
-	var cfg *config.Config
 	switch {
 	case err == nil:
 		if cfg, err = config.Parse(data); err != nil {
-			return nil, cleanup, fmt.Errorf("%s: %w", path, err)
+			return nil, nil, cleanup, fmt.Errorf("%s: %w", path, err)
 		}
 	case errors.Is(err, fs.ErrNotExist) && !explicit:
 		cfg = config.Default()
 		fmt.Fprintf(e.Stderr, "toolgate: no %s: using the embedded defaults (ledger %s)\n", path, cfg.Ledger)
 	default:
-		return nil, cleanup, err
+		return nil, nil, cleanup, err
 	}
 	if _, err := os.Stat(cfg.ToolsDir); errors.Is(err, fs.ErrNotExist) && !explicit {
-		dir, err := os.MkdirTemp("", "toolgate-tools-")
-		if err != nil {
-			return nil, cleanup, err
-		}
-		cleanup = func() { os.RemoveAll(dir) }
-		if cfg.ToolsDir, err = extractExamples(dir); err != nil {
-			return nil, cleanup, err
-		}
+		tools = examples.AgentTools()
 		fmt.Fprintf(e.Stderr, "toolgate: no tools directory: serving the bundled example tools\n")
 	}
 	if len(cfg.Bindings) == 0 && !explicit {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
-			return nil, cleanup, err
+			return nil, nil, cleanup, err
 		}
 		sb := &http.Server{Handler: sandbox.New(sandbox.Config{AutoCreateOrders: true})}
 		go sb.Serve(ln)
@@ -89,5 +83,5 @@ func loadServeConfig(e env, path string, explicit bool) (*config.Config, func(),
 		cfg.Bindings = sandboxBindings("http://" + ln.Addr().String())
 		fmt.Fprintf(e.Stderr, "toolgate: no bindings: the built-in sandbox at http://%s is the downstream\n", ln.Addr())
 	}
-	return cfg, cleanup, nil
+	return cfg, tools, cleanup, nil
 }
