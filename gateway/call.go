@@ -482,7 +482,7 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request, c *call, a *led
 		}
 	}()
 	switch {
-	case res.Outcome == invoke.Answered && res.Err == nil:
+	case res.Outcome == ledger.Answered && res.Err == nil:
 		state := &ledger.Result{StatusCode: res.StatusCode, ContentType: res.ContentType, Body: res.Body}
 		if err := s.cfg.Ledger.Finish(ctx, a, ledger.Answered, state, fmt.Sprintf("downstream answered %d", res.StatusCode)); err != nil {
 			return s.finishFailed(a, err)
@@ -493,7 +493,7 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request, c *call, a *led
 			return nil
 		}
 		return problem("outcome_unknown", "the action was declared lost before its answer arrived").withAction(a.ID, string(a.State))
-	case res.Outcome == invoke.NotStarted:
+	case res.Outcome == ledger.NotStarted:
 		if err := s.cfg.Ledger.Finish(ctx, a, ledger.NotStarted, nil, "not started: "+errText(res)); err != nil {
 			return s.finishFailed(a, err)
 		}
@@ -572,7 +572,7 @@ func (s *Server) runReadOnly(w http.ResponseWriter, r *http.Request, c *call) er
 		Body: c.canon, Traceparent: traceparentOr(dctx, c.trace),
 	})
 	endDownstreamSpan(span, res)
-	if res.StatusCode == 0 || (res.Outcome != invoke.Answered && res.StatusCode < 500) {
+	if res.StatusCode == 0 || (res.Outcome != ledger.Answered && res.StatusCode < 500) {
 		return problem("downstream_unreachable", "the read-only call did not get an answer: %s", errText(res)).withRetry(1)
 	}
 	trailOf(r).outcome, trailOf(r).result = decisionlog.OutcomeExecuted, res.Body

@@ -6,6 +6,7 @@ import (
 
 	"github.com/toolgate/toolgate/contract"
 	"github.com/toolgate/toolgate/invoke"
+	"github.com/toolgate/toolgate/ledger"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -136,7 +137,7 @@ func endDownstreamSpan(span trace.Span, res invoke.Result) {
 	if res.StatusCode != 0 {
 		span.SetAttributes(attribute.Int("http.response.status_code", res.StatusCode))
 	}
-	if res.Outcome != invoke.Answered || res.StatusCode >= 500 {
+	if res.Outcome != ledger.Answered || res.StatusCode >= 500 {
 		span.SetStatus(codes.Error, res.Outcome.String())
 		span.SetAttributes(attrErrorType.String(res.Outcome.String()))
 	}

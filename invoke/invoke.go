@@ -1,8 +1,8 @@
 // Package invoke sends a binding's request to its downstream exactly once per
 // attempt and classifies what came back (SPEC 3.1), and runs the binding's
-// lookup and state probes. It decides outcomes, not HTTP statuses of the
-// gateway: the caller maps Answered 2xx to succeeded, Answered 3xx/4xx to
-// rejected, NotStarted to pending and Unknown to unknown.
+// lookup and state probes. It decides attempt outcomes (ledger.Outcome), not
+// HTTP statuses of the gateway: ledger.Service.Finish makes Answered 2xx
+// succeeded, Answered 3xx/4xx rejected, NotStarted pending and Lost unknown.
 package invoke
 
 import (
@@ -17,6 +17,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/toolgate/toolgate/ledger"
 )
 
 // Defaults used when a Binding field is zero.
@@ -56,7 +58,7 @@ type Binding struct {
 	StateURL          string        // URL template; "" means no state probe
 	MaxAttempts       int           // default 3 (used by the gateway)
 	// NotStartedStatuses are 5xx answers that prove nothing was done; default
-	// none, so every 5xx is Unknown.
+	// none, so every 5xx is Lost.
 	NotStartedStatuses []int
 	HoldAfter          time.Duration // default 15m (used by the reconciler)
 	SettleAfter        time.Duration // default 10s (used by the reconciler)
@@ -89,33 +91,6 @@ func (b Binding) WithDefaults() Binding {
 	return b
 }
 
-// Outcome is what an attempt proves about the downstream effect.
-type Outcome int
-
-const (
-	// Answered: the downstream answered with a status below 500; the status and
-	// body are the result.
-	Answered Outcome = iota + 1
-	// NotStarted: nothing can have been done (the request never left, or the
-	// downstream answered one of the binding's NotStartedStatuses).
-	NotStarted
-	// Unknown: the request may have been applied (timeout or connection lost
-	// after writing, or an ambiguous 5xx).
-	Unknown
-)
-
-func (o Outcome) String() string {
-	switch o {
-	case Answered:
-		return "answered"
-	case NotStarted:
-		return "not_started"
-	case Unknown:
-		return "unknown"
-	}
-	return fmt.Sprintf("Outcome(%d)", int(o))
-}
-
 // Client sends requests downstream. It is safe for concurrent use.
 type Client struct {
 	// HTTP is the client used for every request; nil means a default with
@@ -142,7 +117,7 @@ type Request struct {
 
 // Result is the outcome of one attempt.
 type Result struct {
-	Outcome     Outcome
+	Outcome     ledger.Outcome
 	StatusCode  int         // 0 when nothing was answered
 	ContentType string      // the answer's Content-Type
 	Body        []byte      // the answer's body (at most MaxBodyBytes)
@@ -152,7 +127,7 @@ type Result struct {
 	Written bool
 	// SentAt is when the request finished being written; zero if it never was.
 	SentAt time.Time
-	// Err explains a NotStarted or Unknown outcome; with Answered it means the
+	// Err explains a NotStarted or Lost outcome; with Answered it means the
 	// status is known but the body is incomplete (too large, or cut off).
 	Err error
 }
@@ -224,22 +199,22 @@ func (a *attemptTrace) trace() *httptrace.ClientTrace {
 
 // Call sends one attempt of r downstream, exactly once, and classifies it
 // (SPEC 3.1): an answer below 500 is Answered; a 5xx in NotStartedStatuses is
-// NotStarted; any other 5xx is Unknown (status and body kept); a timeout or a
-// lost connection after the request was written is Unknown; a failure before
+// NotStarted; any other 5xx is Lost (status and body kept); a timeout or a
+// lost connection after the request was written is Lost; a failure before
 // it was written (refused, DNS, a bad template) is NotStarted. The body is read
 // up to Client.MaxBodyBytes.
 func (c *Client) Call(ctx context.Context, r Request) Result {
 	if r.Binding == nil {
-		return Result{Outcome: NotStarted, Err: errNoBinding}
+		return Result{Outcome: ledger.NotStarted, Err: errNoBinding}
 	}
 	b := r.Binding.WithDefaults()
 	key, err := DownstreamKey(&b, r.Vars)
 	if err != nil {
-		return Result{Outcome: NotStarted, Err: err}
+		return Result{Outcome: ledger.NotStarted, Err: err}
 	}
 	u, err := Expand(b.URL, r.Vars, key)
 	if err != nil {
-		return Result{Outcome: NotStarted, Err: err}
+		return Result{Outcome: ledger.NotStarted, Err: err}
 	}
 	ctx, cancelTimeout := context.WithTimeout(ctx, b.Timeout)
 	defer cancelTimeout()
@@ -250,7 +225,7 @@ func (c *Client) Call(ctx context.Context, r Request) Result {
 
 	req, err := http.NewRequestWithContext(ctx, b.Method, u, nil)
 	if err != nil {
-		return Result{Outcome: NotStarted, Err: fmt.Errorf("invoke: build request: %w", err)}
+		return Result{Outcome: ledger.NotStarted, Err: fmt.Errorf("invoke: build request: %w", err)}
 	}
 	body := r.Body
 	if b.Method == http.MethodGet || b.Method == http.MethodHead {
@@ -277,9 +252,9 @@ func (c *Client) Call(ctx context.Context, r Request) Result {
 		}
 		res.Err = fmt.Errorf("invoke %s %s: %w", b.Method, u, err)
 		if res.Written {
-			res.Outcome = Unknown
+			res.Outcome = ledger.Lost
 		} else {
-			res.Outcome = NotStarted
+			res.Outcome = ledger.NotStarted
 		}
 		return res
 	}
@@ -295,12 +270,12 @@ func (c *Client) Call(ctx context.Context, r Request) Result {
 	res.Body, res.Err = readCapped(resp.Body, c.maxBody())
 	switch {
 	case resp.StatusCode < 500:
-		res.Outcome = Answered
+		res.Outcome = ledger.Answered
 	case slices.Contains(b.NotStartedStatuses, resp.StatusCode):
-		res.Outcome = NotStarted
+		res.Outcome = ledger.NotStarted
 		res.Err = fmt.Errorf("invoke %s %s: downstream answered %d (not started)", b.Method, u, resp.StatusCode)
 	default:
-		res.Outcome = Unknown
+		res.Outcome = ledger.Lost
 		res.Err = fmt.Errorf("invoke %s %s: downstream answered %d (ambiguous)", b.Method, u, resp.StatusCode)
 	}
 	return res

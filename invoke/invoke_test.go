@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/invoke"
+	"github.com/toolgate/toolgate/ledger"
 	"github.com/toolgate/toolgate/sandbox"
 	"github.com/toolgate/toolgate/sandbox/sandboxtest"
 )
@@ -60,7 +61,7 @@ func TestCallOutcomes(t *testing.T) {
 		amount      int
 		fault       string // X-Sandbox-Fault
 		binding     func(b *invoke.Binding, t *testing.T)
-		want        invoke.Outcome
+		want        ledger.Outcome
 		wantStatus  int
 		wantWritten bool
 		wantEffects int
@@ -68,27 +69,27 @@ func TestCallOutcomes(t *testing.T) {
 		wantKey     string // the downstream key the effect was recorded under
 		wantErr     bool
 	}{
-		{name: "answered 201", order: "ord_1", amount: 2500, want: invoke.Answered, wantStatus: 201, wantWritten: true, wantEffects: 1, wantInBody: `"refund_id":"re_000001"`, wantKey: "acme:act-1"},
-		{name: "answered 404", order: "ord_9", amount: 1, want: invoke.Answered, wantStatus: 404, wantWritten: true, wantInBody: "ORDER_NOT_FOUND"},
-		{name: "answered 422", order: "ord_1", amount: 10001, want: invoke.Answered, wantStatus: 422, wantWritten: true, wantInBody: "AMOUNT_EXCEEDS_BALANCE"},
-		{name: "drop before the effect is unknown", order: "ord_1", amount: 1, fault: "drop_before", want: invoke.Unknown, wantWritten: true, wantErr: true},
-		{name: "drop after the effect is unknown", order: "ord_1", amount: 1, fault: "drop_after", want: invoke.Unknown, wantWritten: true, wantEffects: 1, wantErr: true},
+		{name: "answered 201", order: "ord_1", amount: 2500, want: ledger.Answered, wantStatus: 201, wantWritten: true, wantEffects: 1, wantInBody: `"refund_id":"re_000001"`, wantKey: "acme:act-1"},
+		{name: "answered 404", order: "ord_9", amount: 1, want: ledger.Answered, wantStatus: 404, wantWritten: true, wantInBody: "ORDER_NOT_FOUND"},
+		{name: "answered 422", order: "ord_1", amount: 10001, want: ledger.Answered, wantStatus: 422, wantWritten: true, wantInBody: "AMOUNT_EXCEEDS_BALANCE"},
+		{name: "drop before the effect is unknown", order: "ord_1", amount: 1, fault: "drop_before", want: ledger.Lost, wantWritten: true, wantErr: true},
+		{name: "drop after the effect is unknown", order: "ord_1", amount: 1, fault: "drop_after", want: ledger.Lost, wantWritten: true, wantEffects: 1, wantErr: true},
 		{name: "listed 503 is not started", order: "ord_1", amount: 1, fault: "status_before=503",
 			binding: func(b *invoke.Binding, _ *testing.T) { b.NotStartedStatuses = []int{503} },
-			want:    invoke.NotStarted, wantStatus: 503, wantWritten: true, wantInBody: "SANDBOX_FAULT", wantErr: true},
-		{name: "unlisted 503 is unknown", order: "ord_1", amount: 1, fault: "status_before=503", want: invoke.Unknown, wantStatus: 503, wantWritten: true, wantErr: true},
+			want:    ledger.NotStarted, wantStatus: 503, wantWritten: true, wantInBody: "SANDBOX_FAULT", wantErr: true},
+		{name: "unlisted 503 is unknown", order: "ord_1", amount: 1, fault: "status_before=503", want: ledger.Lost, wantStatus: 503, wantWritten: true, wantErr: true},
 		{name: "500 is unknown, body kept", order: "ord_1", amount: 1, fault: "status_after=500",
 			binding: func(b *invoke.Binding, _ *testing.T) { b.NotStartedStatuses = []int{503} },
-			want:    invoke.Unknown, wantStatus: 500, wantWritten: true, wantEffects: 1, wantInBody: "SANDBOX_FAULT", wantErr: true},
+			want:    ledger.Lost, wantStatus: 500, wantWritten: true, wantEffects: 1, wantInBody: "SANDBOX_FAULT", wantErr: true},
 		{name: "timeout is unknown", order: "ord_1", amount: 1, fault: "delay=300ms",
 			binding: func(b *invoke.Binding, _ *testing.T) { b.Timeout = 50 * time.Millisecond },
-			want:    invoke.Unknown, wantWritten: true, wantErr: true},
+			want:    ledger.Lost, wantWritten: true, wantErr: true},
 		{name: "refused is not started", order: "ord_1", amount: 1,
 			binding: func(b *invoke.Binding, t *testing.T) { b.URL = refusedURL(t) },
-			want:    invoke.NotStarted, wantErr: true},
+			want:    ledger.NotStarted, wantErr: true},
 		{name: "bad template is not started", order: "ord_1", amount: 1,
 			binding: func(b *invoke.Binding, _ *testing.T) { b.URL += "/{args.missing}" },
-			want:    invoke.NotStarted, wantErr: true},
+			want:    ledger.NotStarted, wantErr: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -151,7 +152,7 @@ func TestCallCancelledBeforeSend(t *testing.T) {
 	req := refund("ord_1", 1)
 	req.Binding = b
 	res := (&invoke.Client{}).Call(ctx, req)
-	if res.Outcome != invoke.NotStarted || res.Written || sb.Requests("/refunds") != 0 {
+	if res.Outcome != ledger.NotStarted || res.Written || sb.Requests("/refunds") != 0 {
 		t.Fatalf("got %v written %v requests %d", res.Outcome, res.Written, sb.Requests("/refunds"))
 	}
 }
@@ -179,7 +180,7 @@ func TestCallHeaders(t *testing.T) {
 		Body: []byte(`{"x":1}`), Traceparent: traceparent,
 		Header: http.Header{"X-Extra": {"yes"}, "X-Request-Key": {"overridden"}},
 	})
-	if res.Outcome != invoke.Answered || res.StatusCode != 202 || string(res.Body) != "ok" || res.ContentType != "text/plain" || !res.SentAt.Equal(clock) {
+	if res.Outcome != ledger.Answered || res.StatusCode != 202 || string(res.Body) != "ok" || res.ContentType != "text/plain" || !res.SentAt.Equal(clock) {
 		t.Fatalf("result %+v", res)
 	}
 	r := <-got
@@ -211,7 +212,7 @@ func TestCallNoRedirect(t *testing.T) {
 	t.Cleanup(ts.Close)
 	for _, c := range []*invoke.Client{{}, {HTTP: &http.Client{}}} {
 		res := c.Call(context.Background(), invoke.Request{Binding: &invoke.Binding{URL: ts.URL + "/refunds"}, Vars: invoke.Vars{Tenant: "t", ActionID: "a"}, Body: []byte("{}")})
-		if res.Outcome != invoke.Answered || res.StatusCode != http.StatusFound {
+		if res.Outcome != ledger.Answered || res.StatusCode != http.StatusFound {
 			t.Fatalf("got %v %d %v", res.Outcome, res.StatusCode, res.Err)
 		}
 	}
@@ -226,7 +227,7 @@ func TestCallBodyCap(t *testing.T) {
 	req := refund("ord_1", 1)
 	req.Binding = b
 	res := (&invoke.Client{MaxBodyBytes: 16}).Call(context.Background(), req)
-	if res.Outcome != invoke.Answered || res.StatusCode != 201 || len(res.Body) != 16 || !errors.Is(res.Err, invoke.ErrResponseTooLarge) {
+	if res.Outcome != ledger.Answered || res.StatusCode != 201 || len(res.Body) != 16 || !errors.Is(res.Err, invoke.ErrResponseTooLarge) {
 		t.Fatalf("got %v %d body %q err %v", res.Outcome, res.StatusCode, res.Body, res.Err)
 	}
 }
@@ -349,7 +350,7 @@ func TestSlowRequestLandsAfterNotFound(t *testing.T) {
 	c := &invoke.Client{}
 	req := refund("ord_1", 900)
 	req.Binding = b
-	if res := c.Call(context.Background(), req); res.Outcome != invoke.Unknown {
+	if res := c.Call(context.Background(), req); res.Outcome != ledger.Lost {
 		t.Fatalf("held call: %v %v", res.Outcome, res.Err)
 	}
 	patient := *b
@@ -397,7 +398,7 @@ func TestCallGetHasNoBody(t *testing.T) {
 		Vars:    invoke.Vars{Tenant: "t", ActionID: "a", Args: map[string]any{"id": "o1"}},
 		Body:    []byte(`{"id":"o1"}`),
 	})
-	if res.Outcome != invoke.Answered || res.StatusCode != 200 {
+	if res.Outcome != ledger.Answered || res.StatusCode != 200 {
 		t.Fatalf("got %v %d %v", res.Outcome, res.StatusCode, res.Err)
 	}
 	if s := <-got; s.cl != 0 || s.te != nil || s.body != "" || s.key != "t:a" {

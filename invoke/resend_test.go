@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/toolgate/toolgate/ledger"
 )
 
 // dropSecondServer is a real HTTP/1.1 server on loopback that answers the
@@ -84,7 +86,7 @@ func (s *dropSecondServer) url() string { return "http://" + s.ln.Addr().String(
 
 // TestCallNeverResends proves the invoker sends a written request once: the
 // server drops a reused keep-alive connection after reading the second
-// request, and must see that request exactly once, classified Unknown.
+// request, and must see that request exactly once, classified ledger.Lost.
 func TestCallNeverResends(t *testing.T) {
 	t.Parallel()
 	srv := startDropSecondServer(t)
@@ -93,11 +95,11 @@ func TestCallNeverResends(t *testing.T) {
 	v := Vars{Tenant: "acme", ActionID: "resend-1"}
 
 	first := c.Call(context.Background(), Request{Binding: b, Vars: v, Body: []byte(`{"n":1}`)})
-	if first.Outcome != Answered || first.StatusCode != 200 {
+	if first.Outcome != ledger.Answered || first.StatusCode != 200 {
 		t.Fatalf("warm-up call: %v %d %v", first.Outcome, first.StatusCode, first.Err)
 	}
 	second := c.Call(context.Background(), Request{Binding: b, Vars: v, Body: []byte(`{"n":2}`)})
-	if second.Outcome != Unknown || !second.Written || second.SentAt.IsZero() {
+	if second.Outcome != ledger.Lost || !second.Written || second.SentAt.IsZero() {
 		t.Fatalf("dropped call: outcome %v written %v sentAt %v err %v; want unknown, written", second.Outcome, second.Written, second.SentAt, second.Err)
 	}
 	// Give a re-send, were there one, time to arrive.
@@ -115,10 +117,10 @@ func TestCallNeverResendsEmptyBody(t *testing.T) {
 	c := &Client{}
 	b := &Binding{URL: srv.url()}
 	v := Vars{Tenant: "acme", ActionID: "resend-2"}
-	if r := c.Call(context.Background(), Request{Binding: b, Vars: v}); r.Outcome != Answered {
+	if r := c.Call(context.Background(), Request{Binding: b, Vars: v}); r.Outcome != ledger.Answered {
 		t.Fatalf("warm-up call: %v %v", r.Outcome, r.Err)
 	}
-	if r := c.Call(context.Background(), Request{Binding: b, Vars: v}); r.Outcome != Unknown {
+	if r := c.Call(context.Background(), Request{Binding: b, Vars: v}); r.Outcome != ledger.Lost {
 		t.Fatalf("dropped call: %v %v; want unknown", r.Outcome, r.Err)
 	}
 	time.Sleep(100 * time.Millisecond)
@@ -175,11 +177,11 @@ func TestCallStopsRetryingTransport(t *testing.T) {
 	c := &Client{HTTP: &http.Client{Transport: retryOnce{tr}}}
 	b := &Binding{URL: srv.url()}
 	v := Vars{Tenant: "acme", ActionID: "resend-3"}
-	if r := c.Call(context.Background(), Request{Binding: b, Vars: v, Body: []byte(`{}`)}); r.Outcome != Answered {
+	if r := c.Call(context.Background(), Request{Binding: b, Vars: v, Body: []byte(`{}`)}); r.Outcome != ledger.Answered {
 		t.Fatalf("warm-up call: %v %v", r.Outcome, r.Err)
 	}
 	r := c.Call(context.Background(), Request{Binding: b, Vars: v, Body: []byte(`{"n":2}`)})
-	if r.Outcome != Unknown {
+	if r.Outcome != ledger.Lost {
 		t.Fatalf("dropped call: %v %v; want unknown", r.Outcome, r.Err)
 	}
 	time.Sleep(100 * time.Millisecond)

@@ -212,15 +212,31 @@ func (s *Service) Renew(ctx context.Context, a *Action) error {
 	return s.write(ctx, a, b)
 }
 
-// Outcome is what a downstream attempt came to.
+// Outcome is what one downstream attempt proves about its effect (SPEC 3.1).
+// It is the one vocabulary of attempt outcomes: the invoker reports it
+// (invoke.Result.Outcome) and Finish records it. The zero value is no outcome.
 type Outcome int
 
 // The outcomes of one attempt.
 const (
-	Answered   Outcome = iota // the downstream answered; Result holds the answer
-	NotStarted                // nothing was done downstream (never sent, or a not-started status)
-	Lost                      // the request may have taken effect: timeout, dropped, ambiguous 5xx
+	Answered   Outcome = iota + 1 // the downstream answered (a status below 500); the answer is the result
+	NotStarted                    // nothing can have been done: never sent, or a not-started status
+	Lost                          // the request may have taken effect: timeout, dropped after writing, ambiguous 5xx
 )
+
+// String is the outcome's name in logs and spans: answered, not_started or
+// unknown (what a lost attempt makes its action).
+func (o Outcome) String() string {
+	switch o {
+	case Answered:
+		return "answered"
+	case NotStarted:
+		return "not_started"
+	case Lost:
+		return "unknown"
+	}
+	return fmt.Sprintf("Outcome(%d)", int(o))
+}
 
 // Finish records the outcome of a running action's attempt: answered 2xx
 // becomes succeeded, any other answer rejected, not-started goes back to
