@@ -15,6 +15,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/toolgate/toolgate/api"
 )
 
 // maxResponseBytes caps what the client reads of one answer.
@@ -43,7 +45,7 @@ func New(baseURL, key string, hc *http.Client) *Client {
 type Filter struct {
 	State  string // an action state such as "unknown"
 	ToolID string
-	Limit  int    // page size, 1..500
+	Limit  int    // page size, 1..api.ListLimitMax (500)
 	Cursor string // NextCursor of the previous page
 }
 
@@ -113,46 +115,33 @@ func (c *Client) Reconcile(ctx context.Context, id string) (*Action, error) {
 
 // Outcomes an operator may resolve an action to.
 const (
-	OutcomeSucceeded  = "succeeded"
-	OutcomeRejected   = "rejected"
-	OutcomeNotStarted = "not_started" // grants a fresh set of attempts
+	OutcomeSucceeded  = api.ResolveSucceeded
+	OutcomeRejected   = api.ResolveRejected
+	OutcomeNotStarted = api.ResolveNotStarted // grants a fresh set of attempts
 )
 
 // ResultInput is the result an operator records when resolving an action; its
 // retries replay it. Body must be JSON; an empty ContentType means
 // application/json.
-type ResultInput struct {
-	StatusCode  int             `json:"status_code"`
-	ContentType string          `json:"content_type,omitempty"`
-	Body        json.RawMessage `json:"body,omitempty"`
-}
+type ResultInput = api.ResultInput
 
 // Resolve settles an unknown action (or a pending one whose attempts are used
 // up) by hand. result may be nil; the gateway then replays a JSON record of
 // the resolution.
 func (c *Client) Resolve(ctx context.Context, id, outcome, note string, result *ResultInput) (*Action, error) {
-	body := struct {
-		Outcome string       `json:"outcome"`
-		Note    string       `json:"note,omitempty"`
-		Result  *ResultInput `json:"result,omitempty"`
-	}{outcome, note, result}
-	return c.action(ctx, http.MethodPost, id, "/resolve", body)
+	return c.action(ctx, http.MethodPost, id, "/resolve", api.ResolveRequest{Outcome: outcome, Note: note, Result: result})
 }
 
 // Approve releases an action awaiting approval; the gateway runs it at once
 // and returns the action afterwards.
 func (c *Client) Approve(ctx context.Context, id, note string) (*Action, error) {
-	return c.action(ctx, http.MethodPost, id, "/approve", noteBody{note})
+	return c.action(ctx, http.MethodPost, id, "/approve", api.NoteRequest{Note: note})
 }
 
 // Deny makes an action awaiting approval terminal rejected; nothing is sent
 // downstream.
 func (c *Client) Deny(ctx context.Context, id, note string) (*Action, error) {
-	return c.action(ctx, http.MethodPost, id, "/deny", noteBody{note})
-}
-
-type noteBody struct {
-	Note string `json:"note,omitempty"`
+	return c.action(ctx, http.MethodPost, id, "/deny", api.NoteRequest{Note: note})
 }
 
 func (c *Client) action(ctx context.Context, method, id, suffix string, body any) (*Action, error) {

@@ -7,43 +7,25 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"time"
+
+	"github.com/toolgate/toolgate/api"
 )
 
-// Action is the gateway's record of one action (GET /v1/actions/{id}). Raw
-// holds the record exactly as the gateway sent it, including fields this
-// client does not know.
+// Action is the gateway's record of one action (GET /v1/actions/{id}): the
+// wire type api.Action, plus Raw, the record exactly as the gateway sent it,
+// including fields this client does not know.
 type Action struct {
-	ActionID      string         `json:"action_id"`
-	Tenant        string         `json:"tenant"`
-	ToolID        string         `json:"tool_id"`
-	Version       string         `json:"version,omitempty"`
-	State         string         `json:"state"`
-	NeedsOperator bool           `json:"needs_operator"`
-	ArgsDigest    string         `json:"args_digest,omitempty"`
-	Attempts      int            `json:"attempts"`
-	ProviderCalls []ProviderCall `json:"provider_calls"`
-	Result        *Result        `json:"result"`
-	History       []Transition   `json:"history"`
-	CorrelationID string         `json:"correlation_id,omitempty"`
-	Scope         string         `json:"scope,omitempty"`
-	PolicyVersion string         `json:"policy_version,omitempty"`
-	CreatedAt     time.Time      `json:"created_at"`
-	UpdatedAt     time.Time      `json:"updated_at"`
-	LastSentAt    *time.Time     `json:"last_sent_at,omitempty"`
-	UnknownSince  *time.Time     `json:"unknown_since,omitempty"`
-
+	api.Action
 	Raw json.RawMessage `json:"-"`
 }
 
 // UnmarshalJSON decodes the record and keeps a copy of it in Raw.
 func (a *Action) UnmarshalJSON(b []byte) error {
-	type plain Action
-	var p plain
-	if err := json.Unmarshal(b, &p); err != nil {
+	var w api.Action
+	if err := json.Unmarshal(b, &w); err != nil {
 		return err
 	}
-	*a = Action(p)
+	a.Action = w
 	a.Raw = append(json.RawMessage(nil), b...)
 	return nil
 }
@@ -54,73 +36,26 @@ func (a Action) MarshalJSON() ([]byte, error) {
 	if len(a.Raw) > 0 {
 		return a.Raw, nil
 	}
-	type plain Action
-	return json.Marshal(plain(a))
+	return json.Marshal(a.Action)
 }
 
-// Terminal reports whether the action's state is final.
-func (a *Action) Terminal() bool { return a.State == "succeeded" || a.State == "rejected" }
-
-// Result is an action's stored answer: Body holds a JSON body as JSON or a
-// text body as a JSON string; BodyBase64 holds any other body.
-type Result struct {
-	StatusCode  int             `json:"status_code"`
-	ContentType string          `json:"content_type,omitempty"`
-	Body        json.RawMessage `json:"body,omitempty"`
-	BodyBase64  []byte          `json:"body_base64,omitempty"`
-}
-
-// Transition is one entry of an action's history.
-type Transition struct {
-	From   string    `json:"from"`
-	To     string    `json:"to"`
-	Reason string    `json:"reason"`
-	By     string    `json:"by"`
-	At     time.Time `json:"at"`
-}
-
-// ProviderCall is a provider's tool-call id stored as evidence.
-type ProviderCall struct {
-	Name   string    `json:"name,omitempty"`
-	Route  string    `json:"route,omitempty"`
-	CallID string    `json:"call_id,omitempty"`
-	At     time.Time `json:"at"`
-}
-
-// Problem is a refusal from the gateway: an RFC 9457 problem with toolgate's
-// stable code. An answer that is not problem+json becomes a Problem with code
-// "unexpected_response" and the start of the body as detail.
-type Problem struct {
-	Type     string       `json:"type"`
-	Title    string       `json:"title"`
-	Status   int          `json:"status"`
-	Code     string       `json:"code"`
-	Detail   string       `json:"detail,omitempty"`
-	Errors   []FieldError `json:"errors,omitempty"`
-	ActionID string       `json:"action_id,omitempty"`
-	State    string       `json:"state,omitempty"`
-	// RetryAfter is the Retry-After header in seconds; 0 when absent.
-	RetryAfter int `json:"-"`
-}
-
-// FieldError is one argument error of an invalid_arguments problem.
-type FieldError struct {
-	Pointer string `json:"pointer"`
-	Code    string `json:"code"`
-	Detail  string `json:"detail"`
-}
-
-// Error reads "code: detail".
-func (p *Problem) Error() string {
-	if p.Detail == "" {
-		return p.Code
-	}
-	return p.Code + ": " + p.Detail
-}
-
-// Temporary reports whether the gateway, not the request, is at fault (a 5xx):
-// the same request may succeed later.
-func (p *Problem) Temporary() bool { return p.Status >= 500 }
+// The parts of an action record and the problem are the API's wire types.
+type (
+	// Result is an action's stored answer: Body holds a JSON body as JSON or
+	// a text body as a JSON string; BodyBase64 holds any other body.
+	Result = api.Result
+	// Transition is one entry of an action's history.
+	Transition = api.Transition
+	// ProviderCall is a provider's tool-call id stored as evidence.
+	ProviderCall = api.ProviderCall
+	// Problem is a refusal from the gateway: an RFC 9457 problem with
+	// toolgate's stable code. An answer that is not problem+json becomes a
+	// Problem with code "unexpected_response" and the start of the body as
+	// detail. RetryAfter is the Retry-After header in seconds.
+	Problem = api.Problem
+	// FieldError is one argument error of an invalid_arguments problem.
+	FieldError = api.FieldError
+)
 
 func parseProblem(resp *http.Response, raw []byte) *Problem {
 	p := &Problem{}
