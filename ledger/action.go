@@ -81,7 +81,7 @@ type Filter struct {
 	Tenant string // required: lists never cross tenants
 	State  State  // "" for any
 	ToolID string // "" for any
-	Limit  int    // defaults to 50, at most 500
+	Limit  int    // defaults to DefaultListLimit, at most MaxListLimit
 	Cursor string // opaque, from a previous Page.Next
 }
 

@@ -243,7 +243,7 @@ type Reconciler struct {
 	Lookup func(ctx context.Context, a *Action) LookupAnswer
 	// Policy gives the timing for an action's binding.
 	Policy func(a *Action) ReconcilePolicy
-	// Interval between passes. Defaults to 5s.
+	// Interval between passes. Defaults to DefaultReconcileInterval.
 	Interval time.Duration
 	// Batch is how many actions one pass looks at. Defaults to 100.
 	Batch int
@@ -300,7 +300,7 @@ func (r *Reconciler) RunOnce(ctx context.Context) (int, error) {
 func (r *Reconciler) Run(ctx context.Context) {
 	iv := r.Interval
 	if iv <= 0 {
-		iv = 5 * time.Second
+		iv = DefaultReconcileInterval
 	}
 	t := time.NewTicker(iv)
 	defer t.Stop()

@@ -8,6 +8,17 @@ import (
 	"time"
 )
 
+// Defaults of the ledger's settings.
+const (
+	// DefaultLease is how long a running claim lasts without renewal.
+	DefaultLease = 30 * time.Second
+	// DefaultReconcileInterval is the time between the reconciler's passes.
+	DefaultReconcileInterval = 5 * time.Second
+	// DefaultListLimit and MaxListLimit bound a page of List (Filter.Limit).
+	DefaultListLimit = 50
+	MaxListLimit     = 500
+)
+
 // Service moves actions through their states on top of a Store. Every move is a
 // compare-and-set write, so two callers (goroutines, processes or replicas) that
 // race for one action never both win.
@@ -15,7 +26,8 @@ type Service struct {
 	Store Store
 	// Now is the clock. Defaults to time.Now.
 	Now func() time.Time
-	// Lease is how long a running claim lasts without renewal. Defaults to 30s.
+	// Lease is how long a running claim lasts without renewal. Defaults to
+	// DefaultLease.
 	Lease time.Duration
 	// Owner names this process in leases. Defaults to "gateway".
 	Owner string
@@ -49,8 +61,13 @@ func (s *Service) lease() time.Duration {
 	if s.Lease > 0 {
 		return s.Lease
 	}
-	return 30 * time.Second
+	return DefaultLease
 }
+
+// RenewEvery is how often a running action's lease is renewed while its
+// downstream call is in flight: a third of the lease, so that two renewals
+// can fail before anyone may declare the action lost.
+func (s *Service) RenewEvery() time.Duration { return s.lease() / 3 }
 
 func (s *Service) owner() string {
 	if s.Owner != "" {

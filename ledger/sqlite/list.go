@@ -9,10 +9,11 @@ import (
 	"github.com/toolgate/toolgate/ledger"
 )
 
-// List limits: the default page size and the largest one honoured.
+// List limits: the default page size and the largest one honoured (the
+// ledger's, so that every store pages alike).
 const (
-	DefaultListLimit = 50
-	MaxListLimit     = 500
+	DefaultListLimit = ledger.DefaultListLimit
+	MaxListLimit     = ledger.MaxListLimit
 )
 
 // ErrBadCursor reports a List cursor that this store did not issue.
