@@ -1,7 +1,10 @@
-// Package gateway is toolgate's HTTP API (SPEC 3): it authenticates, checks
-// calls against their contracts, puts every mutating call through the action
-// ledger and the downstream invoker, and answers with the statuses and problem
-// codes of the spec. It is the only package that decides HTTP statuses.
+// Package gateway is toolgate's HTTP API (SPEC 3): it authenticates, and
+// translates each front end's wire shape (the one-shot and two-phase calls,
+// the OpenAI and Anthropic call shapes, MCP tools/call, the operator
+// endpoints, the dashboard) into the call service's typed Input and its
+// Answer or Problem back into that shape (package toolcall does the work).
+// It writes the statuses of the problem table, the decision log, the metrics
+// and the execute_tool span of every call.
 package gateway
 
 import (
@@ -9,7 +12,6 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"log"
 	"net/http"
@@ -22,24 +24,32 @@ import (
 	"github.com/toolgate/toolgate/decisionlog"
 	"github.com/toolgate/toolgate/invoke"
 	"github.com/toolgate/toolgate/ledger"
+	"github.com/toolgate/toolgate/toolcall"
 	"go.opentelemetry.io/otel/trace"
 )
+
+// DefaultMaxBodyBytes caps request bodies when Config.MaxBodyBytes is 0.
+const DefaultMaxBodyBytes = 1 << 20
+
+// DefaultTenant is the tenant of every call when no keys are configured.
+const DefaultTenant = toolcall.DefaultTenant
 
 // Config is what a Server needs. Registry, Ledger and Invoker are required; every
 // other field has the default its comment names.
 type Config struct {
 	Registry *contract.Registry
 	Ledger   *ledger.Service
-	Invoker  *invoke.Client
+	Invoker  toolcall.Invoker
 	// Bindings maps tool ids to where they run. A tool without a binding
 	// answers tool_not_bound.
 	Bindings map[string]invoke.Binding
-	// JoinTimeout is how long a duplicate waits for a running action. Default 5s.
+	// JoinTimeout is how long a duplicate waits for a running action.
+	// Default toolcall.DefaultJoinTimeout.
 	JoinTimeout time.Duration
-	// MaxBodyBytes caps request bodies. Default 1 MiB.
+	// MaxBodyBytes caps request bodies. Default DefaultMaxBodyBytes.
 	MaxBodyBytes int64
 	// Keys are the API keys; nil means no authentication: every caller is an
-	// operator of tenant "default" (serve binds loopback only then).
+	// operator of tenant DefaultTenant (serve binds loopback only then).
 	Keys []Key
 	// Logf receives operational messages. Default log.Printf.
 	Logf func(format string, args ...any)
@@ -70,26 +80,12 @@ type Key struct {
 }
 
 // Principal is the authenticated caller.
-type Principal struct {
-	Name   string
-	Tenant string
-	Role   string
-	tools  map[string]bool
-	all    bool
-}
+type Principal = toolcall.Principal
 
-// Operator reports whether the principal may use operator endpoints.
-func (p *Principal) Operator() bool { return p.Role == "operator" }
-
-// Allows reports whether the principal may call tool id.
-func (p *Principal) Allows(id string) bool { return p.all || p.tools[id] }
-
-// DefaultTenant is the tenant of every call when no keys are configured.
-const DefaultTenant = "default"
-
-// Server is the HTTP API.
+// Server is the HTTP API: a front end of the call service.
 type Server struct {
 	cfg    Config
+	calls  *toolcall.Service
 	mux    *http.ServeMux
 	keys   []keyEntry
 	noAuth *Principal
@@ -108,7 +104,7 @@ type CallEvent struct {
 	Tenant   string
 	ToolID   string
 	ActionID string
-	Outcome  string // a decision-log outcome: executed, replayed, conflict, …
+	Outcome  decisionlog.Outcome
 	Status   int
 	Code     string // the problem code, if any
 	Duration time.Duration
@@ -122,29 +118,28 @@ type keyEntry struct {
 // New builds a Server from cfg. It fails when a contract's sensitive pointers
 // cannot be turned into a decision-log masker.
 func New(cfg Config) (*Server, error) {
-	if cfg.JoinTimeout <= 0 {
-		cfg.JoinTimeout = 5 * time.Second
-	}
 	if cfg.MaxBodyBytes <= 0 {
-		cfg.MaxBodyBytes = 1 << 20
+		cfg.MaxBodyBytes = DefaultMaxBodyBytes
 	}
 	if cfg.Logf == nil {
 		cfg.Logf = log.Printf
-	}
-	if cfg.Invoker == nil {
-		cfg.Invoker = &invoke.Client{}
 	}
 	if cfg.Prometheus == nil {
 		cfg.Prometheus = prometheus.NewRegistry()
 	}
 	s := &Server{cfg: cfg, csrf: http.NewCrossOriginProtection()}
+	s.calls = toolcall.New(toolcall.Config{
+		Registry: cfg.Registry, Ledger: cfg.Ledger, Invoker: cfg.Invoker, Bindings: cfg.Bindings,
+		JoinTimeout: cfg.JoinTimeout, Retention: cfg.Retention, TombstoneRetention: cfg.TombstoneRetention,
+		ProbeState: cfg.DecisionLog != nil, Tracer: cfg.Tracer, Logf: cfg.Logf,
+	})
 	var err error
 	if s.maskers, err = buildMaskers(cfg.Registry); err != nil {
 		return nil, fmt.Errorf("decision log masking: %w", err)
 	}
 	s.metrics = NewMetrics(cfg.Prometheus, cfg.Ledger.Store)
 	if cfg.Keys == nil {
-		s.noAuth = &Principal{Name: "anonymous", Tenant: DefaultTenant, Role: "operator", all: true}
+		s.noAuth = toolcall.NewPrincipal("anonymous", DefaultTenant, "operator", []string{"*"})
 	}
 	for _, k := range cfg.Keys {
 		var e keyEntry
@@ -153,18 +148,15 @@ func New(cfg Config) (*Server, error) {
 			continue // config.Parse already refuses such keys
 		}
 		copy(e.sum[:], b)
-		e.p = &Principal{Name: k.Name, Tenant: k.Tenant, Role: k.Role, tools: map[string]bool{}}
-		for _, t := range k.Tools {
-			if t == "*" {
-				e.p.all = true
-			}
-			e.p.tools[t] = true
-		}
+		e.p = toolcall.NewPrincipal(k.Name, k.Tenant, k.Role, k.Tools)
 		s.keys = append(s.keys, e)
 	}
 	s.routes()
 	return s, nil
 }
+
+// Calls returns the call service under the server, for the reconciler.
+func (s *Server) Calls() *toolcall.Service { return s.calls }
 
 // Metrics returns the server's metrics, for the reconciler and decision log
 // to report into.
@@ -178,7 +170,7 @@ func (s *Server) logf(format string, args ...any) { s.cfg.Logf(format, args...) 
 // Sec-Fetch-Site nor Origin and pass unchanged.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err := s.csrf.Check(r); err != nil {
-		writeProblem(w, problem("forbidden", "cross-origin browser request refused"))
+		writeProblem(w, problem(toolcall.CodeForbidden, "cross-origin browser request refused"))
 		return
 	}
 	s.mux.ServeHTTP(w, r)
@@ -202,9 +194,9 @@ func (s *Server) routes() {
 	h := func(pattern string, who role, fn handler) {
 		m.Handle(pattern, s.wrap(who, fn))
 	}
-	m.Handle("POST /v1/tools/{tool_id}/calls", s.observed(s.wrap(agents, s.postToolCall)))
+	m.HandleFunc("POST /v1/tools/{tool_id}/calls", s.postToolCall)
 	h("PUT /v1/actions/{action_id}", agents, s.putAction)
-	m.Handle("POST /v1/actions/{action_id}/calls", s.observed(s.wrap(agents, s.postActionCall)))
+	m.HandleFunc("POST /v1/actions/{action_id}/calls", s.postActionCall)
 	h("GET /v1/actions/{action_id}", agents, s.getAction)
 	h("GET /v1/actions", agents, s.listActions)
 	h("POST /v1/actions/{action_id}/reconcile", operators, s.reconcileAction)
@@ -228,54 +220,59 @@ func (s *Server) routes() {
 	for _, p := range []string{"/v1/tools/{tool_id}/calls", "/v1/actions/{action_id}", "/v1/actions/{action_id}/calls",
 		"/v1/actions", "/v1/actions/{action_id}/reconcile", "/v1/actions/{action_id}/resolve",
 		"/v1/actions/{action_id}/approve", "/v1/actions/{action_id}/deny", "/healthz", "/readyz", "/metrics"} {
-		m.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) {
-			writeProblem(w, problem("method_not_allowed", "%s does not take %s", r.URL.Path, r.Method))
-		})
+		m.HandleFunc(p, methodNotAllowed)
 	}
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeProblem(w, problem("not_found", "no endpoint at %s", r.URL.Path))
+		writeProblem(w, problem(toolcall.CodeNotFound, "no endpoint at %s", r.URL.Path))
 	})
+}
+
+func methodNotAllowed(w http.ResponseWriter, r *http.Request) {
+	writeProblem(w, problem(toolcall.CodeMethodNotAllowed, "%s does not take %s", r.URL.Path, r.Method))
 }
 
 // wrap authenticates (401), checks the role (403) and writes a returned error.
 func (s *Server) wrap(who role, fn handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var p *Principal
-		if s.noAuth != nil && who != anyone && r.Host != "" && !loopbackHost(r.Host) {
-			// Without keys a page on a hostile name that resolves to
-			// 127.0.0.1 (DNS rebinding) would be same-origin: refuse it. (Browsers
-			// always send Host; requests made inside the gateway have none.)
-			writeProblem(w, problem("forbidden", "without configured keys the gateway answers only on a loopback host name, not %q", r.Host))
-			return
+		p, err := s.authorize(r, who)
+		if err == nil {
+			err = fn(w, r, p)
 		}
-		if who != anyone {
-			p = s.authenticate(r)
-			if p == nil {
-				trailOf(r).problem = "unauthenticated"
-				w.Header().Set("WWW-Authenticate", `Bearer realm="toolgate"`)
-				writeProblem(w, problem("unauthenticated", "send a valid API key as 'Authorization: Bearer <key>'"))
-				return
-			}
-			trailOf(r).principal, trailOf(r).tenant = p.Name, p.Tenant
-			if who == operators && !p.Operator() {
-				trailOf(r).problem = "forbidden"
-				writeProblem(w, problem("forbidden", "%s is for operators; key %q has role %s", r.URL.Path, p.Name, p.Role))
-				return
-			}
-		}
-		if err := fn(w, r, p); err != nil {
+		if err != nil {
 			s.writeError(w, r, err)
 		}
 	})
 }
 
+// authorize finds the principal of a request to an endpoint for who: nil
+// for anyone; otherwise the key's principal, or the problem to answer. Without
+// keys a page on a hostile name that resolves to 127.0.0.1 (DNS rebinding)
+// would be same-origin, so only loopback host names are served then.
+// (Browsers always send Host.)
+func (s *Server) authorize(r *http.Request, who role) (*Principal, error) {
+	if who == anyone {
+		return nil, nil
+	}
+	if s.noAuth != nil && r.Host != "" && !loopbackHost(r.Host) {
+		return nil, problem(toolcall.CodeForbidden, "without configured keys the gateway answers only on a loopback host name, not %q", r.Host)
+	}
+	p := s.authenticate(r.Header)
+	if p == nil {
+		return nil, problem(toolcall.CodeUnauthenticated, "send a valid API key as 'Authorization: Bearer <key>'")
+	}
+	if who == operators && !p.Operator() {
+		return nil, problem(toolcall.CodeForbidden, "%s is for operators; key %q has role %s", r.URL.Path, p.Name, p.Role)
+	}
+	return p, nil
+}
+
 // authenticate finds the principal for the request's bearer key, or nil. Every
 // configured key is compared, in constant time, whichever matches.
-func (s *Server) authenticate(r *http.Request) *Principal {
+func (s *Server) authenticate(h http.Header) *Principal {
 	if s.noAuth != nil {
 		return s.noAuth
 	}
-	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	token, ok := strings.CutPrefix(h.Get("Authorization"), "Bearer ")
 	if !ok || token == "" {
 		return nil
 	}
@@ -292,10 +289,8 @@ func (s *Server) authenticate(r *http.Request) *Principal {
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request, _ *Principal) error {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
-	// A read of an id no tenant can have (tenants are never empty) proves the
-	// ledger answers, on every store.
-	if _, err := s.cfg.Ledger.Get(ctx, "", "readyz-probe"); err != nil && !errors.Is(err, ledger.ErrNotFound) {
-		return problem("ledger_unavailable", "the ledger does not answer").withRetry(1).withCause(err)
+	if err := s.calls.Ready(ctx); err != nil {
+		return err
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Write([]byte("ready\n"))

@@ -11,7 +11,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolgate/toolgate/contract"
+	"github.com/toolgate/toolgate/ledger"
 	"github.com/toolgate/toolgate/provider"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // MCPKeyMeta is the _meta key of a tools/call request that carries the
@@ -30,8 +32,8 @@ const (
 // request, and a client that lost a stream simply sends its tools/call again —
 // which the ledger answers from the first execution, never a second one.
 // Every request needs the bearer key, like the rest of the API; tools/list
-// shows the key's allowed tools and tools/call runs through the one-shot call
-// path (ledger, decision log, metrics).
+// shows the key's allowed tools and tools/call runs through the call service
+// (ledger, decision log, metrics) like every other front end.
 func (s *Server) mcpRoutes(m *http.ServeMux) {
 	api := &mcpAPI{s: s, ex: newExports(s.cfg.Registry), servers: map[*Principal]*mcp.Server{}}
 	h := mcp.NewStreamableHTTPHandler(api.server, &mcp.StreamableHTTPOptions{
@@ -97,44 +99,55 @@ func (api *mcpAPI) server(r *http.Request) *mcp.Server {
 	return srv
 }
 
-// handler runs one tools/call through the one-shot call path.
+// handler runs one tools/call through the call service, observed as one
+// call. The request's Authorization, traceparent and X-Correlation-ID are
+// those of the HTTP request that carried it.
 func (api *mcpAPI) handler(tool *contract.Tool, structured bool) mcp.ToolHandler {
+	s := api.s
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		hr, err := http.NewRequestWithContext(ctx, http.MethodPost, "/mcp", nil)
-		if err != nil {
-			return nil, err
-		}
+		h := http.Header{}
 		if req.Extra != nil {
 			for _, k := range []string{"Authorization", "Traceparent", "X-Correlation-Id"} {
 				if v := req.Extra.Header.Get(k); v != "" {
-					hr.Header.Set(k, v)
+					h.Set(k, v)
 				}
 			}
 		}
-		ic := innerCall{toolID: tool.ID, provider: providerBody{Name: "mcp"}, key: metaKey(req.Params.Meta)}
+		obs := s.beginCall(ctx, h)
+		const where = "MCP tools/call"
+		var ans toolcall.Answer
+		var err error
+		pc := &ledger.ProviderCall{Name: "mcp"}
+		in := toolcall.Input{ToolID: tool.ID, Key: metaKey(req.Params.Meta), CorrelationID: h.Get("X-Correlation-Id"), Traceparent: h.Get("Traceparent")}
 		args := bytes.TrimSpace(req.Params.Arguments)
-		var a innerAnswer
+		p := s.authenticate(h)
 		switch {
-		case len(args) == 0 || bytes.Equal(args, []byte("null")):
-			ic.arguments = json.RawMessage("{}")
-		case args[0] != '{':
-			rec := newRecorder()
-			api.s.refuse(rec, hr, api.s.authenticate(hr), ic, invalidArguments([]contract.FieldError{{Pointer: "", Code: "type", Detail: "the arguments must be a JSON object"}}))
-			a = readAnswer(rec)
+		case p == nil:
+			err = problem(toolcall.CodeUnauthenticated, "send a valid API key as 'Authorization: Bearer <key>'")
+		case len(args) > 0 && !bytes.Equal(args, []byte("null")) && args[0] != '{':
+			f := &ans.Facts
+			f.Principal, f.Tenant, f.ToolID, f.Provider = p.Name, p.Tenant, tool.ID, pc
+			err = toolcall.InvalidArguments([]contract.FieldError{{Pointer: "", Code: "type", Detail: "the arguments must be a JSON object"}})
 		default:
-			ic.arguments = args
+			if len(args) == 0 || bytes.Equal(args, []byte("null")) {
+				args = json.RawMessage("{}")
+			}
+			in.Body = constInput(toolcall.Body{Arguments: args, Provider: pc})
+			ans, err = s.calls.Call(obs.ctx, p, in)
 		}
-		if ic.arguments != nil {
-			a = readAnswer(api.s.runInner(hr, ic))
+		rep := s.replyOf(where, &ans, err)
+		s.endCall(&obs, &ans.Facts, &rep)
+		if rep.gone {
+			return nil, ctx.Err()
 		}
-		if !a.forModel() {
-			detail := http.StatusText(a.status)
-			if a.problem != nil {
-				detail = a.problem.Code + ": " + a.problem.Detail
+		if !rep.forModel() {
+			detail := http.StatusText(rep.status)
+			if rep.problem != nil {
+				detail = rep.problem.Code + ": " + rep.problem.Detail
 			}
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: detail}
 		}
-		return api.result(tool, a, structured), nil
+		return api.result(tool, &rep, structured), nil
 	}
 }
 
@@ -148,29 +161,30 @@ func metaKey(m mcp.Meta) string {
 	return ""
 }
 
-// result turns an inner answer into a CallToolResult: the body as text, the
+// result turns a one-shot reply into a CallToolResult: the body as text, the
 // result as structuredContent when the tool declares an output schema, and
 // the action's evidence in _meta. A call waiting for approval is an isError
 // result: the output the schema promises does not exist yet.
-func (api *mcpAPI) result(tool *contract.Tool, a innerAnswer, structured bool) *mcp.CallToolResult {
+func (api *mcpAPI) result(tool *contract.Tool, rep *reply, structured bool) *mcp.CallToolResult {
 	res := &mcp.CallToolResult{
-		Content: []mcp.Content{&mcp.TextContent{Text: a.modelText(mcpKeyHint(tool))}},
-		IsError: a.isError() || a.status == http.StatusAccepted,
-		Meta:    mcp.Meta{"toolgate/status": a.status},
+		Content: []mcp.Content{&mcp.TextContent{Text: rep.modelText(mcpKeyHint(tool))}},
+		IsError: rep.isError() || rep.status == http.StatusAccepted,
+		Meta:    mcp.Meta{"toolgate/status": rep.status},
 	}
-	for k, h := range map[string]string{"toolgate/action_id": "Toolgate-Action-Id", "toolgate/action_state": "Toolgate-Action-State"} {
-		if v := a.header.Get(h); v != "" {
-			res.Meta[k] = v
-		}
+	if rep.actionID != "" {
+		res.Meta["toolgate/action_id"] = rep.actionID
 	}
-	if v := a.header.Get("Idempotent-Replayed"); v != "" {
-		res.Meta["toolgate/replayed"] = v == "true"
+	if rep.state != "" {
+		res.Meta["toolgate/action_state"] = rep.state
 	}
-	if a.problem != nil {
-		res.Meta["toolgate/problem"] = a.problem.Code
+	if rep.replayed != "" {
+		res.Meta["toolgate/replayed"] = rep.replayed == "true"
+	}
+	if rep.problem != nil {
+		res.Meta["toolgate/problem"] = rep.problem.Code
 	}
 	if structured && !res.IsError {
-		if sc, ok := structuredResult(tool, a.body); ok {
+		if sc, ok := structuredResult(tool, rep.body); ok {
 			res.StructuredContent = sc
 		} else {
 			api.s.logf("mcp: %s answered a result that is not a JSON object; no structuredContent", tool.ID)

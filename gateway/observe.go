@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"strings"
@@ -10,110 +9,41 @@ import (
 
 	"github.com/toolgate/toolgate/contract"
 	"github.com/toolgate/toolgate/decisionlog"
+	"github.com/toolgate/toolgate/toolcall"
+	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 )
 
-// trail collects what one tool call did, for its decision log line and its
-// metrics. The handlers fill it in as they decide; observe reads it once the
-// answer is written.
-type trail struct {
+// callObs is one call being observed, from its arrival to its answer: when
+// it began, its execute_tool span (in ctx) and the caller's traceparent.
+type callObs struct {
 	start       time.Time
-	toolID      string // set once the tool is known to exist
-	version     string
-	actionID    string
-	key         string
-	inputHash   string
-	args        json.RawMessage
-	correlation string
-	provider    *decisionlog.Provider
-	principal   string
-	tenant      string
-
-	outcome     decisionlog.Outcome // "" until a handler decides; else derived from the status
-	problem     string              // the problem code answered, if any
-	stateBefore string              // the action's ledger state when the call arrived
-	stateAfter  string
-	attempt     int
-	result      []byte
-
-	span trace.Span // the execute_tool span
-
-	probeBefore, probeAfter       json.RawMessage
-	probeBeforeErr, probeAfterErr string
+	ctx         context.Context
+	span        trace.Span
+	traceparent string
 }
 
-type trailKey struct{}
-
-func trailOf(r *http.Request) *trail {
-	if t, ok := r.Context().Value(trailKey{}).(*trail); ok {
-		return t
-	}
-	return &trail{span: noopSpan} // outside a call endpoint: collected and forgotten
+// beginCall starts observing a call whose transport headers are h.
+func (s *Server) beginCall(ctx context.Context, h http.Header) callObs {
+	o := callObs{start: time.Now(), traceparent: h.Get("traceparent")}
+	o.ctx, o.span = s.calls.StartCall(ctx, propagation.HeaderCarrier(h))
+	return o
 }
 
-// statusWriter remembers the status and problem code of an answer.
-type statusWriter struct {
-	http.ResponseWriter
-	status int
-}
-
-func (w *statusWriter) WriteHeader(code int) {
-	if w.status == 0 {
-		w.status = code
-	}
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *statusWriter) Write(b []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
-	return w.ResponseWriter.Write(b)
-}
-
-// observed wraps a call endpoint: it gives the handler a trail and, once the
-// answer is written, counts the call and logs its decision.
-func (s *Server) observed(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		t := &trail{start: time.Now()}
-		ctx, span := s.startCallSpan(r)
-		t.span = span
-		sw := &statusWriter{ResponseWriter: w}
-		r = r.WithContext(context.WithValue(ctx, trailKey{}, t))
-		next.ServeHTTP(sw, r)
-		outcome := s.observe(r, t, sw.status, sw.Header().Get("Content-Type"))
-		endCallSpan(span, t, string(outcome), sw.status)
-	})
-}
-
-// outcomeFor derives an outcome from the answer's status when no handler set one.
-func outcomeFor(status int) decisionlog.Outcome {
-	switch {
-	case status == http.StatusAccepted:
-		return decisionlog.OutcomeAwaitingApproval
-	case status == http.StatusUnauthorized || status == http.StatusForbidden:
-		return decisionlog.OutcomeDenied
-	case status == http.StatusConflict:
-		return decisionlog.OutcomeConflict
-	case status == http.StatusBadGateway || status == http.StatusServiceUnavailable || status >= 500 && status != http.StatusGatewayTimeout:
-		return decisionlog.OutcomeUnreachable
-	case status == http.StatusGatewayTimeout:
-		return decisionlog.OutcomeUnknown
-	}
-	return decisionlog.OutcomeInvalid
-}
-
-func (s *Server) observe(r *http.Request, t *trail, status int, contentType string) decisionlog.Outcome {
-	outcome := t.outcome
-	if outcome == "" {
-		outcome = outcomeFor(status)
-	}
-	code := t.problem
-	elapsed := time.Since(t.start)
+// endCall counts the answered call, tells the observers, writes its
+// decision-log line and ends its span: one of each per call, whichever front
+// end it came through.
+func (s *Server) endCall(o *callObs, f *toolcall.Facts, rep *reply) {
+	outcome, status, code := rep.outcome, rep.status, rep.code
+	elapsed := time.Since(o.start)
+	defer toolcall.EndCall(o.span, f, outcome, status, code)
 	if m := s.metrics; m != nil {
-		tool := t.toolID
+		tool := f.ToolID
 		m.Calls.WithLabelValues(tool, string(outcome)).Inc()
 		m.CallDuration.WithLabelValues(tool, string(outcome)).Observe(elapsed.Seconds())
+		if f.Downstream > 0 {
+			m.DownstreamDuration.WithLabelValues(tool).Observe(f.Downstream.Seconds())
+		}
 		switch outcome {
 		case decisionlog.OutcomeReplayed:
 			m.Replays.WithLabelValues(tool).Inc()
@@ -125,34 +55,36 @@ func (s *Server) observe(r *http.Request, t *trail, status int, contentType stri
 		}
 	}
 	if len(s.observers) > 0 {
-		ev := CallEvent{Time: t.start, Tenant: t.tenant, ToolID: t.toolID, ActionID: t.actionID,
-			Outcome: string(outcome), Status: status, Code: code, Duration: elapsed}
-		for _, o := range s.observers {
-			o(ev)
+		ev := CallEvent{Time: o.start, Tenant: f.Tenant, ToolID: f.ToolID, ActionID: f.ActionID,
+			Outcome: outcome, Status: status, Code: code, Duration: elapsed}
+		for _, ob := range s.observers {
+			ob(ev)
 		}
 	}
 	if s.cfg.DecisionLog == nil {
-		return outcome
+		return
 	}
 	rec := decisionlog.Record{
-		Timestamp: t.start.UTC(), CorrelationID: t.correlation, Principal: t.principal, Tenant: t.tenant,
-		ActionID: t.actionID, ToolID: t.toolID, ToolVersion: t.version, IdempotencyKey: t.key,
-		InputHash: t.inputHash, Outcome: outcome, StatusCode: status, ErrorClass: code,
-		ActionStateBefore: t.stateBefore, ActionStateAfter: t.stateAfter, Attempt: t.attempt,
-		Provider: t.provider, StateBefore: t.probeBefore, StateAfter: t.probeAfter,
-		StateBeforeError: t.probeBeforeErr, StateAfterError: t.probeAfterErr, Arguments: t.args,
+		Timestamp: o.start.UTC(), CorrelationID: f.CorrelationID, Principal: f.Principal, Tenant: f.Tenant,
+		ActionID: f.ActionID, ToolID: f.ToolID, ToolVersion: f.Version, IdempotencyKey: f.ActionID,
+		InputHash: f.InputHash, Outcome: outcome, StatusCode: status, ErrorClass: code,
+		ActionStateBefore: string(f.StateBefore), ActionStateAfter: string(f.StateAfter), Attempt: f.Attempt,
+		StateBefore: f.ProbeBefore, StateAfter: f.ProbeAfter,
+		StateBeforeError: f.ProbeBeforeErr, StateAfterError: f.ProbeAfterErr, Arguments: f.Arguments,
 	}
-	if sc := t.span.SpanContext(); sc.IsValid() {
+	if pc := f.Provider; pc != nil {
+		rec.Provider = &decisionlog.Provider{Name: pc.Name, Route: pc.Route, CallID: pc.CallID}
+	}
+	if sc := o.span.SpanContext(); sc.IsValid() {
 		rec.TraceID, rec.SpanID = sc.TraceID().String(), sc.SpanID().String()
 	} else {
-		rec.TraceID, rec.SpanID = parseTraceparent(r.Header.Get("traceparent"))
+		rec.TraceID, rec.SpanID = parseTraceparent(o.traceparent)
 	}
-	if len(t.result) > 0 && strings.Contains(contentType, "json") {
-		rec.Result = t.result
+	if len(f.Result) > 0 && strings.Contains(rep.contentType, "json") {
+		rec.Result = f.Result
 	}
 	rec.SetDuration(elapsed)
-	s.cfg.DecisionLog.Log(rec, s.masker(t.toolID, t.version))
-	return outcome
+	s.cfg.DecisionLog.Log(rec, s.masker(f.ToolID, f.Version))
 }
 
 // parseTraceparent returns the trace and parent ids of a W3C traceparent
@@ -215,19 +147,3 @@ func (s *Server) masker(tool, version string) *decisionlog.Masker {
 	}
 	return s.maskers[""]
 }
-
-// noteCall copies what is known of a call into its trail.
-func (t *trail) noteCall(c *call) {
-	t.toolID, t.key, t.inputHash, t.args = c.tool.ID, c.key, c.digest, json.RawMessage(c.canon)
-	t.correlation, t.principal, t.tenant = c.body.CorrelationID, c.p.Name, c.p.Tenant
-	if c.version != nil {
-		t.version = c.version.Version
-	} else if d := c.tool.Default(); d != nil {
-		t.version = d.Version
-	}
-	if c.provider != nil {
-		t.provider = &decisionlog.Provider{Name: c.provider.Name, Route: c.provider.Route, CallID: c.provider.CallID}
-	}
-}
-
-var noopSpan = trace.SpanFromContext(context.Background()) // a span that records nothing

@@ -7,7 +7,9 @@ import (
 	"sync"
 
 	"github.com/toolgate/toolgate/contract"
+	"github.com/toolgate/toolgate/ledger"
 	"github.com/toolgate/toolgate/provider"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // providerRoutes registers the provider-shaped call endpoints (SPEC 3.3):
@@ -18,9 +20,7 @@ func (s *Server) providerRoutes(m *http.ServeMux) {
 	m.Handle("POST /v1/calls/openai", api.frontDoor(provider.ParseOpenAICall))
 	m.Handle("POST /v1/calls/anthropic", api.frontDoor(provider.ParseAnthropicCall))
 	for _, p := range []string{"/v1/export", "/v1/calls/openai", "/v1/calls/anthropic"} {
-		m.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) {
-			writeProblem(w, problem("method_not_allowed", "%s does not take %s", r.URL.Path, r.Method))
-		})
+		m.HandleFunc(p, methodNotAllowed)
 	}
 }
 
@@ -62,11 +62,11 @@ func (e *exports) get(format string) (*provider.Exported, error) {
 func (api *providerAPI) getExport(w http.ResponseWriter, r *http.Request, p *Principal) error {
 	format := r.URL.Query().Get("format")
 	if format == "" {
-		return problem("malformed_request", "add ?format= with one of %v", provider.Formats)
+		return problem(toolcall.CodeMalformedRequest, "add ?format= with one of %v", provider.Formats)
 	}
 	x, err := api.ex.get(format)
 	if err != nil {
-		return problem("malformed_request", "%v", err)
+		return problem(toolcall.CodeMalformedRequest, "%v", err)
 	}
 	return writeJSON(w, http.StatusOK, allowedExport(x, p))
 }
@@ -110,45 +110,64 @@ func definitionName(def json.RawMessage) string {
 }
 
 // frontDoor serves one provider call endpoint: authenticate, parse the
-// provider's call, map its name to a tool id, run it as a one-shot call and
-// answer in the provider's shape. Unauthenticated requests are answered by the
-// one-shot path itself, so they are logged as denied like any other call.
+// provider's call, map its name to a tool id, run it through the call service
+// and answer in the provider's shape. Every request is observed as one call,
+// refused ones included (401, a name the model made up).
 func (api *providerAPI) frontDoor(parse func([]byte) (provider.Call, error)) http.Handler {
 	s := api.s
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p := s.authenticate(r)
-		if p == nil {
-			s.callHandler().ServeHTTP(w, r)
+		obs := s.beginCall(r.Context(), r.Header)
+		where := r.Method + " " + r.URL.Path
+		var ans toolcall.Answer
+		p, err := s.authorize(r, agents)
+		if err != nil {
+			rep := s.replyOf(where, &ans, err)
+			rep.write(w)
+			s.endCall(&obs, &ans.Facts, &rep)
 			return
 		}
+		f := &ans.Facts
+		f.Principal, f.Tenant = p.Name, p.Tenant
+		var c provider.Call
 		raw, err := readBody(w, r, s.cfg.MaxBodyBytes)
+		if err == nil {
+			if c, err = parse(raw); err != nil {
+				err = problem(toolcall.CodeMalformedRequest, "%v", err)
+			}
+		}
 		if err != nil {
-			s.refuse(w, r, p, innerCall{}, err)
+			rep := s.replyOf(where, &ans, err)
+			rep.write(w)
+			s.endCall(&obs, f, &rep)
 			return
 		}
-		c, err := parse(raw)
-		if err != nil {
-			s.refuse(w, r, p, innerCall{}, problem("malformed_request", "%v", err))
-			return
-		}
-		ic := innerCall{provider: providerBody{Name: c.Provider, Route: r.URL.Query().Get("route"), CallID: c.CallID}}
-		tool, perr := api.resolveCall(c, p, &ic)
-		if perr != nil {
+		pc := &ledger.ProviderCall{Name: c.Provider, Route: r.URL.Query().Get("route"), CallID: c.CallID}
+		tool, args, err := api.resolveCall(c, p)
+		if err == nil {
+			ans, err = s.calls.Call(obs.ctx, p, toolcall.Input{
+				ToolID: tool.ID, Key: r.Header.Get("Idempotency-Key"), CorrelationID: r.Header.Get("X-Correlation-ID"),
+				Traceparent: r.Header.Get("traceparent"), Body: constInput(toolcall.Body{Arguments: args, Provider: pc}),
+			})
+		} else {
 			// The model's mistake (a name it made up, arguments that are not an
-			// object): logged like any refused call, answered for the model.
-			rec := newRecorder()
-			s.refuse(rec, r, p, ic, perr)
-			s.answerCall(w, r, c, readAnswer(rec), tool)
-			return
+			// object): observed like any refused call, answered for the model.
+			if tool != nil {
+				f.ToolID = tool.ID
+			}
+			if pc.Name != "" || pc.CallID != "" {
+				f.Provider = pc
+			}
 		}
-		s.answerCall(w, r, c, readAnswer(s.runInner(r, ic)), tool)
+		rep := s.replyOf(where, &ans, err)
+		s.answerCall(w, r, c, &rep, tool)
+		s.endCall(&obs, &ans.Facts, &rep)
 	})
 }
 
-// resolveCall maps the call's exported name to a tool and fills in the
+// resolveCall maps the call's exported name to a tool and returns the
 // arguments, dropping OpenAI strict mode's nulls for absent optional
 // properties. A name the export does not know is tried as a tool id.
-func (api *providerAPI) resolveCall(c provider.Call, p *Principal, ic *innerCall) (*contract.Tool, error) {
+func (api *providerAPI) resolveCall(c provider.Call, p *Principal) (*contract.Tool, json.RawMessage, error) {
 	id := c.Name
 	if x, err := api.ex.get(c.Format); err == nil {
 		if mapped, ok := x.ToolID(c.Name); ok {
@@ -158,42 +177,42 @@ func (api *providerAPI) resolveCall(c provider.Call, p *Principal, ic *innerCall
 	tool := api.s.cfg.Registry.Tool(id)
 	switch {
 	case !p.Allows(id):
-		return nil, problem("tool_not_allowed", "key %q may not call %s", p.Name, id)
+		return nil, nil, problem(toolcall.CodeToolNotAllowed, "key %q may not call %s", p.Name, id)
 	case tool == nil:
-		return nil, problem("tool_not_found", "no tool is named %q; use one of the tools you were given", c.Name)
+		return nil, nil, problem(toolcall.CodeToolNotFound, "no tool is named %q; use one of the tools you were given", c.Name)
 	}
-	ic.toolID, ic.arguments = tool.ID, c.Arguments
 	if c.ArgumentsError != nil {
-		return tool, invalidArguments([]contract.FieldError{{Pointer: "", Code: "type", Detail: c.ArgumentsError.Error()}})
+		return tool, nil, toolcall.InvalidArguments([]contract.FieldError{{Pointer: "", Code: "type", Detail: c.ArgumentsError.Error()}})
 	}
+	args := c.Arguments
 	if c.Format == provider.FormatOpenAI || c.Format == provider.FormatOpenAIResponses {
 		if v := tool.Default(); v != nil {
-			if args, err := contract.DecodeJSON(c.Arguments); err == nil {
-				if b, err := json.Marshal(provider.DropStrictNulls(v, args)); err == nil {
-					ic.arguments = b
+			if decoded, err := contract.DecodeJSON(c.Arguments); err == nil {
+				if b, err := json.Marshal(provider.DropStrictNulls(v, decoded)); err == nil {
+					args = b
 				}
 			}
 		}
 	}
-	return tool, nil
+	return tool, args, nil
 }
 
-// answerCall writes the inner answer in the call's shape: HTTP 200 with a tool
-// message / function_call_output / tool_result for everything the model should
-// see (results, downstream errors, argument errors, conflicts, unknown
+// answerCall writes the one-shot reply in the call's shape: HTTP 200 with a
+// tool message / function_call_output / tool_result for everything the model
+// should see (results, downstream errors, argument errors, conflicts, unknown
 // outcomes), and the problem itself as an HTTP error for what only the
 // integrator or an operator can fix.
-func (s *Server) answerCall(w http.ResponseWriter, r *http.Request, c provider.Call, a innerAnswer, tool *contract.Tool) {
-	if !a.forModel() || a.integrators(r, tool) {
-		a.passThrough(w)
+func (s *Server) answerCall(w http.ResponseWriter, r *http.Request, c provider.Call, rep *reply, tool *contract.Tool) {
+	if !rep.forModel() || rep.integrators(r, tool) {
+		rep.write(w)
 		return
 	}
-	body, err := provider.Answer(c, provider.Result{Content: a.modelText(providerKeyHint(tool)), IsError: a.isError()})
+	body, err := provider.Answer(c, provider.Result{Content: rep.modelText(providerKeyHint(tool)), IsError: rep.isError()})
 	if err != nil {
-		writeProblem(w, problem("internal_error", "the answer could not be shaped"))
+		writeProblem(w, problem(toolcall.CodeInternal, "the answer could not be shaped"))
 		return
 	}
-	a.copyEvidence(w.Header())
+	rep.copyEvidence(w.Header())
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
 	w.Write(append(body, '\n'))
@@ -202,14 +221,14 @@ func (s *Server) answerCall(w http.ResponseWriter, r *http.Request, c provider.C
 // integrators reports whether a key problem is the integrator's to fix, not
 // the model's: a missing key for a tool whose arguments have no place for one,
 // or a malformed Idempotency-Key header.
-func (a innerAnswer) integrators(r *http.Request, tool *contract.Tool) bool {
-	if a.problem == nil {
+func (rep *reply) integrators(r *http.Request, tool *contract.Tool) bool {
+	if rep.problem == nil {
 		return false
 	}
-	switch a.problem.Code {
-	case "idempotency_key_missing":
+	switch toolcall.Code(rep.problem.Code) {
+	case toolcall.CodeKeyMissing:
 		return keyArgument(tool) == ""
-	case "idempotency_key_invalid":
+	case toolcall.CodeKeyInvalid:
 		return r.Header.Get("Idempotency-Key") != ""
 	}
 	return false

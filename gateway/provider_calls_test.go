@@ -13,6 +13,7 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/responses"
+	"github.com/toolgate/toolgate/api"
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/decisionlog"
 	"github.com/toolgate/toolgate/gateway"
@@ -214,7 +215,7 @@ func TestAnthropicToolUseAndFieldErrors(t *testing.T) {
 	if res.ToolUseID != "toolu_bad_0001" || !res.IsError.Valid() || !res.IsError.Value {
 		t.Fatalf("want is_error for invalid arguments: %+v", res)
 	}
-	var p gateway.Problem
+	var p api.Problem
 	if err := json.Unmarshal([]byte(text), &p); err != nil || p.Code != "invalid_arguments" || len(p.Errors) != 2 {
 		t.Fatalf("content %q (%v)", text, err)
 	}

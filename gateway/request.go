@@ -2,15 +2,14 @@ package gateway
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 
-	"github.com/toolgate/toolgate/internal/canon"
+	"github.com/toolgate/toolgate/ledger"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // callBody is the body of POST /v1/tools/{tool_id}/calls and /v1/actions/{id}/calls.
@@ -34,11 +33,44 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
-			return nil, problem("request_too_large", "the body is larger than %d bytes", limit)
+			return nil, problem(toolcall.CodeRequestTooLarge, "the body is larger than %d bytes", limit)
 		}
-		return nil, problem("malformed_request", "the body could not be read: %v", err)
+		return nil, problem(toolcall.CodeMalformedRequest, "the body could not be read: %v", err)
 	}
 	return body, nil
+}
+
+// readCallBody reads and decodes the body of a one-shot or two-phase call.
+func (s *Server) readCallBody(w http.ResponseWriter, r *http.Request) (toolcall.Body, error) {
+	raw, err := readBody(w, r, s.cfg.MaxBodyBytes)
+	if err != nil {
+		return toolcall.Body{}, err
+	}
+	b, err := parseCallBody(raw)
+	if err != nil {
+		return toolcall.Body{}, err
+	}
+	out := toolcall.Body{Arguments: b.Arguments, Version: b.Version, CorrelationID: b.CorrelationID}
+	if pb := b.Provider; pb != nil {
+		out.Provider = &ledger.ProviderCall{Name: pb.Name, Route: pb.Route, CallID: pb.CallID}
+	}
+	return out, nil
+}
+
+// decodeBody reads the request body into v: at most MaxBodyBytes, exactly
+// one JSON object, or (with optional) nothing at all.
+func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, v any, optional bool) error {
+	raw, err := readBody(w, r, s.cfg.MaxBodyBytes)
+	if err != nil {
+		return err
+	}
+	if optional && len(raw) == 0 {
+		return nil
+	}
+	if err := decodeObject(raw, v); err != nil {
+		return problem(toolcall.CodeMalformedRequest, "%v", err)
+	}
+	return nil
 }
 
 // decodeObject decodes data, which must be exactly one JSON object, into v.
@@ -83,40 +115,15 @@ func jsonKind(k string) string {
 func parseCallBody(data []byte) (callBody, error) {
 	var b callBody
 	if err := decodeObject(data, &b); err != nil {
-		return b, problem("malformed_request", "%v", err)
+		return b, problem(toolcall.CodeMalformedRequest, "%v", err)
 	}
 	args := bytes.TrimSpace(b.Arguments)
 	if len(args) == 0 || bytes.Equal(args, []byte("null")) {
-		return b, problem("malformed_request", "the body needs an \"arguments\" object")
+		return b, problem(toolcall.CodeMalformedRequest, "the body needs an \"arguments\" object")
 	}
 	if args[0] != '{' {
-		return b, problem("malformed_request", "\"arguments\" must be a JSON object")
+		return b, problem(toolcall.CodeMalformedRequest, "\"arguments\" must be a JSON object")
 	}
 	b.Arguments = args
 	return b, nil
-}
-
-// canonicalize returns the RFC 8785 (JCS) form of a JSON value and its
-// input_hash, "sha256:<hex>".
-func canonicalize(raw []byte) ([]byte, string, error) {
-	c, err := canon.Transform(raw)
-	if err != nil {
-		return nil, "", err
-	}
-	sum := sha256.Sum256(c)
-	return c, "sha256:" + hex.EncodeToString(sum[:]), nil
-}
-
-// validKey reports whether s is an idempotency key or action id: 8 to 255
-// visible ASCII characters (0x21-0x7E).
-func validKey(s string) bool {
-	if len(s) < 8 || len(s) > 255 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < 0x21 || s[i] > 0x7e {
-			return false
-		}
-	}
-	return true
 }

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // The dashboard's assets: plain HTML, CSS and JavaScript, embedded so the
@@ -50,14 +52,14 @@ func (s *Server) uiRoutes(m *http.ServeMux) {
 		if v := q.Get("window"); v != "" {
 			n, err := strconv.Atoi(v)
 			if err != nil || n < 1 || n > seriesSlots {
-				return problem("malformed_request", "window must be 1 to %d seconds", seriesSlots)
+				return problem(toolcall.CodeMalformedRequest, "window must be 1 to %d seconds", seriesSlots)
 			}
 			window = n
 		}
 		if v := q.Get("step"); v != "" {
 			n, err := strconv.Atoi(v)
 			if err != nil || n < 1 || n > window {
-				return problem("malformed_request", "step must be 1 second to the window")
+				return problem(toolcall.CodeMalformedRequest, "step must be 1 second to the window")
 			}
 			step = n
 		}
@@ -67,7 +69,7 @@ func (s *Server) uiRoutes(m *http.ServeMux) {
 	api("GET /ui/api/registry/{tool_id}/{version}", s.uiSchema)
 	api("GET /ui/api/diff", s.uiDiff)
 	m.Handle("GET /ui/api/{rest...}", s.uiGuard(csrf, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		writeProblem(w, problem("not_found", "no dashboard endpoint %s", r.URL.Path))
+		writeProblem(w, problem(toolcall.CodeNotFound, "no dashboard endpoint %s", r.URL.Path))
 	})))
 
 	assets, err := fs.Sub(uiFiles, "ui")
@@ -87,7 +89,7 @@ func serveAsset(w http.ResponseWriter, assets fs.FS, name string) {
 	}
 	body, err := fs.ReadFile(assets, name) // fs paths cannot climb out with ".."
 	if err != nil {
-		writeProblem(w, problem("not_found", "no dashboard file %q", name))
+		writeProblem(w, problem(toolcall.CodeNotFound, "no dashboard file %q", name))
 		return
 	}
 	ct := mime.TypeByExtension(path.Ext(name))
@@ -115,16 +117,16 @@ func (s *Server) uiGuard(csrf *http.CrossOriginProtection, next http.Handler) ht
 			h.Set("Cache-Control", "no-store")
 		}
 		if s.noAuth != nil && !loopbackHost(r.Host) {
-			writeProblem(w, problem("forbidden", "without configured keys the dashboard answers only on a loopback host name, not %q", r.Host))
+			writeProblem(w, problem(toolcall.CodeForbidden, "without configured keys the dashboard answers only on a loopback host name, not %q", r.Host))
 			return
 		}
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			if err := csrf.Check(r); err != nil {
-				writeProblem(w, problem("forbidden", "cross-origin request refused"))
+				writeProblem(w, problem(toolcall.CodeForbidden, "cross-origin request refused"))
 				return
 			}
 			if r.Header.Get(uiHeader) == "" {
-				writeProblem(w, problem("forbidden", "dashboard requests that change state need the %s header", uiHeader))
+				writeProblem(w, problem(toolcall.CodeForbidden, "dashboard requests that change state need the %s header", uiHeader))
 				return
 			}
 		}

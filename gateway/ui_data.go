@@ -5,9 +5,11 @@ import (
 	"net/http"
 	"slices"
 
+	"github.com/toolgate/toolgate/api"
 	"github.com/toolgate/toolgate/contract"
 	"github.com/toolgate/toolgate/decisionlog"
 	"github.com/toolgate/toolgate/schemadiff"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // uiActionRecord is the dashboard's view of an action: the API's record plus
@@ -15,7 +17,7 @@ import (
 // arguments and in a JSON result, as in the decision log, so a screen never
 // shows them.
 type uiActionRecord struct {
-	actionRecord
+	api.Action
 	Arguments json.RawMessage `json:"arguments,omitempty"`
 	Masked    []string        `json:"masked,omitempty"`
 	Erased    []string        `json:"erased,omitempty"`
@@ -23,11 +25,11 @@ type uiActionRecord struct {
 
 // uiAction serves GET /ui/api/actions/{action_id}.
 func (s *Server) uiAction(w http.ResponseWriter, r *http.Request, p *Principal) error {
-	a, err := s.loadAction(r.Context(), p, r.PathValue("action_id"))
+	a, err := s.calls.Action(r.Context(), p, r.PathValue("action_id"))
 	if err != nil {
 		return err
 	}
-	out := uiActionRecord{actionRecord: renderAction(a)}
+	out := uiActionRecord{Action: renderAction(a)}
 	rec := decisionlog.Record{Arguments: json.RawMessage(a.Arguments)}
 	jsonResult := a.Result != nil && json.Valid(a.Result.Body)
 	if jsonResult {
@@ -117,15 +119,15 @@ func (s *Server) uiRegistry(w http.ResponseWriter, r *http.Request, p *Principal
 // uiVersionOf finds a tool version the key may see, or the API's 403/404.
 func (s *Server) uiVersionOf(p *Principal, toolID, version string) (*contract.Tool, *contract.Version, error) {
 	if !p.Allows(toolID) {
-		return nil, nil, problem("tool_not_allowed", "key %q may not see %s", p.Name, toolID)
+		return nil, nil, problem(toolcall.CodeToolNotAllowed, "key %q may not see %s", p.Name, toolID)
 	}
 	t := s.cfg.Registry.Tool(toolID)
 	if t == nil {
-		return nil, nil, problem("tool_not_found", "no tool %q in the registry", toolID)
+		return nil, nil, problem(toolcall.CodeToolNotFound, "no tool %q in the registry", toolID)
 	}
 	v := t.Version(version)
 	if v == nil {
-		return nil, nil, problem("version_not_found", "%s has no version %q", toolID, version)
+		return nil, nil, problem(toolcall.CodeVersionNotFound, "%s has no version %q", toolID, version)
 	}
 	return t, v, nil
 }
@@ -148,7 +150,7 @@ func (s *Server) uiSchema(w http.ResponseWriter, r *http.Request, p *Principal) 
 func (s *Server) uiDiff(w http.ResponseWriter, r *http.Request, p *Principal) error {
 	q := r.URL.Query()
 	if q.Get("tool") == "" || q.Get("from") == "" || q.Get("to") == "" {
-		return problem("malformed_request", "diff needs tool, from and to")
+		return problem(toolcall.CodeMalformedRequest, "diff needs tool, from and to")
 	}
 	t, from, err := s.uiVersionOf(p, q.Get("tool"), q.Get("from"))
 	if err != nil {

@@ -142,7 +142,7 @@ func startGatewayWith(ctx context.Context, cfg *config.Config, tools fs.FS, logw
 	bg.Add(2)
 	go func() {
 		defer bg.Done()
-		rec := srv.Reconciler(cfg.ReconcileInterval)
+		rec := srv.Calls().Reconciler(cfg.ReconcileInterval)
 		rec.Observe = func(result string) { srv.Metrics().Reconciles.WithLabelValues(result).Inc() }
 		rec.Run(rctx)
 	}()

@@ -1,0 +1,154 @@
+package toolcall
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/toolgate/toolgate/decisionlog"
+	"github.com/toolgate/toolgate/invoke"
+	"github.com/toolgate/toolgate/ledger"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// execute sends a claimed (running) action downstream and records the
+// attempt's outcome. The downstream call is detached from the caller's
+// context: a caller that hangs up does not cut an effect in half.
+func (c *call) execute(ctx context.Context, a *ledger.Action, b invoke.Binding) error {
+	ctx = context.WithoutCancel(ctx)
+	f := c.facts()
+	args, _ := c.decoded().(map[string]any)
+	dctx, span := c.s.child(ctx, "downstream "+b.WithDefaults().Method, trace.SpanKindClient, attrActionID.String(a.ID), attrAttempt.Int(a.Attempts))
+	req := invoke.Request{
+		Binding:     &b,
+		Vars:        invoke.Vars{Tenant: a.Tenant, ActionID: a.ID, Args: args},
+		Body:        a.Arguments,
+		Traceparent: traceparentOr(dctx, c.in.Traceparent),
+	}
+	f.Attempt = a.Attempts
+	probe := c.s.cfg.ProbeState && b.StateURL != ""
+	if probe {
+		f.ProbeBefore, f.ProbeBeforeErr = c.s.probeState(ctx, b, req)
+	}
+	began := time.Now()
+	res := c.s.invokeWithLease(ctx, a, b, req)
+	f.Downstream = time.Since(began)
+	endDownstreamSpan(span, res)
+	defer func() {
+		f.StateAfter = a.State
+		if probe {
+			f.ProbeAfter, f.ProbeAfterErr = c.s.probeState(ctx, b, req)
+		}
+	}()
+	outcome := res.Outcome
+	if outcome == ledger.Answered && res.Err != nil {
+		outcome = ledger.Lost // an answer whose body was cut off cannot be replayed
+	}
+	switch outcome {
+	case ledger.Answered:
+		state := &ledger.Result{StatusCode: res.StatusCode, ContentType: res.ContentType, Body: res.Body}
+		if err := c.s.cfg.Ledger.Finish(ctx, a, ledger.Answered, state, fmt.Sprintf("downstream answered %d", res.StatusCode)); err != nil {
+			return finishFailed(a, err)
+		}
+		if !a.State.Terminal() {
+			return Errorf(CodeOutcomeUnknown, "the action was declared lost before its answer arrived").withAction(a, a.State)
+		}
+		f.Outcome = decisionlog.OutcomeExecuted
+		c.result(a, false)
+		return nil
+	case ledger.NotStarted:
+		if err := c.s.cfg.Ledger.Finish(ctx, a, ledger.NotStarted, nil, "not started: "+errText(res)); err != nil {
+			return finishFailed(a, err)
+		}
+		return Errorf(CodeDownstreamUnreachable, "attempt %d of %d did not reach the downstream: %s", a.Attempts, b.WithDefaults().MaxAttempts, errText(res)).
+			withRetry(1).withAction(a, a.State)
+	default: // Lost: a timeout, a dropped connection after the send, an ambiguous 5xx
+		if err := c.s.cfg.Ledger.Finish(ctx, a, ledger.Lost, nil, "outcome unknown: "+errText(res)); err != nil {
+			return finishFailed(a, err)
+		}
+		return Errorf(CodeOutcomeUnknown, "the downstream gave no clear answer (%s); the action will be reconciled, never re-run blind", errText(res)).
+			withAction(a, ledger.Unknown)
+	}
+}
+
+// invokeWithLease makes the downstream call, renewing the action's lease while
+// it is in flight so that no one declares it lost.
+func (s *Service) invokeWithLease(ctx context.Context, a *ledger.Action, b invoke.Binding, req invoke.Request) invoke.Result {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(s.cfg.Ledger.RenewEvery())
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				if err := s.cfg.Ledger.Renew(ctx, a); err != nil {
+					s.logf("renew lease of %s: %v", a.ID, err)
+				}
+			}
+		}
+	}()
+	res := s.invoker(b).Call(ctx, req)
+	close(done)
+	wg.Wait()
+	return res
+}
+
+// finishFailed is the answer when the downstream was called but the ledger
+// could not record what came of it.
+func finishFailed(a *ledger.Action, err error) error {
+	return Errorf(CodeOutcomeUnknown, "the downstream was called but the ledger could not record the outcome; the action will be reconciled").
+		withAction(a, ledger.Unknown).withCause(err)
+}
+
+func errText(res invoke.Result) string {
+	switch {
+	case res.Err != nil:
+		return res.Err.Error()
+	case res.StatusCode != 0:
+		return fmt.Sprintf("status %d", res.StatusCode)
+	}
+	return res.Outcome.String()
+}
+
+// readOnly validates and forwards a read-only call; no ledger is involved.
+func (c *call) readOnly(ctx context.Context) error {
+	adm, err := c.admit(ctx, c.version)
+	if err != nil {
+		return err
+	}
+	b := adm.b
+	args, _ := c.decoded().(map[string]any)
+	id := c.in.Key
+	if !ValidKey(id) {
+		id = "read-" + decisionlog.NewDecisionID() // templates may name {action_id}; nothing is stored under it
+	}
+	dctx, span := c.s.child(ctx, "downstream "+b.WithDefaults().Method, trace.SpanKindClient)
+	res := c.s.invoker(b).Call(dctx, invoke.Request{
+		Binding: &b, Vars: invoke.Vars{Tenant: c.p.Tenant, ActionID: id, Args: args},
+		Body: c.canon, Traceparent: traceparentOr(dctx, c.in.Traceparent),
+	})
+	endDownstreamSpan(span, res)
+	if res.StatusCode == 0 || (res.Outcome != ledger.Answered && res.StatusCode < 500) {
+		return Errorf(CodeDownstreamUnreachable, "the read-only call did not get an answer: %s", errText(res)).withRetry(1)
+	}
+	c.facts().Outcome, c.facts().Result = decisionlog.OutcomeExecuted, res.Body
+	c.ans.Status, c.ans.ContentType, c.ans.Body = res.StatusCode, res.ContentType, res.Body
+	return nil
+}
+
+// probeState reads the binding's state probe for the decision log; a failed
+// probe is noted, never fatal.
+func (s *Service) probeState(ctx context.Context, b invoke.Binding, req invoke.Request) (json.RawMessage, string) {
+	body, err := s.invoker(b).State(ctx, req)
+	if err != nil {
+		return nil, err.Error()
+	}
+	return body, ""
+}

@@ -1,0 +1,270 @@
+package toolcall
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/toolgate/toolgate/contract"
+	"github.com/toolgate/toolgate/invoke"
+	"github.com/toolgate/toolgate/ledger"
+)
+
+// Prepare creates a two-phase action (PUT /v1/actions/{action_id}), or
+// returns the one prepared before with the same attributes (created false).
+func (s *Service) Prepare(ctx context.Context, p *Principal, id string, spec ledger.PrepareSpec) (a *ledger.Action, created bool, err error) {
+	if spec.ToolID == "" {
+		return nil, false, Errorf(CodeMalformedRequest, "the body needs a \"tool_id\"")
+	}
+	if !p.Allows(spec.ToolID) {
+		return nil, false, Errorf(CodeToolNotAllowed, "key %q may not call %s", p.Name, spec.ToolID)
+	}
+	tool := s.cfg.Registry.Tool(spec.ToolID)
+	if tool == nil {
+		return nil, false, Errorf(CodeToolNotFound, "no tool %q in the registry", spec.ToolID)
+	}
+	if spec.Version != "" && tool.Version(spec.Version) == nil {
+		return nil, false, Errorf(CodeVersionNotFound, "%s has no version %q", tool.ID, spec.Version)
+	}
+	if !ValidKey(id) {
+		return nil, false, Errorf(CodeKeyInvalid, "an action id must be 8 to 255 visible ASCII characters")
+	}
+	a, created, err = s.cfg.Ledger.Prepare(ctx, p.Tenant, id, spec)
+	switch {
+	case errors.Is(err, ledger.ErrActionMismatch):
+		return nil, false, Errorf(CodeActionMismatch, "action %q exists for %s %s", id, a.ToolID, a.Version).withAction(a, a.State)
+	case err != nil:
+		return nil, false, storeFailed(err)
+	}
+	return a, created, nil
+}
+
+// Action reads one of the principal's tenant's actions.
+func (s *Service) Action(ctx context.Context, p *Principal, id string) (*ledger.Action, error) {
+	a, err := s.cfg.Ledger.Get(ctx, p.Tenant, id)
+	switch {
+	case errors.Is(err, ledger.ErrNotFound):
+		return nil, Errorf(CodeActionNotFound, "no action %q", id)
+	case err != nil:
+		return nil, storeFailed(err)
+	}
+	return a, nil
+}
+
+// List reads one page of the principal's tenant's actions; f.Tenant is
+// ignored.
+func (s *Service) List(ctx context.Context, p *Principal, f ledger.Filter) (ledger.Page, error) {
+	f.Tenant = p.Tenant
+	if f.State != "" && !f.State.Valid() {
+		return ledger.Page{}, Errorf(CodeMalformedRequest, "state %q is not one of the action states", f.State)
+	}
+	page, err := s.cfg.Ledger.Store.List(ctx, f)
+	switch {
+	case errors.Is(err, ledger.ErrBadCursor):
+		return ledger.Page{}, Errorf(CodeMalformedRequest, "cursor %q was not issued by this gateway", f.Cursor)
+	case err != nil:
+		return ledger.Page{}, storeFailed(err)
+	}
+	return page, nil
+}
+
+// Reconcile runs an unknown action's downstream lookup now and returns the
+// action afterwards; an action that is not unknown is returned as it is.
+func (s *Service) Reconcile(ctx context.Context, p *Principal, id string) (*ledger.Action, error) {
+	a, err := s.Action(ctx, p, id)
+	if err != nil || a.State != ledger.Unknown {
+		return a, err
+	}
+	if _, err := s.cfg.Ledger.ApplyLookup(ctx, a, s.Lookup(ctx, a), s.Policy(a), ledger.ByOperator, p.Name); err != nil {
+		if !errors.Is(err, ledger.ErrStale) {
+			return nil, storeFailed(err)
+		}
+		return s.Action(ctx, p, a.ID) // someone settled it meanwhile
+	}
+	return a, nil
+}
+
+// Resolve applies an operator's verdict to an unknown action, or to a pending
+// one whose attempts are used up (POST /v1/actions/{action_id}/resolve).
+// r.Principal is set to p's name; a result without a content type is JSON.
+func (s *Service) Resolve(ctx context.Context, p *Principal, id string, r ledger.Resolution) (*ledger.Action, error) {
+	switch r.Outcome {
+	case "succeeded", "rejected", "not_started":
+	default:
+		return nil, Errorf(CodeMalformedRequest, "outcome must be succeeded, rejected or not_started")
+	}
+	if r.Result != nil {
+		if r.Result.StatusCode < 200 || r.Result.StatusCode > 599 {
+			return nil, Errorf(CodeMalformedRequest, "result.status_code must be an HTTP status")
+		}
+		if r.Result.ContentType == "" {
+			res := *r.Result
+			res.ContentType = "application/json"
+			r.Result = &res
+		}
+	}
+	r.Principal = p.Name
+	a, err := s.Action(ctx, p, id)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.cfg.Ledger.Resolve(ctx, a, r, s.cfg.Bindings[a.ToolID].WithDefaults().MaxAttempts); err != nil {
+		switch {
+		case errors.Is(err, ledger.ErrNotResolvable):
+			return nil, Errorf(CodeActionNotResolvable, "action %q is %s", a.ID, a.State).withAction(a, a.State)
+		case errors.Is(err, ledger.ErrStale):
+			return nil, Errorf(CodeActionInProgress, "the action changed meanwhile; read it and try again").withRetry(1)
+		}
+		return nil, storeFailed(err)
+	}
+	return a, nil
+}
+
+// Approval is an action an operator released. When the gateway could claim
+// it at once, Run executes it as a call of its own.
+type Approval struct {
+	// Action is the approved action; after Run, as its execution left it.
+	Action *ledger.Action
+
+	s       *Service
+	p       *Principal
+	tool    *contract.Tool
+	b       invoke.Binding
+	claimed bool
+}
+
+// Claimed reports whether the approval holds the action's claim, so Run
+// executes it now. Without (no binding, the tool gone, or another gateway
+// claimed it first) the action waits, pending, for its next call.
+func (ap *Approval) Claimed() bool { return ap.claimed }
+
+// Approve releases an action awaiting approval to pending and claims it at
+// once (POST /v1/actions/{action_id}/approve); call Run on the Approval to
+// execute it.
+func (s *Service) Approve(ctx context.Context, p *Principal, id, note string) (*Approval, error) {
+	a, err := s.awaitingApproval(ctx, p, id)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.cfg.Ledger.Approve(ctx, a, p.Name, note); err != nil {
+		return nil, decisionFailed(a, err)
+	}
+	ap := &Approval{Action: a, s: s, p: p}
+	b, ok := s.cfg.Bindings[a.ToolID]
+	ap.tool = s.cfg.Registry.Tool(a.ToolID)
+	if ok && ap.tool != nil {
+		ap.b = b
+		ap.claimed = s.cfg.Ledger.Claim(ctx, a) == nil
+	}
+	return ap, nil
+}
+
+// Run executes a claimed approved action; its Facts make the decision-log
+// line, metrics and span of a call of its own (the approving principal's).
+// traceparent is the approving request's, passed downstream when there is
+// no span in ctx.
+func (ap *Approval) Run(ctx context.Context, traceparent string) (Answer, error) {
+	if !ap.claimed {
+		return Answer{}, errors.New("toolcall: the approved action is not claimed")
+	}
+	a := ap.Action
+	c := &call{s: ap.s, p: ap.p, tool: ap.tool, in: Input{Traceparent: traceparent}, key: a.ID, digest: a.ArgsDigest, canon: a.Arguments}
+	c.body = Body{Arguments: a.Arguments, CorrelationID: a.CorrelationID}
+	f := c.facts()
+	f.Principal, f.Tenant, f.ToolID, f.ActionID, f.Version = ap.p.Name, ap.p.Tenant, ap.tool.ID, a.ID, a.Version
+	f.InputHash, f.Arguments, f.CorrelationID = a.ArgsDigest, a.Arguments, a.CorrelationID
+	f.StateBefore = ledger.AwaitingApproval
+	err := c.execute(ctx, a, ap.b)
+	if err != nil {
+		ap.s.logf("approved action %s: %v", a.ID, err)
+	}
+	return c.ans, err
+}
+
+// Deny makes an action awaiting approval terminal rejected
+// (POST /v1/actions/{action_id}/deny); its calls then replay 403
+// action_denied.
+func (s *Service) Deny(ctx context.Context, p *Principal, id, note string) (*ledger.Action, error) {
+	a, err := s.awaitingApproval(ctx, p, id)
+	if err != nil {
+		return nil, err
+	}
+	denied := Errorf(CodeActionDenied, "an operator denied this action").withAction(a, ledger.Rejected)
+	body, err := json.Marshal(denied.Wire())
+	if err != nil {
+		return nil, err
+	}
+	res := &ledger.Result{StatusCode: denied.Status(), ContentType: "application/problem+json", Body: append(body, '\n')}
+	if err := s.cfg.Ledger.Deny(ctx, a, p.Name, note, res); err != nil {
+		return nil, decisionFailed(a, err)
+	}
+	return a, nil
+}
+
+func (s *Service) awaitingApproval(ctx context.Context, p *Principal, id string) (*ledger.Action, error) {
+	a, err := s.Action(ctx, p, id)
+	if err != nil {
+		return nil, err
+	}
+	if a.State != ledger.AwaitingApproval {
+		return nil, Errorf(CodeActionNotAwaitingApproval, "action %q is %s", a.ID, a.State).withAction(a, a.State)
+	}
+	return a, nil
+}
+
+func decisionFailed(a *ledger.Action, err error) error {
+	var te *ledger.TransitionError
+	if errors.As(err, &te) || errors.Is(err, ledger.ErrStale) {
+		return Errorf(CodeActionNotAwaitingApproval, "action %q changed meanwhile", a.ID).withAction(a, a.State)
+	}
+	return storeFailed(err)
+}
+
+// Lookup asks an action's downstream whether its effect exists.
+func (s *Service) Lookup(ctx context.Context, a *ledger.Action) ledger.LookupAnswer {
+	b, ok := s.cfg.Bindings[a.ToolID]
+	if !ok {
+		return ledger.LookupAnswer{Err: errors.New("the tool has no binding")}
+	}
+	var args map[string]any
+	if v, err := contract.DecodeJSON(a.Arguments); err == nil {
+		args, _ = v.(map[string]any)
+	}
+	res := s.invoker(b).Lookup(ctx, invoke.Request{Binding: &b, Vars: invoke.Vars{Tenant: a.Tenant, ActionID: a.ID, Args: args}})
+	switch {
+	case res.Found:
+		return ledger.LookupAnswer{Found: true, Result: &ledger.Result{StatusCode: res.StatusCode, ContentType: res.ContentType, Body: res.Body}}
+	case res.NotFound:
+		return ledger.LookupAnswer{NotFound: true}
+	}
+	return ledger.LookupAnswer{Err: res.Err}
+}
+
+// Policy gives the reconciliation timing of an action's binding.
+func (s *Service) Policy(a *ledger.Action) ledger.ReconcilePolicy {
+	b := s.cfg.Bindings[a.ToolID].WithDefaults()
+	return ledger.ReconcilePolicy{SettleAfter: b.SettleAfter, HoldAfter: b.HoldAfter}
+}
+
+// Reconciler returns the background reconciler for this service's bindings,
+// passing every interval (0: ledger.DefaultReconcileInterval). A claimed
+// check keeps other replicas off an action for the longest lookup any
+// binding may take plus one interval: long enough that two replicas never
+// look one action up at once, short enough that a replica killed mid-lookup
+// delays the action by seconds, not minutes.
+func (s *Service) Reconciler(interval time.Duration) *ledger.Reconciler {
+	hold := invoke.DefaultTimeout
+	for _, b := range s.cfg.Bindings {
+		if t := b.WithDefaults().Timeout; t > hold {
+			hold = t
+		}
+	}
+	if interval <= 0 {
+		interval = ledger.DefaultReconcileInterval
+	}
+	return &ledger.Reconciler{
+		Service: s.cfg.Ledger, Lookup: s.Lookup, Policy: s.Policy, Interval: interval,
+		CheckHold: hold + interval, Errorf: s.logf,
+	}
+}

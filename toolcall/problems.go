@@ -1,0 +1,265 @@
+package toolcall
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/toolgate/toolgate/api"
+	"github.com/toolgate/toolgate/contract"
+	"github.com/toolgate/toolgate/decisionlog"
+	"github.com/toolgate/toolgate/ledger"
+)
+
+// Code is a problem's stable code (SPEC 3). Every Code is a row of one table,
+// codes, which also fixes its HTTP status, its title and fix (the pages at
+// /problems/{code}) and the decision-log outcome of a call refused with it.
+type Code string
+
+// The problem codes.
+const (
+	CodeInvalidArguments          Code = "invalid_arguments"
+	CodeMalformedRequest          Code = "malformed_request"
+	CodeKeyMissing                Code = "idempotency_key_missing"
+	CodeKeyInvalid                Code = "idempotency_key_invalid"
+	CodeKeyReused                 Code = "idempotency_key_reused"
+	CodeKeyExpired                Code = "idempotency_key_expired"
+	CodeActionInProgress          Code = "action_in_progress"
+	CodeOutcomeUnknown            Code = "outcome_unknown"
+	CodeDownstreamUnreachable     Code = "downstream_unreachable"
+	CodeAttemptsExhausted         Code = "attempts_exhausted"
+	CodeUnauthenticated           Code = "unauthenticated"
+	CodeToolNotAllowed            Code = "tool_not_allowed"
+	CodeForbidden                 Code = "forbidden"
+	CodeToolNotFound              Code = "tool_not_found"
+	CodeVersionNotFound           Code = "version_not_found"
+	CodeActionNotFound            Code = "action_not_found"
+	CodeActionMismatch            Code = "action_mismatch"
+	CodeActionNotResolvable       Code = "action_not_resolvable"
+	CodeActionNotAwaitingApproval Code = "action_not_awaiting_approval"
+	CodeActionDenied              Code = "action_denied"
+	CodeRequestTooLarge           Code = "request_too_large"
+	CodeToolNotBound              Code = "tool_not_bound"
+	CodeLedgerUnavailable         Code = "ledger_unavailable"
+	CodeNotFound                  Code = "not_found"
+	CodeMethodNotAllowed          Code = "method_not_allowed"
+	CodeInternal                  Code = "internal_error"
+)
+
+// CodeInfo is one row of the problem table.
+type CodeInfo struct {
+	Status int    // the HTTP status of the answer
+	Title  string // the problem's title
+	Fix    string // what the caller can do about it, for the /problems page
+	// Outcome is the decision-log outcome of a call refused with the code.
+	Outcome decisionlog.Outcome
+}
+
+const (
+	invalid     = decisionlog.OutcomeInvalid
+	conflict    = decisionlog.OutcomeConflict
+	denied      = decisionlog.OutcomeDenied
+	unreachable = decisionlog.OutcomeUnreachable
+)
+
+// codes is the one table of problem codes (SPEC 3).
+var codes = map[Code]CodeInfo{
+	CodeInvalidArguments: {422, "Invalid arguments",
+		"The arguments do not satisfy the tool's contract. Each entry of errors[] names the argument by JSON pointer, the failing rule and what would satisfy it. Fix those fields and call again with the same Idempotency-Key: an invalid call does not consume the key.", invalid},
+	CodeMalformedRequest: {400, "Malformed request",
+		"The request body must be one JSON object such as {\"arguments\": {...}, \"version\": \"1.0.0\"}, and query parameters must have the documented forms. Send valid JSON.", invalid},
+	CodeKeyMissing: {400, "Idempotency key missing",
+		"Mutating tools need an idempotency key: send the Idempotency-Key header (or the argument the contract marks x-idempotency-key). Use one key per intended action and reuse it for every retry of that action.", invalid},
+	CodeKeyInvalid: {400, "Idempotency key invalid",
+		"An idempotency key (and an action id) is 8 to 255 visible ASCII characters (0x21-0x7E): no spaces, no control characters, nothing outside ASCII.", invalid},
+	CodeKeyReused: {409, "Idempotency key reused with other arguments",
+		"This key already names an action with another tool, version or other arguments; the stored action is untouched. A new intended action needs a new key; a retry must send exactly the same arguments.", conflict},
+	CodeKeyExpired: {409, "Idempotency key expired",
+		"The action under this key is older than the gateway's retention: its result can no longer be replayed, and the key is refused rather than executed again. Use a new key if a new action is intended.", conflict},
+	CodeActionInProgress: {409, "Action in progress",
+		"Another call for this action is still running downstream and did not finish within the join timeout. Retry after the number of seconds in Retry-After; you will get its result.", conflict},
+	CodeOutcomeUnknown: {504, "Outcome unknown",
+		"The downstream did not give a clear answer (a timeout, a dropped connection or an ambiguous 5xx), so the effect may or may not have happened. The action is unknown until the gateway reconciles it against the downstream; later calls answer 409 and send nothing downstream. It is never re-run blind.", decisionlog.OutcomeUnknown},
+	CodeDownstreamUnreachable: {502, "Downstream unreachable",
+		"The downstream was not reached, or answered a status that proves nothing was done. The action stays pending and the attempt is counted; retry with the same key after Retry-After.", unreachable},
+	CodeAttemptsExhausted: {409, "Attempts exhausted",
+		"Every attempt this binding allows was used without reaching the downstream. An operator can resolve the action (POST /v1/actions/{id}/resolve), for example as not_started to grant fresh attempts.", conflict},
+	CodeUnauthenticated: {401, "Unauthenticated",
+		"Send a valid API key as 'Authorization: Bearer <key>'.", denied},
+	CodeToolNotAllowed: {403, "Tool not allowed",
+		"This API key may not call this tool. Ask an operator to add the tool to the key's allow-list.", denied},
+	CodeForbidden: {403, "Forbidden",
+		"This endpoint is for operators; the API key's role does not allow it.", denied},
+	CodeToolNotFound: {404, "Tool not found",
+		"No tool with this id is in the registry. GET /v1/export lists the tools.", invalid},
+	CodeVersionNotFound: {404, "Version not found",
+		"The tool has no contract with this version. Omit version to use the newest supported one.", invalid},
+	CodeActionNotFound: {404, "Action not found",
+		"No action with this id exists for your tenant.", invalid},
+	CodeActionMismatch: {409, "Action exists with other attributes",
+		"An action with this id was prepared with another tool, version, scope or policy version. Use a new action id for a new action.", conflict},
+	CodeActionNotResolvable: {409, "Action not resolvable",
+		"Only unknown actions, and pending ones whose attempts are used up, can be resolved by hand.", conflict},
+	CodeActionNotAwaitingApproval: {409, "Action not awaiting approval",
+		"Only actions in state awaiting_approval can be approved or denied.", conflict},
+	CodeActionDenied: {403, "Action denied",
+		"An operator denied this action. It will not run; a new intended action needs a new key.", denied},
+	CodeRequestTooLarge: {413, "Request too large",
+		"The request body is larger than the gateway's max_body_bytes.", invalid},
+	CodeToolNotBound: {503, "Tool not bound",
+		"The tool has a contract but no binding in this gateway's configuration, so there is nowhere to send it. An operator must add a binding.", unreachable},
+	CodeLedgerUnavailable: {503, "Ledger unavailable",
+		"The action ledger cannot be reached. Nothing was executed; retry after Retry-After.", unreachable},
+	CodeNotFound:         {404, "Not found", "No such endpoint.", invalid},
+	CodeMethodNotAllowed: {405, "Method not allowed", "This endpoint does not take that HTTP method.", invalid},
+	CodeInternal: {500, "Internal error",
+		"The gateway failed in a way that is not your request's fault. The details are in the gateway's log.", unreachable},
+}
+
+// Info returns the code's row of the problem table; ok is false for a string
+// that is not a problem code.
+func (c Code) Info() (info CodeInfo, ok bool) {
+	info, ok = codes[c]
+	return info, ok
+}
+
+// Codes lists every problem code, sorted.
+func Codes() []Code {
+	out := make([]Code, 0, len(codes))
+	for c := range codes {
+		out = append(out, c)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
+// Problem is a refusal with a stable code: what the service returns as an
+// error, and what front ends turn into their wire shape (problem+json, a tool
+// error). Its Cause is for the log, never for the caller.
+type Problem struct {
+	Code       Code
+	Detail     string
+	Errors     []api.FieldError // invalid_arguments: one entry per argument error
+	ActionID   string           // the action the problem is about, if any
+	State      ledger.State     // that action's state, if it is to be shown
+	RetryAfter int              // seconds the caller should wait (0: no advice)
+	Cause      error            // what went wrong inside; logged, never sent
+	// later: outcome_unknown answered to a later call while the action is
+	// unknown (409, a conflict), not to the call that lost the outcome (504).
+	later bool
+}
+
+// Errorf returns a problem with code and a detail.
+func Errorf(code Code, format string, args ...any) *Problem {
+	return &Problem{Code: code, Detail: fmt.Sprintf(format, args...)}
+}
+
+// InvalidArguments is the 422 problem for argument errors.
+func InvalidArguments(errs []contract.FieldError) *Problem {
+	p := Errorf(CodeInvalidArguments, "%d argument%s invalid", len(errs), plural(len(errs), " is", "s are"))
+	for _, e := range errs {
+		p.Errors = append(p.Errors, api.FieldError{Pointer: e.Pointer, Code: e.Code, Detail: e.Detail})
+	}
+	return p
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+func (p *Problem) withRetry(sec int) *Problem   { p.RetryAfter = sec; return p }
+func (p *Problem) withCause(err error) *Problem { p.Cause = err; return p }
+func (p *Problem) withAction(a *ledger.Action, shown ledger.State) *Problem {
+	p.ActionID, p.State = a.ID, shown
+	return p
+}
+
+// Status is the HTTP status the problem is answered with.
+func (p *Problem) Status() int {
+	if p.later {
+		return 409
+	}
+	return p.info().Status
+}
+
+// Outcome is the decision-log outcome of a call refused with the problem.
+func (p *Problem) Outcome() decisionlog.Outcome {
+	if p.later {
+		return decisionlog.OutcomeConflict
+	}
+	return p.info().Outcome
+}
+
+func (p *Problem) info() CodeInfo {
+	if info, ok := codes[p.Code]; ok {
+		return info
+	}
+	return codes[CodeInternal] // unreachable for the constants above; TestEveryCodeIsInTheTable
+}
+
+func (p *Problem) Error() string {
+	if p.Cause != nil {
+		return string(p.Code) + ": " + p.Detail + ": " + p.Cause.Error()
+	}
+	return string(p.Code) + ": " + p.Detail
+}
+
+func (p *Problem) Unwrap() error { return p.Cause }
+
+// Wire is the problem as an RFC 9457 body (SPEC 3).
+func (p *Problem) Wire() api.Problem {
+	info := p.info()
+	return api.Problem{
+		Type: api.ProblemType(string(p.Code)), Title: info.Title, Status: p.Status(), Code: string(p.Code),
+		Detail: p.Detail, Errors: p.Errors, ActionID: p.ActionID, State: string(p.State), RetryAfter: p.RetryAfter,
+	}
+}
+
+// ProblemOf is the one mapping from an error to the problem answered for it.
+// A *Problem stays itself. An error of the ledger or its store that reached
+// here unhandled is a lost race (ErrStale, ErrNotFound: 409, retry) or a
+// defect (a forbidden transition, an unexpected ErrExists: 500); any other
+// store error means the store did not answer (503 ledger_unavailable). Every
+// other error is a 500 internal_error. Only the Cause of a problem says what
+// happened inside; it is logged, never answered.
+func ProblemOf(err error) *Problem {
+	var p *Problem
+	if errors.As(err, &p) {
+		return p
+	}
+	return Errorf(CodeInternal, "the gateway failed; see its log").withCause(err)
+}
+
+// storeFailed maps an error of a ledger.Service or Store call that the caller
+// does not handle itself (see ProblemOf).
+func storeFailed(err error) *Problem {
+	var te *ledger.TransitionError
+	switch {
+	case errors.Is(err, ledger.ErrStale), errors.Is(err, ledger.ErrNotFound):
+		return Errorf(CodeActionInProgress, "the action changed while this call handled it; retry").withRetry(1).withCause(err)
+	case errors.As(err, &te), errors.Is(err, ledger.ErrExists), errors.Is(err, ledger.ErrBadCursor),
+		errors.Is(err, ledger.ErrActionMismatch), errors.Is(err, ledger.ErrNotResolvable), errors.Is(err, ledger.ErrBadOutcome):
+		return Errorf(CodeInternal, "the gateway failed; see its log").withCause(err)
+	}
+	return ledgerUnavailable(err)
+}
+
+// ledgerUnavailable is the 503 of a store that did not answer.
+func ledgerUnavailable(err error) *Problem {
+	return Errorf(CodeLedgerUnavailable, "the ledger did not answer; nothing was executed").withRetry(1).withCause(err)
+}
+
+// Ready reports whether the ledger answers: nil, or a ledger_unavailable
+// problem (GET /readyz).
+func (s *Service) Ready(ctx context.Context) error {
+	// A read of an id no tenant can have (tenants are never empty) proves the
+	// ledger answers, on every store.
+	if _, err := s.cfg.Ledger.Get(ctx, "", "readyz-probe"); err != nil && !errors.Is(err, ledger.ErrNotFound) {
+		return Errorf(CodeLedgerUnavailable, "the ledger does not answer").withRetry(1).withCause(err)
+	}
+	return nil
+}

@@ -1,0 +1,221 @@
+// Package toolcall is toolgate's call path, once, for every front end: the
+// order of checks of SPEC 3.1 after authentication, the ledger protocol
+// (claim, join, replay, finish), lease renewal, the downstream invoke, the
+// operator's moves (prepare, approve and run, deny, resolve, reconcile) and
+// the facts each call leaves for the decision log, the metrics and the trace.
+//
+// It takes a context and plain values and returns a typed Answer or a typed
+// *Problem; it knows nothing of HTTP servers. The front ends (gateway: the
+// HTTP API, the OpenAI and Anthropic call shapes, MCP tools/call) translate
+// their wire shape into an Input and the Answer or Problem into their wire
+// shape. See docs/architecture.md.
+package toolcall
+
+import (
+	"context"
+	"encoding/json"
+	"log"
+	"time"
+
+	"github.com/toolgate/toolgate/contract"
+	"github.com/toolgate/toolgate/decisionlog"
+	"github.com/toolgate/toolgate/invoke"
+	"github.com/toolgate/toolgate/ledger"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// Defaults of Config.
+const (
+	// DefaultJoinTimeout is how long a duplicate waits for a running action.
+	DefaultJoinTimeout = 5 * time.Second
+	// DefaultTenant is the tenant of every call when the gateway has no keys.
+	DefaultTenant = "default"
+)
+
+// Invoker reaches a tool's downstream: one attempt, the lookup the reconciler
+// runs for an unknown action, and the state probe for the decision log.
+// invoke.Client is the HTTP invoker; an invoker for tools of an upstream MCP
+// server is a second kind (see Service.invoker).
+type Invoker interface {
+	Call(ctx context.Context, r invoke.Request) invoke.Result
+	Lookup(ctx context.Context, r invoke.Request) invoke.LookupResult
+	State(ctx context.Context, r invoke.Request) (json.RawMessage, error)
+}
+
+// Config is what a Service needs. Registry and Ledger are required; every
+// other field has the default its comment names.
+type Config struct {
+	Registry *contract.Registry
+	Ledger   *ledger.Service
+	// Invoker reaches the downstreams. Default: an invoke.Client.
+	Invoker Invoker
+	// Bindings maps tool ids to where they run. A tool without a binding
+	// answers tool_not_bound.
+	Bindings map[string]invoke.Binding
+	// JoinTimeout is how long a duplicate waits for a running action.
+	// Default DefaultJoinTimeout.
+	JoinTimeout time.Duration
+	// Retention: a terminal action's result is replayable this long after
+	// the action was created; later its key is refused
+	// (idempotency_key_expired). 0 keeps results forever.
+	Retention time.Duration
+	// TombstoneRetention: past this age a terminal action is forgotten and
+	// its key starts a new action. 0 keeps tombstones forever.
+	TombstoneRetention time.Duration
+	// ProbeState takes the binding's state probe before and after each
+	// execution (Facts.ProbeBefore, ProbeAfter). Default false: the probes
+	// exist for the decision log, so a gateway without one skips them.
+	ProbeState bool
+	// Tracer makes the validate, ledger.claim and downstream spans under the
+	// call's span in the context. Default: no spans.
+	Tracer trace.Tracer
+	// Logf receives operational messages. Default log.Printf.
+	Logf func(format string, args ...any)
+}
+
+// Service is the call path. It is safe for concurrent use.
+type Service struct {
+	cfg Config
+}
+
+// New returns a Service with cfg's defaults filled in.
+func New(cfg Config) *Service {
+	if cfg.Invoker == nil {
+		cfg.Invoker = &invoke.Client{}
+	}
+	if cfg.JoinTimeout <= 0 {
+		cfg.JoinTimeout = DefaultJoinTimeout
+	}
+	if cfg.Logf == nil {
+		cfg.Logf = log.Printf
+	}
+	if cfg.Tracer == nil {
+		cfg.Tracer = noopTracer
+	}
+	return &Service{cfg: cfg}
+}
+
+// Config returns the service's configuration, defaults filled in.
+func (s *Service) Config() Config { return s.cfg }
+
+func (s *Service) logf(format string, args ...any) { s.cfg.Logf(format, args...) }
+
+// invoker is the invoker for a binding: the seam where a second kind of
+// downstream (a tool of an upstream MCP server) is chosen by its binding.
+func (s *Service) invoker(invoke.Binding) Invoker { return s.cfg.Invoker }
+
+// Principal is the authenticated caller: an API key's name, tenant, role and
+// the tools it may call.
+type Principal struct {
+	Name   string
+	Tenant string
+	Role   string
+	tools  map[string]bool
+	all    bool
+}
+
+// NewPrincipal returns the principal of an API key; tools are tool ids, "*"
+// allowing every tool.
+func NewPrincipal(name, tenant, role string, tools []string) *Principal {
+	p := &Principal{Name: name, Tenant: tenant, Role: role, tools: map[string]bool{}}
+	for _, t := range tools {
+		if t == "*" {
+			p.all = true
+		}
+		p.tools[t] = true
+	}
+	return p
+}
+
+// Operator reports whether the principal may use operator endpoints.
+func (p *Principal) Operator() bool { return p.Role == "operator" }
+
+// Allows reports whether the principal may call tool id.
+func (p *Principal) Allows(id string) bool { return p.all || p.tools[id] }
+
+// Input is one tool call as a front end received it.
+type Input struct {
+	// ToolID is the tool the call names (a one-shot call).
+	ToolID string
+	// ActionID names the prepared action the call is for (a two-phase call,
+	// POST /v1/actions/{action_id}/calls); the tool is then the action's and
+	// ToolID is not read.
+	ActionID string
+	// Key is the idempotency key the transport carried (the Idempotency-Key
+	// header, MCP's _meta); when empty, the argument the contract marks
+	// x-idempotency-key carries it.
+	Key string
+	// CorrelationID is the transport's correlation id (X-Correlation-ID);
+	// the body's wins.
+	CorrelationID string
+	// Traceparent is the caller's W3C traceparent, sent downstream when the
+	// call has no span of its own.
+	Traceparent string
+	// Body reads the rest of the call. It is called once, at its place in
+	// the order of checks (once the tool is known to exist and be allowed),
+	// so a front end that reads a request body does so only then; its error
+	// (a *Problem: request_too_large, malformed_request) is the answer.
+	Body func() (Body, error)
+}
+
+// Body is what a call carries besides its tool and key (SPEC 3.1's body).
+type Body struct {
+	Arguments     json.RawMessage // a JSON object
+	Version       string          // "" for the tool's default
+	CorrelationID string
+	Provider      *ledger.ProviderCall // evidence only; nil for none
+}
+
+// Answer is what a call came to when it was not refused: the downstream's
+// answer (executed, or replayed from the ledger), or a parked action.
+type Answer struct {
+	// Status, ContentType and Body are the answer as the downstream gave it
+	// (or as the ledger stored it), byte for byte. For a parked action Status
+	// is 202 and Body is empty.
+	Status      int
+	ContentType string
+	Body        []byte
+	// ActionID and State are the action's, after the call; "" for a
+	// read-only tool, which has no action.
+	ActionID string
+	State    ledger.State
+	// Replayed: the answer is a stored one (a replay, or a joined duplicate).
+	Replayed bool
+	// Awaiting: the action waits for an operator's approval.
+	Awaiting bool
+	// Facts are what the call did; they are filled in, as far as the call
+	// got, also when it was refused.
+	Facts Facts
+}
+
+// Facts are what one call did, for its decision-log line (SPEC 5), its
+// metrics and its span.
+type Facts struct {
+	Principal string
+	Tenant    string
+	ToolID    string // set once the tool is known to exist
+	Version   string // the version that served (or would serve) the call
+	// ActionID is the action's id: the idempotency key, once it is known
+	// to be well formed. "" for read-only tools.
+	ActionID      string
+	InputHash     string          // sha256:<hex> of the canonical arguments
+	Arguments     json.RawMessage // the canonical arguments
+	CorrelationID string
+	Provider      *ledger.ProviderCall
+	// Outcome is what the call came to when it was answered (executed,
+	// replayed, joined, awaiting_approval); a refusal's is its problem's
+	// (Problem.Outcome).
+	Outcome decisionlog.Outcome
+	// StateBefore and StateAfter are the action's ledger states when the
+	// call arrived ("" for a new action) and when it was answered.
+	StateBefore, StateAfter ledger.State
+	Attempt                 int    // the action's downstream attempts so far
+	Result                  []byte // the body answered from downstream or the ledger
+	// ProbeBefore and ProbeAfter are the state probe's bodies around an
+	// execution (Config.ProbeState); the errors say why one is missing.
+	ProbeBefore, ProbeAfter       json.RawMessage
+	ProbeBeforeErr, ProbeAfterErr string
+	// Downstream is how long the execution's downstream attempt took; 0
+	// when the call sent nothing downstream for an action.
+	Downstream time.Duration
+}
