@@ -1,0 +1,87 @@
+package toolcall_test
+
+import (
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// TestFloorPlan enforces the import rules of docs/architecture.md: arrows
+// point down, from the front ends to the call service to the domain, and
+// nothing points back up. It reads the packages' non-test sources.
+func TestFloorPlan(t *testing.T) {
+	t.Parallel()
+	const mod = "github.com/toolgate/toolgate/"
+	rules := []struct {
+		pkg       string
+		forbidden []string // import paths, or prefixes ending in "/"
+		onlyOwn   []string // when set, the only toolgate packages it may import
+	}{
+		{pkg: "api", onlyOwn: []string{}},
+		{pkg: "client", onlyOwn: []string{"api"}},
+		{pkg: "ledger", onlyOwn: []string{}, forbidden: []string{"net/http", "database/sql", "modernc.org/", "github.com/jackc/"}},
+		{pkg: "contract", onlyOwn: []string{}},
+		{pkg: "schemadiff", onlyOwn: []string{}},
+		{pkg: "decisionlog", onlyOwn: []string{}},
+		{pkg: "invoke", onlyOwn: []string{"ledger"}},
+		{pkg: "toolcall", onlyOwn: []string{"api", "contract", "decisionlog", "internal/canon", "invoke", "ledger"},
+			forbidden: []string{"net/http", "net/http/httptest", "net/http/httptrace"}},
+		// The front ends answer from the call service's typed answers, never
+		// from a recorded HTTP response.
+		{pkg: "gateway", forbidden: []string{"net/http/httptest"}},
+	}
+	for _, r := range rules {
+		imports := packageImports(t, filepath.Join("..", r.pkg))
+		for imp, file := range imports {
+			for _, f := range r.forbidden {
+				if imp == f || strings.HasSuffix(f, "/") && strings.HasPrefix(imp, f) {
+					t.Errorf("%s imports %s (%s): forbidden", r.pkg, imp, file)
+				}
+			}
+			own, ok := strings.CutPrefix(imp, mod)
+			if !ok || r.onlyOwn == nil {
+				continue
+			}
+			allowed := false
+			for _, o := range r.onlyOwn {
+				allowed = allowed || own == o
+			}
+			if !allowed {
+				t.Errorf("%s imports %s (%s): only %v of toolgate's packages are below it", r.pkg, own, file, r.onlyOwn)
+			}
+		}
+	}
+}
+
+// packageImports returns the imports of dir's non-test Go files, each with a
+// file that has it.
+func packageImports(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, e := range entries {
+		name := e.Name()
+		if e.IsDir() || !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), filepath.Join(dir, name), nil, parser.ImportsOnly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, imp := range f.Imports {
+			p, _ := strconv.Unquote(imp.Path.Value)
+			out[p] = name
+		}
+	}
+	if len(out) == 0 {
+		t.Fatalf("no imports found in %s", dir)
+	}
+	return out
+}
