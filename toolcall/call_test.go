@@ -74,8 +74,10 @@ func TestSpecTable(t *testing.T) {
 			want:    want{code: toolcall.CodeKeyReused, status: 409, outcome: decisionlog.OutcomeConflict},
 			effects: 1},
 		{name: "same key, another tool: 409",
-			setup:   func(g *rig) { g.ok(g.refund("spec-key-0004", okArgs)) },
-			call:    func(g *rig) (toolcall.Answer, error) { return g.call(in("refund.create_request", "spec-key-0004", `{}`)) },
+			setup: func(g *rig) { g.ok(g.refund("spec-key-0004", okArgs)) },
+			call: func(g *rig) (toolcall.Answer, error) {
+				return g.call(in("refund.create_request", "spec-key-0004", `{}`))
+			},
 			want:    want{code: toolcall.CodeKeyReused, status: 409, outcome: decisionlog.OutcomeConflict},
 			effects: 1},
 		{name: "same key, arguments that would be invalid: 409, not 422",
@@ -165,7 +167,9 @@ func TestSpecTable(t *testing.T) {
 		{name: "unknown version: 404",
 			call: func(g *rig) (toolcall.Answer, error) {
 				input := in(refundTool, "spec-key-0021", okArgs)
-				input.Body = func() (toolcall.Body, error) { return toolcall.Body{Arguments: json.RawMessage(okArgs), Version: "9.9.9"}, nil }
+				input.Body = func() (toolcall.Body, error) {
+					return toolcall.Body{Arguments: json.RawMessage(okArgs), Version: "9.9.9"}, nil
+				}
 				return g.call(input)
 			},
 			want: want{code: toolcall.CodeVersionNotFound, status: 404, outcome: decisionlog.OutcomeInvalid}},
@@ -189,7 +193,9 @@ func TestSpecTable(t *testing.T) {
 			want:    want{status: 404, state: ledger.Rejected, outcome: decisionlog.OutcomeExecuted},
 			effects: 0},
 		{name: "a read-only tool: no ledger, the downstream's answer",
-			call: func(g *rig) (toolcall.Answer, error) { return g.call(in("orders.get_order", "", `{"order_id":"ord_12345678"}`)) },
+			call: func(g *rig) (toolcall.Answer, error) {
+				return g.call(in("orders.get_order", "", `{"order_id":"ord_12345678"}`))
+			},
 			want: want{status: 200, outcome: decisionlog.OutcomeExecuted}},
 	}
 	for _, tt := range tests {

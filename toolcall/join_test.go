@@ -151,7 +151,9 @@ func TestOrderOfChecks(t *testing.T) {
 	}
 	// The version (404) before the key (400).
 	noKey := in(refundTool, "", okArgs)
-	noKey.Body = func() (toolcall.Body, error) { return toolcall.Body{Arguments: json.RawMessage(okArgs), Version: "9.9.9"}, nil }
+	noKey.Body = func() (toolcall.Body, error) {
+		return toolcall.Body{Arguments: json.RawMessage(okArgs), Version: "9.9.9"}, nil
+	}
 	_, err = g.call(noKey)
 	wantProblem(t, err, toolcall.CodeVersionNotFound, 404, decisionlog.OutcomeInvalid)
 	// The ledger before validation: invalid arguments under a finished
