@@ -1,0 +1,112 @@
+package gateway
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http/httptest"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/toolgate/toolgate/api"
+	"github.com/toolgate/toolgate/client"
+	"github.com/toolgate/toolgate/ledger"
+	"github.com/toolgate/toolgate/toolcall"
+)
+
+// The gateway writes and the client reads the same wire types (package api).
+// These tests fail when they drift: a field of the wire type the gateway does
+// not fill, a field the gateway writes that the type does not describe, or a
+// record that does not come back the same through the client.
+
+func wireActions() []*ledger.Action {
+	at := time.Date(2026, 11, 30, 8, 0, 0, 123456789, time.UTC)
+	full := &ledger.Action{
+		Tenant: "acme", ID: "wire-key-0001", ToolID: "payments.issue_refund", Version: "1.0.0", State: ledger.Unknown,
+		NeedsOperator: true, ArgsDigest: "sha256:00", Arguments: []byte(`{"a":1}`), Attempts: 2,
+		LeaseOwner: "g1", LeaseUntil: at, LastSentAt: at.Add(time.Second), UnknownSince: at.Add(2 * time.Second),
+		Result:        &ledger.Result{StatusCode: 201, ContentType: "application/json", Body: []byte(`{"refund_id":"re_1"}`)},
+		ProviderCalls: []ledger.ProviderCall{{Name: "openai", Route: "primary", CallID: "call_1", At: at}},
+		CorrelationID: "conv-1", Scope: "order:1", PolicyVersion: "p1", CreatedAt: at, UpdatedAt: at.Add(time.Minute),
+		History: []ledger.Transition{{From: ledger.Pending, To: ledger.Running, Reason: "claimed", By: "gateway", At: at}},
+	}
+	binary := &ledger.Action{Tenant: "acme", ID: "wire-key-0002", ToolID: "t", State: ledger.Rejected,
+		Result: &ledger.Result{StatusCode: 500, Body: []byte{0xff, 0x00}}, CreatedAt: at, UpdatedAt: at}
+	tombstone := &ledger.Action{Tenant: "acme", ID: "wire-key-0003", ToolID: "t", State: ledger.Succeeded,
+		Result: &ledger.Result{StatusCode: 201}, CreatedAt: at, UpdatedAt: at}
+	return []*ledger.Action{full, binary, tombstone}
+}
+
+func TestActionRecordRoundTripsThroughTheClient(t *testing.T) {
+	t.Parallel()
+	filled := map[string]bool{}
+	for _, a := range wireActions() {
+		out, err := json.Marshal(renderAction(a))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Every field the gateway writes is a field of the wire type.
+		var strict api.Action
+		dec := json.NewDecoder(bytes.NewReader(out))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&strict); err != nil {
+			t.Fatalf("%s: the gateway writes what api.Action does not describe: %v\n%s", a.ID, err, out)
+		}
+		// The client reads it back field for field.
+		var c client.Action
+		if err := json.Unmarshal(out, &c); err != nil {
+			t.Fatal(err)
+		}
+		again, _ := json.Marshal(c.Action)
+		if !bytes.Equal(again, out) {
+			t.Fatalf("%s through the client:\n%s\nwant\n%s", a.ID, again, out)
+		}
+		v := reflect.ValueOf(c.Action)
+		for i := range v.NumField() {
+			if !v.Field(i).IsZero() {
+				filled[v.Type().Field(i).Name] = true
+			}
+		}
+	}
+	// Every field of the wire type is filled by some action: none is left
+	// behind by renderAction.
+	typ := reflect.TypeOf(api.Action{})
+	for i := range typ.NumField() {
+		if name := typ.Field(i).Name; !filled[name] {
+			t.Errorf("renderAction never fills api.Action.%s", name)
+		}
+	}
+	if !filled["Tombstone"] {
+		t.Error("the client does not learn of tombstones")
+	}
+}
+
+func TestListPageAndProblemRoundTripThroughTheClient(t *testing.T) {
+	t.Parallel()
+	page := api.Page{NextCursor: "next"}
+	for _, a := range wireActions() {
+		page.Actions = append(page.Actions, renderAction(a))
+	}
+	out, _ := json.Marshal(page)
+	var cp client.Page
+	if err := json.Unmarshal(out, &cp); err != nil || len(cp.Actions) != 3 || cp.NextCursor != "next" || !cp.Actions[2].Tombstone {
+		t.Fatalf("page through the client: %v %+v", err, cp)
+	}
+
+	p := toolcall.InvalidArguments(nil)
+	p.Errors = []api.FieldError{{Pointer: "/a", Code: "type", Detail: "must be a string"}}
+	p.ActionID, p.State, p.RetryAfter = "wire-key-0001", ledger.Pending, 2
+	rec := httptest.NewRecorder()
+	writeProblem(rec, p)
+	var got client.Problem
+	dec := json.NewDecoder(rec.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&got); err != nil {
+		t.Fatal(err)
+	}
+	want := p.Wire()
+	want.RetryAfter = 0 // a header, not the body
+	if !reflect.DeepEqual(got, want) || rec.Header().Get("Retry-After") != "2" || rec.Code != 422 {
+		t.Fatalf("problem through the client: %+v, want %+v (Retry-After %q)", got, want, rec.Header().Get("Retry-After"))
+	}
+}
