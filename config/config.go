@@ -17,27 +17,37 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toolgate/toolgate/decisionlog"
+	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/invoke"
+	"github.com/toolgate/toolgate/ledger"
+	"github.com/toolgate/toolgate/toolcall"
 	"go.yaml.in/yaml/v3"
 )
 
-// Defaults for a configuration that leaves a field out.
+// Defaults for a configuration that leaves a field out. A setting's default
+// lives in the package that owns its behaviour; these refer to it. The file
+// locations, the listen address and the retention periods are the
+// configuration's own.
 const (
 	DefaultListen             = "127.0.0.1:8080"
 	DefaultToolsDir           = "./agent-tools"
 	DefaultLedger             = "sqlite://./toolgate.db"
 	DefaultRetention          = 168 * time.Hour
 	DefaultTombstoneRetention = 720 * time.Hour
-	DefaultJoinTimeout        = 5 * time.Second
-	DefaultMaxBodyBytes       = 1 << 20
-	DefaultLease              = 30 * time.Second
-	DefaultReconcileInterval  = 5 * time.Second
-	DefaultDownstreamTimeout  = 5 * time.Second
-	DefaultMaxAttempts        = 3
-	DefaultHoldAfter          = 15 * time.Minute
-	DefaultSettleAfter        = 10 * time.Second
-	DefaultIdempotencyHeader  = "Idempotency-Key"
-	DefaultDownstreamKey      = "{tenant}:{action_id}"
-	DefaultTenant             = "default"
+	DefaultJoinTimeout        = toolcall.DefaultJoinTimeout
+	DefaultMaxBodyBytes       = gateway.DefaultMaxBodyBytes
+	DefaultLease              = ledger.DefaultLease
+	DefaultReconcileInterval  = ledger.DefaultReconcileInterval
+	DefaultMethod             = invoke.DefaultMethod
+	DefaultDownstreamTimeout  = invoke.DefaultTimeout
+	DefaultMaxAttempts        = invoke.DefaultMaxAttempts
+	DefaultHoldAfter          = invoke.DefaultHoldAfter
+	DefaultSettleAfter        = invoke.DefaultSettleAfter
+	DefaultIdempotencyHeader  = invoke.DefaultIdempotencyHeader
+	DefaultDownstreamKey      = invoke.DefaultDownstreamKey
+	DefaultTenant             = toolcall.DefaultTenant
+	DefaultDecisionLogArgs    = string(decisionlog.ModeMasked)
 )
 
 // Config is the whole gateway configuration.
@@ -132,9 +142,9 @@ func (c *Config) applyDefaults() {
 	if c.MaxBodyBytes == 0 {
 		c.MaxBodyBytes = DefaultMaxBodyBytes
 	}
-	setStr(&c.DecisionLog.Arguments, "masked")
+	setStr(&c.DecisionLog.Arguments, DefaultDecisionLogArgs)
 	for id, b := range c.Bindings {
-		setStr(&b.Method, "POST")
+		setStr(&b.Method, DefaultMethod)
 		b.Method = strings.ToUpper(b.Method)
 		setDur(&b.Timeout, DefaultDownstreamTimeout)
 		setStr(&b.IdempotencyHeader, DefaultIdempotencyHeader)
