@@ -2,41 +2,20 @@ package gateway_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/toolgate/toolgate/contract"
 	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/internal/testrig"
 	"github.com/toolgate/toolgate/invoke"
 	"github.com/toolgate/toolgate/ledger"
-	"github.com/toolgate/toolgate/ledger/sqlite"
 	"github.com/toolgate/toolgate/sandbox"
-	"github.com/toolgate/toolgate/sandbox/sandboxtest"
 )
-
-var (
-	regOnce sync.Once
-	reg     *contract.Registry
-	regErr  error
-)
-
-// registry loads the bundled example tools once for all tests.
-func registry(t testing.TB) *contract.Registry {
-	t.Helper()
-	regOnce.Do(func() { reg, regErr = contract.Load("../examples/agent-tools") })
-	if regErr != nil {
-		t.Fatal(regErr)
-	}
-	return reg
-}
 
 // rig is a gateway on a real SQLite ledger in front of a real sandbox, both
 // served over loopback HTTP.
@@ -52,37 +31,13 @@ type rig struct {
 
 type option func(*gateway.Config)
 
-// refundBinding binds payments.issue_refund to the sandbox.
-func refundBinding(sbURL string) invoke.Binding {
-	return invoke.Binding{
-		URL:                sbURL + "/refunds",
-		LookupURL:          sbURL + "/refunds/by-key/{downstream_key}",
-		StateURL:           sbURL + "/orders/{args.order_id}",
-		Timeout:            2 * time.Second,
-		NotStartedStatuses: []int{503},
-		SettleAfter:        time.Hour,
-	}
-}
-
 func newRig(t testing.TB, opts ...option) *rig {
 	t.Helper()
-	sb, sbURL := sandboxtest.Start(t, sandbox.Config{Orders: []sandbox.Order{
-		{OrderID: "ord_12345678", TotalMinor: 1 << 50, Currency: "EUR"},
-		{OrderID: "ord_abcdefgh", TotalMinor: 1_000_000, Currency: "EUR"},
-	}})
-	st, err := sqlite.Open(context.Background(), sqlite.Config{Path: filepath.Join(t.TempDir(), "ledger.db")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	svc := &ledger.Service{Store: st, Lease: 30 * time.Second, Owner: "test"}
+	sb, sbURL := testrig.Sandbox(t)
+	svc := testrig.Ledger(t, "test")
 	cfg := gateway.Config{
-		Registry: registry(t), Ledger: svc, Invoker: &invoke.Client{},
-		Bindings: map[string]invoke.Binding{
-			"payments.issue_refund": refundBinding(sbURL),
-			"refund.create_request": {URL: sbURL + "/refunds", Timeout: 2 * time.Second},
-			"orders.get_order":      {URL: sbURL + "/orders/{args.order_id}", Method: "GET"},
-		},
+		Registry: testrig.Registry(t), Ledger: svc, Invoker: &invoke.Client{},
+		Bindings:    testrig.Bindings(sbURL),
 		JoinTimeout: 5 * time.Second,
 		Logf:        t.Logf,
 	}
@@ -180,32 +135,12 @@ func (g *rig) action(id string) map[string]any {
 	return r.json(g.t)
 }
 
-func (g *rig) fault(f sandbox.Fault) {
-	g.t.Helper()
-	if err := g.sb.InjectFault(f); err != nil {
-		g.t.Fatal(err)
-	}
-}
+func (g *rig) fault(f sandbox.Fault) { g.t.Helper(); testrig.Fault(g.t, g.sb, f) }
+func (g *rig) wantEffects(n int)     { g.t.Helper(); testrig.WantEffects(g.t, g.sb, n) }
 
-func (g *rig) wantEffects(n int) {
-	g.t.Helper()
-	if got := g.sb.EffectCount(); got != n {
-		g.t.Fatalf("sandbox counts %d effects, want %d", got, n)
-	}
-}
+var waitFor = testrig.WaitFor
 
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
-const okArgs = `{"order_id":"ord_12345678","amount_minor":1500,"currency":"EUR","reason":"customer_request"}`
+const okArgs = testrig.OkArgs
 
 func sameBytes(a, b []byte) bool { return bytes.Equal(a, b) }
 

@@ -4,18 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/toolgate/toolgate/contract"
 	"github.com/toolgate/toolgate/decisionlog"
-	"github.com/toolgate/toolgate/invoke"
+	"github.com/toolgate/toolgate/internal/testrig"
 	"github.com/toolgate/toolgate/ledger"
-	"github.com/toolgate/toolgate/ledger/sqlite"
 	"github.com/toolgate/toolgate/sandbox"
-	"github.com/toolgate/toolgate/sandbox/sandboxtest"
 	"github.com/toolgate/toolgate/toolcall"
 )
 
@@ -23,24 +18,9 @@ import (
 // front end: a real SQLite ledger, and the real sandbox over loopback as the
 // downstream.
 
-var (
-	regOnce sync.Once
-	reg     *contract.Registry
-	regErr  error
-)
-
-func registry(t testing.TB) *contract.Registry {
-	t.Helper()
-	regOnce.Do(func() { reg, regErr = contract.Load("../examples/agent-tools") })
-	if regErr != nil {
-		t.Fatal(regErr)
-	}
-	return reg
-}
-
 const (
 	refundTool = "payments.issue_refund"
-	okArgs     = `{"order_id":"ord_12345678","amount_minor":1500,"currency":"EUR","reason":"customer_request"}`
+	okArgs     = testrig.OkArgs
 	badArgs    = `{"order_id":"jane@example.com","amount_minor":9.99,"currency":"EUR","reason":"customer_request"}`
 	bigArgs    = `{"order_id":"ord_12345678","amount_minor":250000,"currency":"EUR","reason":"customer_request"}` // over the review rule's limit
 )
@@ -56,38 +36,13 @@ type rig struct {
 	op    *toolcall.Principal // an operator of tenant acme, every tool
 }
 
-func refundBinding(sbURL string) invoke.Binding {
-	return invoke.Binding{
-		URL:                sbURL + "/refunds",
-		LookupURL:          sbURL + "/refunds/by-key/{downstream_key}",
-		StateURL:           sbURL + "/orders/{args.order_id}",
-		Timeout:            2 * time.Second,
-		NotStartedStatuses: []int{503},
-		SettleAfter:        time.Hour,
-	}
-}
-
 func newRig(t testing.TB, opts ...func(*toolcall.Config)) *rig {
 	t.Helper()
-	sb, sbURL := sandboxtest.Start(t, sandbox.Config{Orders: []sandbox.Order{
-		{OrderID: "ord_12345678", TotalMinor: 1 << 50, Currency: "EUR"},
-	}})
-	st, err := sqlite.Open(context.Background(), sqlite.Config{Path: filepath.Join(t.TempDir(), "ledger.db")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	led := &ledger.Service{Store: st, Lease: 30 * time.Second, Owner: "toolcall-test"}
+	sb, sbURL := testrig.Sandbox(t)
+	led := testrig.Ledger(t, "toolcall-test")
 	cfg := toolcall.Config{
-		Registry: registry(t), Ledger: led,
-		Bindings: map[string]invoke.Binding{
-			refundTool:              refundBinding(sbURL),
-			"refund.create_request": {URL: sbURL + "/refunds", Timeout: 2 * time.Second},
-			"orders.get_order":      {URL: sbURL + "/orders/{args.order_id}", Method: "GET"},
-		},
-		JoinTimeout: 5 * time.Second,
-		ProbeState:  true,
-		Logf:        t.Logf,
+		Registry: testrig.Registry(t), Ledger: led, Bindings: testrig.Bindings(sbURL),
+		JoinTimeout: 5 * time.Second, ProbeState: true, Logf: t.Logf,
 	}
 	for _, o := range opts {
 		o(&cfg)
@@ -136,39 +91,9 @@ func wantProblem(t testing.TB, err error, code toolcall.Code, status int, outcom
 	return p
 }
 
-func (g *rig) fault(f sandbox.Fault) {
-	g.t.Helper()
-	if err := g.sb.InjectFault(f); err != nil {
-		g.t.Fatal(err)
-	}
-}
+func (g *rig) fault(f sandbox.Fault) { g.t.Helper(); testrig.Fault(g.t, g.sb, f) }
+func (g *rig) wantEffects(n int)     { g.t.Helper(); testrig.WantEffects(g.t, g.sb, n) }
 
-func (g *rig) wantEffects(n int) {
-	g.t.Helper()
-	if got := g.sb.EffectCount(); got != n {
-		g.t.Fatalf("sandbox counts %d effects, want %d", got, n)
-	}
-}
-
-func (g *rig) state(id string) ledger.State {
-	g.t.Helper()
-	a, err := g.led.Get(context.Background(), g.op.Tenant, id)
-	if err != nil {
-		g.t.Fatalf("get %s: %v", id, err)
-	}
-	return a.State
-}
-
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
 
 // ok fails the test unless the call was answered.
 func (g *rig) ok(ans toolcall.Answer, err error) toolcall.Answer {
