@@ -94,7 +94,6 @@ func wantProblem(t testing.TB, err error, code toolcall.Code, status int, outcom
 func (g *rig) fault(f sandbox.Fault) { g.t.Helper(); testrig.Fault(g.t, g.sb, f) }
 func (g *rig) wantEffects(n int)     { g.t.Helper(); testrig.WantEffects(g.t, g.sb, n) }
 
-
 // ok fails the test unless the call was answered.
 func (g *rig) ok(ans toolcall.Answer, err error) toolcall.Answer {
 	g.t.Helper()
