@@ -34,12 +34,13 @@ const DefaultMaxBodyBytes = 1 << 20
 // DefaultTenant is the tenant of every call when no keys are configured.
 const DefaultTenant = toolcall.DefaultTenant
 
-// Config is what a Server needs. Registry, Ledger and Invoker are required; every
+// Config is what a Server needs. Registry and Ledger are required; every
 // other field has the default its comment names.
 type Config struct {
 	Registry *contract.Registry
 	Ledger   *ledger.Service
-	Invoker  toolcall.Invoker
+	// Invoker reaches the downstreams. Default: an invoke.Client.
+	Invoker toolcall.Invoker
 	// Bindings maps tool ids to where they run. A tool without a binding
 	// answers tool_not_bound.
 	Bindings map[string]invoke.Binding
