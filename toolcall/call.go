@@ -311,14 +311,14 @@ func (c *call) existing(ctx context.Context, a *ledger.Action) error {
 	}
 	for try := 0; try < 8; try++ {
 		f.Version, f.StateAfter, f.Attempt = a.Version, a.State, a.Attempts
-		switch age, err := c.s.age(ctx, a); {
+		switch ret, err := c.s.retention(ctx, a); {
 		case err != nil:
 			return storeFailed(err)
-		case age == forgotten && c.twoPhase:
+		case ret == forgotten && c.twoPhase:
 			return Errorf(CodeActionNotFound, "action %q was forgotten after the tombstone retention", a.ID)
-		case age == forgotten:
+		case ret == forgotten:
 			return c.start(ctx)
-		case age == tombstoned:
+		case ret == tombstoned:
 			return Errorf(CodeKeyExpired, "key %q was first used %s ago, longer than the retention of %s", c.key,
 				c.s.cfg.Ledger.Time().Sub(a.CreatedAt).Round(time.Second), c.s.cfg.Retention).withAction(a, a.State)
 		}
@@ -389,18 +389,19 @@ func (c *call) existing(ctx context.Context, a *ledger.Action) error {
 	return Errorf(CodeActionInProgress, "the action is changing too fast; retry").withRetry(1).withAction(a, a.State)
 }
 
-// Ages of a terminal action relative to the retention settings.
-type age int
+// Where a terminal action stands relative to the retention settings.
+type retained int
 
 const (
-	replayable age = iota
-	tombstoned     // older than retention: the key is refused
-	forgotten      // older than tombstone_retention: deleted now, the key is free
+	replayable retained = iota
+	tombstoned          // older than retention: the key is refused
+	forgotten           // older than tombstone_retention: deleted now, the key is free
 )
 
-// age classifies a's age; a terminal action past the tombstone retention is
-// deleted here, so the outcome does not wait for the cleaner's next pass.
-func (s *Service) age(ctx context.Context, a *ledger.Action) (age, error) {
+// retention classifies a's age; a terminal action past the tombstone
+// retention is deleted here, so the outcome does not wait for the cleaner's
+// next pass.
+func (s *Service) retention(ctx context.Context, a *ledger.Action) (retained, error) {
 	if !a.State.Terminal() || s.cfg.Retention <= 0 {
 		return replayable, nil
 	}

@@ -95,9 +95,6 @@ func New(cfg Config) *Service {
 	return &Service{cfg: cfg}
 }
 
-// Config returns the service's configuration, defaults filled in.
-func (s *Service) Config() Config { return s.cfg }
-
 func (s *Service) logf(format string, args ...any) { s.cfg.Logf(format, args...) }
 
 // invoker is the invoker for a binding: the seam where a second kind of
