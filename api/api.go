@@ -74,9 +74,6 @@ type Page struct {
 	NextCursor string   `json:"next_cursor,omitempty"`
 }
 
-// ListLimitMax is the largest page GET /v1/actions serves (?limit=1..500).
-const ListLimitMax = 500
-
 // PrepareRequest is the body of PUT /v1/actions/{action_id}.
 type PrepareRequest struct {
 	ToolID        string `json:"tool_id"`

@@ -45,7 +45,7 @@ func New(baseURL, key string, hc *http.Client) *Client {
 type Filter struct {
 	State  string // an action state such as "unknown"
 	ToolID string
-	Limit  int    // page size, 1..api.ListLimitMax (500)
+	Limit  int    // page size, 1 to the gateway's maximum (500)
 	Cursor string // NextCursor of the previous page
 }
 
