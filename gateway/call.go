@@ -97,7 +97,7 @@ func (rep *reply) write(w http.ResponseWriter) {
 	case rep.gone:
 		return
 	case rep.code != "":
-		writeWireProblem(w, rep.problem)
+		writeProblemBody(w, rep.problem, rep.body)
 		return
 	}
 	h := w.Header()

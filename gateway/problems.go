@@ -42,12 +42,12 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 
 func writeProblem(w http.ResponseWriter, p *toolcall.Problem) {
 	wire := p.Wire()
-	writeWireProblem(w, &wire)
+	body, _ := json.Marshal(&wire)
+	writeProblemBody(w, &wire, append(body, '\n'))
 }
 
-// writeWireProblem writes a problem body with its headers.
-func writeWireProblem(w http.ResponseWriter, p *api.Problem) {
-	body, _ := json.Marshal(p)
+// writeProblemBody writes a problem's headers and its encoded body.
+func writeProblemBody(w http.ResponseWriter, p *api.Problem, body []byte) {
 	h := w.Header()
 	h.Set("Content-Type", "application/problem+json")
 	if p.RetryAfter > 0 {
@@ -63,7 +63,7 @@ func writeWireProblem(w http.ResponseWriter, p *api.Problem) {
 		h.Set("WWW-Authenticate", `Bearer realm="toolgate"`)
 	}
 	w.WriteHeader(p.Status)
-	w.Write(append(body, '\n'))
+	w.Write(body)
 }
 
 // serveProblemPage explains one problem code to a person (or, with an Accept of
