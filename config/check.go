@@ -117,7 +117,7 @@ func Check(c *Config, reg *contract.Registry) []Problem {
 		t := reg.Tool(id)
 		if t == nil {
 			out = append(out, c.problem(SeverityError, RuleToolUnknown, line, "bindings."+id,
-				fmt.Sprintf("bindings.%s: %s in %s; a binding must name a tool of the tools directory", id, reg.ToolNotFoundDetail(id), reg.Dir)))
+				fmt.Sprintf("bindings.%s: %s (a binding names a tool of the tools directory %s)", id, reg.ToolNotFoundDetail(id), reg.Dir)))
 			continue
 		}
 		for _, tm := range b.templates() {

@@ -121,13 +121,12 @@ const (
 
 // Rule ids of configuration problems, as `toolgate check` reports them.
 const (
-	RuleSyntax        = "config-syntax"         // not YAML, or not one document
-	RuleFieldUnknown  = "config-field-unknown"  // a field toolgate does not know
-	RuleInvalid       = "config-invalid"        // a value of the wrong kind or out of range
-	RuleToolUnknown   = "binding-tool-unknown"  // a binding or an API key names a tool the registry lacks
-	RuleTemplate      = "binding-template"      // a URL template with an unknown or misplaced placeholder
-	RuleUnbound       = "tool-unbound"          // a tool without a binding (warning)
-	RuleToolsDirEmpty = "tools-dir-unavailable" // the tools directory does not load (check reports its problems)
+	RuleSyntax       = "config-syntax"        // not YAML, or not one document
+	RuleFieldUnknown = "config-field-unknown" // a field toolgate does not know
+	RuleInvalid      = "config-invalid"       // a value of the wrong kind or out of range
+	RuleToolUnknown  = "binding-tool-unknown" // a binding or an API key names a tool the registry lacks
+	RuleTemplate     = "binding-template"     // a URL template with an unknown or misplaced placeholder
+	RuleUnbound      = "tool-unbound"         // a tool without a binding (warning)
 )
 
 // Problem is one thing wrong with a configuration.
@@ -176,10 +175,23 @@ func Parse(data []byte) (*Config, error) { return ParseFile("", data) }
 
 // ParseFile is Parse for a document read from file, the name problems carry.
 func ParseFile(file string, data []byte) (*Config, error) {
+	c, problems := Inspect(file, data)
+	if len(problems) > 0 {
+		return nil, &Error{problems}
+	}
+	return c, nil
+}
+
+// Inspect reads what it can of a toolgate.yaml document and returns it (with defaults
+// applied, never nil) with every problem found, sorted by line: `toolgate check` uses it
+// to go on checking the tools directory of a configuration that has problems.
+func Inspect(file string, data []byte) (*Config, []Problem) {
 	c := &Config{file: file}
 	root, p := strictyaml.Parse(data)
 	if p != nil {
-		return nil, &Error{[]Problem{c.problem(SeverityError, RuleSyntax, p.Line, "", p.Message)}}
+		c.lines = map[string]int{"": 1}
+		c.applyDefaults()
+		return c, []Problem{c.problem(SeverityError, RuleSyntax, p.Line, "", p.Message)}
 	}
 	var problems []Problem
 	if root != nil {
@@ -198,11 +210,8 @@ func ParseFile(file string, data []byte) (*Config, error) {
 	}
 	c.applyDefaults()
 	problems = append(problems, c.check()...)
-	if len(problems) > 0 {
-		sortProblems(problems)
-		return nil, &Error{problems}
-	}
-	return c, nil
+	sortProblems(problems)
+	return c, problems
 }
 
 func withPath(path, msg string) string {

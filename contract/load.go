@@ -205,6 +205,19 @@ func ParseVersion(path string, raw []byte, toolID, fileVersion string) (*Version
 	return v, l.problems
 }
 
+// CheckFile checks one schema file on its own, as the loader would in its tool folder
+// (keywords, extensions, fields, rules), taking its tool and version from the file itself.
+// Commands that take a schema file by path (toolgate diff) refuse one with problems.
+func CheckFile(path string, raw []byte) []Problem {
+	var head struct {
+		ToolID  string `json:"tool_id"`
+		Version string `json:"version"`
+	}
+	json.Unmarshal(raw, &head)
+	_, problems := ParseVersion(path, raw, head.ToolID, head.Version)
+	return problems
+}
+
 func (l *loader) parseVersion(path string, raw []byte, toolID, fileVersion string) *Version {
 	before := len(l.problems)
 	var lines map[string]int

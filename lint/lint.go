@@ -200,4 +200,3 @@ func yamlKeyLine(file, key string) int {
 	}
 	return 0
 }
-
