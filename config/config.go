@@ -152,7 +152,18 @@ func (p Problem) String() string {
 }
 
 // Error refuses a configuration; it lists every problem, one per line.
-type Error struct{ Problems []Problem }
+type Error struct {
+	Problems []Problem
+	// Config is what could be read of the document (defaults applied), for callers that
+	// go on checking what it names (toolgate serve and check hold it against the tools
+	// directory, to report every problem at once).
+	Config *Config
+}
+
+// Syntax reports whether the document is not YAML at all (so nothing of it was read).
+func (e *Error) Syntax() bool {
+	return len(e.Problems) > 0 && e.Problems[0].Rule == RuleSyntax
+}
 
 func (e *Error) Error() string {
 	lines := make([]string, len(e.Problems))
@@ -177,7 +188,7 @@ func Parse(data []byte) (*Config, error) { return ParseFile("", data) }
 func ParseFile(file string, data []byte) (*Config, error) {
 	c, problems := Inspect(file, data)
 	if len(problems) > 0 {
-		return nil, &Error{problems}
+		return nil, &Error{Problems: problems, Config: c}
 	}
 	return c, nil
 }

@@ -29,10 +29,13 @@ func runServe(ctx context.Context, e env) int {
 	flags.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "config" })
 	cfg, cleanup, err := loadServeConfig(e, *cfgPath, explicit)
 	if err != nil {
-		fmt.Fprintf(e.Stderr, "toolgate serve: %v\n", err)
+		reportStartError(e, err)
 		return exitUsage
 	}
 	defer cleanup()
+	if !startupCheck(e, cfg) { // the checks of toolgate check (check.go)
+		return exitUsage
+	}
 	if *listen != "" {
 		cfg.Listen = *listen
 	}
@@ -57,8 +60,8 @@ func loadServeConfig(e env, path string, explicit bool) (*config.Config, func(),
 	var cfg *config.Config
 	switch {
 	case err == nil:
-		if cfg, err = config.Parse(data); err != nil {
-			return nil, cleanup, fmt.Errorf("%s: %w", path, err)
+		if cfg, err = config.ParseFile(path, data); err != nil {
+			return nil, cleanup, err
 		}
 	case errors.Is(err, fs.ErrNotExist) && !explicit:
 		cfg = config.Default()

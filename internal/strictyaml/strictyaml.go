@@ -115,6 +115,9 @@ func syntaxProblem(data []byte, err error) Problem {
 		}
 		return Problem{Line: open.Position.Line, Message: fmt.Sprintf("invalid YAML: the %q opened on this line is not closed (a \",\" or %q was expected by line %d)", open.Value, closer, at)}
 	}
+	if strings.Contains(gmsg, "not allowed in this context") {
+		gmsg += " (check this line's indentation against the lines above)"
+	}
 	return Problem{Line: at, Message: "invalid YAML: " + gmsg}
 }
 
