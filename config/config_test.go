@@ -2,6 +2,9 @@ package config
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -91,7 +94,7 @@ func TestParseErrors(t *testing.T) {
 		{"duration that is a word", "retention: soon\n",
 			`toolgate.yaml:1: retention: "soon" is not a duration: write a number with a unit, such as 500ms, 5s, 15m or 168h`},
 		{"syntax error at its line", "listen: 127.0.0.1:1\nbindings:\n  t:\n    url: http://x/y\n   method: GET\n",
-			`toolgate.yaml:5: invalid YAML: value is not allowed in this context`},
+			`toolgate.yaml:5: invalid YAML: value is not allowed in this context (check this line's indentation against the lines above)`},
 		{"key set twice", "listen: 127.0.0.1:1\nlisten: 127.0.0.1:2\n", `toolgate.yaml:2: listen: is set twice (first at line 1); remove one`},
 		{"bad listen", "listen: nowhere\n", `toolgate.yaml:1: listen: "nowhere" is not host:port (e.g. 127.0.0.1:8080)`},
 		{"bad ledger", "ledger: mysql://x\n", `toolgate.yaml:1: ledger: "mysql://x" is neither sqlite://PATH nor postgres://…`},
@@ -224,4 +227,39 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestDocumentedConfigurationsParse: every toolgate.yaml snippet in the docs parses, so
+// no documented example is refused by the strict reader.
+func TestDocumentedConfigurationsParse(t *testing.T) {
+	t.Parallel()
+	files, _ := filepath.Glob("../docs/*.md")
+	files = append(files, "../README.md", "../examples/toolgate.yaml")
+	configKey := regexp.MustCompile(`(?m)^(listen|tools_dir|ledger|ledger_ha|lease|reconcile_interval|retention|tombstone_retention|join_timeout|max_body_bytes|decision_log|auth|bindings):`)
+	checked := 0
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		blocks := []string{string(b)}
+		if strings.HasSuffix(f, ".md") {
+			blocks = nil
+			for _, part := range strings.Split(string(b), "```yaml\n")[1:] {
+				blocks = append(blocks, strings.SplitN(part, "```", 2)[0])
+			}
+		}
+		for _, block := range blocks {
+			if !configKey.MatchString(block) {
+				continue
+			}
+			checked++
+			if _, err := Parse([]byte(block)); err != nil {
+				t.Errorf("%s: a documented configuration does not parse:\n%v\n%s", f, err, block)
+			}
+		}
+	}
+	if checked < 3 {
+		t.Fatalf("only %d documented configurations found", checked)
+	}
 }

@@ -220,3 +220,28 @@ func TestProblemCap(t *testing.T) {
 		t.Fatalf("%d problems, last %v", len(problems), problems[len(problems)-1])
 	}
 }
+
+// FuzzDecode: any bytes parse or fail with a problem at a line; decoding never panics and
+// every problem names a line.
+func FuzzDecode(f *testing.F) {
+	for _, s := range []string{"", "listen: a\n", "bindings: {a: {timeout: 5, url: x}}\n", "keys: [{name: a}, {nme: b}]\n",
+		"a: &x {b: *x}\n", "<<: {listen: a}\n", "when: 2026-01-01T00:00:00Z\n", "- 1\n- 2\n", "{[: ]}", "bindings:\n  a:\n    lookup: {url: x}\n   state: y\n"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		n, p := Parse(data)
+		if p != nil {
+			if p.Line <= 0 || p.Message == "" {
+				t.Fatalf("syntax problem without a line: %+v", p)
+			}
+			return
+		}
+		var d doc
+		_, problems := Decode(n, &d)
+		for _, p := range problems {
+			if p.Line <= 0 || p.Message == "" {
+				t.Fatalf("problem without a line: %+v", p)
+			}
+		}
+	})
+}
