@@ -243,18 +243,7 @@ func (c *Config) problem(severity, rule string, line int, path, msg string) Prob
 }
 
 // line is the line of a YAML path, or of its nearest ancestor present in the file.
-func (c *Config) line(path string) int {
-	for {
-		if l, ok := c.lines[path]; ok {
-			return l
-		}
-		i := strings.LastIndexAny(path, ".[")
-		if i < 0 {
-			return c.lines[""]
-		}
-		path = path[:i]
-	}
-}
+func (c *Config) line(path string) int { return strictyaml.LineOf(c.lines, path) }
 
 // bindingLine is the line of a path inside bindings.ID (tool ids contain dots, so the
 // generic ancestor walk could stop inside the id).

@@ -105,7 +105,7 @@ var reservedVendors = map[string]bool{"toolgate": true, "sensitive": true, "impa
 var vendorRE = regexp.MustCompile(`^x-([a-z][a-z0-9]+)-[A-Za-z0-9][A-Za-z0-9_.-]*$`)
 
 // VendorRule describes the vendor-extension rule in words, for messages and docs.
-const VendorRule = "x-VENDOR-NAME, e.g. x-acme-owner (VENDOR: lowercase letters and digits)"
+const VendorRule = "x-VENDOR-NAME (e.g. x-acme-owner; VENDOR is lowercase letters and digits)"
 
 func extensionNames(exts []Extension) []string {
 	out := make([]string, len(exts))
@@ -212,7 +212,7 @@ func (c *schemaChecker) schema(s any, ptr string, depth int) {
 			} else if contains(schemaExts, "x-"+k) {
 				c.add(RuleKeywordUnknown, kptr, "%s: unknown keyword %q; did you mean %q?", kptr, k, "x-"+k)
 			} else {
-				c.add(RuleKeywordUnknown, kptr, "%s: unknown keyword %q: it is not a JSON Schema 2020-12 keyword; extensions start with x- (%s)", kptr, k, VendorRule)
+				c.add(RuleKeywordUnknown, kptr, "%s: unknown keyword %q: not a JSON Schema 2020-12 keyword; a vendor extension is named %s", kptr, k, VendorRule)
 			}
 		}
 	}
@@ -329,7 +329,7 @@ func isTopLevelProperty(base, ptr string) bool {
 	return ok && rest != "" && !strings.Contains(rest, "/")
 }
 
-func sortedKeys(m map[string]any) []string {
+func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)

@@ -54,7 +54,7 @@ func TestUnknownKeywords(t *testing.T) {
 			`3 [schema-keyword-unknown] /result/propertees: unknown keyword "propertees"; did you mean "properties"?`,
 		}},
 		{"nothing close", `{"type": "object", "colour": "blue"}`, "", "", []string{
-			`2 [schema-keyword-unknown] /parameters/colour: unknown keyword "colour": it is not a JSON Schema 2020-12 keyword; extensions start with x- (x-VENDOR-NAME, e.g. x-acme-owner (VENDOR: lowercase letters and digits))`,
+			`2 [schema-keyword-unknown] /parameters/colour: unknown keyword "colour": not a JSON Schema 2020-12 keyword; a vendor extension is named x-VENDOR-NAME (e.g. x-acme-owner; VENDOR is lowercase letters and digits)`,
 		}},
 		{"extension without x-", `{"type": "object", "properties": {"e": {"type": "string", "sensitive": true}}}`, "", "", []string{
 			`2 [schema-keyword-unknown] /parameters/properties/e/sensitive: unknown keyword "sensitive"; did you mean "x-sensitive"?`,
@@ -69,7 +69,7 @@ func TestUnknownKeywords(t *testing.T) {
 			`2 [extension-unknown] /parameters/x-enum-labels: unknown extension "x-enum-labels": the prefix x-enum- is reserved for toolgate's extensions (x-sensitive, x-impact, x-idempotency-key, x-enum-descriptions)`,
 		}},
 		{"x- key outside the vendor rule", `{"type": "object", "x-owner": "team"}`, "", "", []string{
-			`2 [extension-unknown] /parameters/x-owner: unknown extension "x-owner": toolgate's extensions are x-sensitive, x-impact, x-idempotency-key, x-enum-descriptions; a vendor extension is x-VENDOR-NAME, e.g. x-acme-owner (VENDOR: lowercase letters and digits)`,
+			`2 [extension-unknown] /parameters/x-owner: unknown extension "x-owner": toolgate's extensions are x-sensitive, x-impact, x-idempotency-key, x-enum-descriptions; a vendor extension is x-VENDOR-NAME (e.g. x-acme-owner; VENDOR is lowercase letters and digits)`,
 		}},
 		{"file extension inside a schema", `{"type": "object", "x-draft": true}`, "", "", []string{
 			`2 [extension-unknown] /parameters/x-draft: x-draft is not allowed here: it belongs on the top level of a schema file`,

@@ -245,13 +245,8 @@ func (l *loader) parseVersion(path string, raw []byte, toolID, fileVersion strin
 		bad("", "a schema file must be a JSON object")
 		return nil
 	}
-	keys := make([]string, 0, len(fields))
-	for k := range fields {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
 	fileExts := extensionNames(FileExtensions)
-	for _, k := range keys {
+	for _, k := range sortedKeys(fields) {
 		ptr := "/" + escapePointer(k)
 		switch {
 		case schemaFields[k]:

@@ -104,7 +104,7 @@ func (l *loader) loadShared(reg *Registry) {
 			continue
 		}
 		if a.Tool != "" && reg.Tool(a.Tool) == nil {
-			y.bad("tool", "tool: %s", reg.ToolNotFoundDetail(a.Tool))
+			y.bad("tool", "%s", reg.ToolNotFoundDetail(a.Tool))
 		}
 	}
 	for _, path := range yamlFiles(filepath.Join(reg.Dir, "decisions")) {

@@ -68,25 +68,20 @@ func pathMessage(p strictyaml.Problem) string {
 }
 
 // line returns the line of a YAML path, or of its nearest ancestor.
-func (y *yamlFile) line(path string) int {
-	for {
-		if l, ok := y.lines[path]; ok {
-			return l
-		}
-		i := strings.LastIndexAny(path, ".[")
-		if i < 0 {
-			return y.lines[""]
-		}
-		path = path[:i]
-	}
-}
+func (y *yamlFile) line(path string) int { return strictyaml.LineOf(y.lines, path) }
 
+// bad reports a problem at a YAML path; the message follows the path ("risk_level: must
+// be low, medium or high").
 func (y *yamlFile) bad(path, format string, args ...any) {
-	y.l.add(y.path, y.line(path), format, args...)
+	y.badRule("", path, format, args...)
 }
 
 func (y *yamlFile) badRule(rule, path, format string, args ...any) {
-	y.l.addRule(rule, y.path, y.line(path), "", fmt.Sprintf(format, args...))
+	msg := fmt.Sprintf(format, args...)
+	if path != "" {
+		msg = path + ": " + msg
+	}
+	y.l.addRule(rule, y.path, y.line(path), "", msg)
 }
 
 // jsonOf converts a YAML value into JSON; null for a missing node.
@@ -96,12 +91,12 @@ func (y *yamlFile) jsonOf(n *yaml.Node, key string) json.RawMessage {
 	}
 	var v any
 	if err := n.Decode(&v); err != nil {
-		y.bad(key, "%s cannot be read: %v", key, strings.TrimPrefix(err.Error(), "yaml: "))
+		y.bad(key, "cannot be read: %v", strings.TrimPrefix(err.Error(), "yaml: "))
 		return json.RawMessage("null")
 	}
 	b, err := json.Marshal(v)
 	if err != nil {
-		y.bad(key, "%s cannot be expressed as JSON (keys must be strings): %v", key, err)
+		y.bad(key, "cannot be expressed as JSON (keys must be strings): %v", err)
 		return json.RawMessage("null")
 	}
 	return b
@@ -126,7 +121,7 @@ func (l *loader) loadOwner(t *Tool) {
 	}
 	t.Owner = Owner{Owner: f.Owner, RiskLevel: f.RiskLevel, Consumers: f.Consumers, File: y.path}
 	if r := f.RiskLevel; r != "" && !contains(RiskLevels, r) {
-		msg := fmt.Sprintf("risk_level must be low, medium or high, not %q", r)
+		msg := fmt.Sprintf("must be low, medium or high, not %q", r)
 		if near := suggest.Nearest(r, RiskLevels, 1); len(near) > 0 {
 			msg += "; " + suggest.DidYouMean(near...)
 		}
@@ -166,12 +161,12 @@ func (l *loader) loadPolicy(t *Tool) {
 	for key, pats := range map[string][]string{"compatible_with": p.CompatibleWith, "deprecated_versions": p.DeprecatedVersions} {
 		for i, pat := range pats {
 			if !validVersionPattern(pat) {
-				y.bad(fmt.Sprintf("%s[%d]", key, i), "%s: version pattern %q is not a version or a wildcard such as 2.x or 2.0.x", key, pat)
+				y.bad(fmt.Sprintf("%s[%d]", key, i), "version pattern %q is not a version or a wildcard such as 2.x or 2.0.x", pat)
 			}
 		}
 	}
 	if p.DeprecationWindowDays < 0 {
-		y.bad("deprecation_window_days", "deprecation_window_days must not be negative")
+		y.bad("deprecation_window_days", "must not be negative")
 	}
 	if f.Gate == nil {
 		return
@@ -181,7 +176,7 @@ func (l *loader) loadPolicy(t *Tool) {
 			return
 		}
 		if *v < 0 || *v > 1 {
-			y.bad("gate."+key, "gate.%s must be between 0 and 1", key)
+			y.bad("gate."+key, "must be between 0 and 1")
 		}
 		*dst = *v
 	}
@@ -293,19 +288,19 @@ func (l *loader) loadCase(path, suite string, t *Tool) *Case {
 	}
 	c := &Case{Suite: suite, File: path, ID: f.CaseID, Source: f.Source, Agent: f.Agent, UserIntent: f.UserIntent, AgentResponse: f.AgentResponse}
 	if c.ID == "" {
-		y.bad("case_id", "case_id is required")
+		y.bad("case_id", "is required")
 	}
 	if f.Tool == nil {
-		y.bad("tool", "tool is required: {id: %s, version: MAJOR.MINOR.PATCH}", t.ID)
+		y.bad("tool", "is required: {id: %s, version: MAJOR.MINOR.PATCH}", t.ID)
 	} else {
 		c.ToolID, c.ToolVersion = f.Tool.ID, f.Tool.Version
 		if c.ToolID != t.ID {
-			y.badRule(RuleCaseTool, "tool.id", "tool.id %q does not match the tool folder %q: a case belongs to the tool whose folder holds it", c.ToolID, t.ID)
+			y.badRule(RuleCaseTool, "tool.id", "%q is not the tool whose folder holds the case (%s)", c.ToolID, t.ID)
 		}
 		if _, ok := ParseSemver(c.ToolVersion); !ok {
-			y.badRule(RuleCaseVersion, "tool.version", "tool.version %q is not a version (MAJOR.MINOR.PATCH)", c.ToolVersion)
+			y.badRule(RuleCaseVersion, "tool.version", "%q is not a version (MAJOR.MINOR.PATCH)", c.ToolVersion)
 		} else if t.Version(c.ToolVersion) == nil && !schemaFileExists(t, c.ToolVersion) {
-			y.badRule(RuleCaseVersion, "tool.version", "tool.version %s: %s", c.ToolVersion, t.VersionNotFoundDetail(c.ToolVersion))
+			y.badRule(RuleCaseVersion, "tool.version", "%s", t.VersionNotFoundDetail(c.ToolVersion))
 		}
 	}
 	c.Arguments = y.jsonOf(f.ExpectedToolArguments, "expected_tool_arguments")
@@ -313,7 +308,7 @@ func (l *loader) loadCase(path, suite string, t *Tool) *Case {
 	if e := f.Expected; e != nil {
 		c.Expected = CaseExpected{ToolStatus: e.ToolStatus, Validation: e.Validation, ExpectedErrors: e.ExpectedErrors}
 		if v := e.Validation; v != "" && v != "ok" && v != "invalid" {
-			y.bad("expected.validation", "expected.validation must be ok or invalid, not %q", v)
+			y.bad("expected.validation", "must be ok or invalid, not %q", v)
 		}
 		c.HasExpectation = e.ToolStatus != "" || e.Validation != "" || len(e.ExpectedErrors) > 0
 	}
@@ -321,17 +316,17 @@ func (l *loader) loadCase(path, suite string, t *Tool) *Case {
 	if len(f.ExpectedErrors) > 0 {
 		errPath = "expected_errors"
 		if len(c.Expected.ExpectedErrors) > 0 {
-			y.bad("expected_errors", "expected_errors is given twice, here and under expected: keep one")
+			y.bad("expected_errors", "is given twice, here and under expected: keep one")
 		}
 		c.Expected.ExpectedErrors = f.ExpectedErrors
 		c.HasExpectation = true
 	}
 	for i, e := range c.Expected.ExpectedErrors {
 		if e.Code == "" {
-			y.bad(fmt.Sprintf("%s[%d]", errPath, i), "%s[%d] has no code", errPath, i)
+			y.bad(fmt.Sprintf("%s[%d]", errPath, i), "has no code")
 		}
 		if e.Pointer != "" && !strings.HasPrefix(e.Pointer, "/") {
-			y.bad(fmt.Sprintf("%s[%d]", errPath, i), "%s[%d].pointer %q must be a JSON pointer such as /order_id (\"\" for the arguments as a whole)", errPath, i, e.Pointer)
+			y.bad(fmt.Sprintf("%s[%d]", errPath, i), "pointer %q must be a JSON pointer such as /order_id (\"\" for the arguments as a whole)", e.Pointer)
 		}
 	}
 	if b := f.ExpectedAgentBehavior; b != nil {

@@ -340,6 +340,22 @@ func (d *decoder) keyOf(k *yaml.Node, path string, seen map[string]int) (string,
 	return k.Value, true
 }
 
+// LineOf returns the line Decode recorded for a YAML path, or for its nearest ancestor
+// (the document's line for a path with none); 0 when lines is empty. Map keys may contain
+// dots ("bindings.crm.close_ticket"), so ancestors are tried by every "." and "[".
+func LineOf(lines map[string]int, path string) int {
+	for {
+		if l, ok := lines[path]; ok {
+			return l
+		}
+		i := strings.LastIndexAny(path, ".[")
+		if i < 0 {
+			return lines[""]
+		}
+		path = path[:i]
+	}
+}
+
 // join appends a mapping key to a path.
 func join(path, key string) string {
 	if path == "" {
@@ -384,14 +400,7 @@ func (d *decoder) structure(n *yaml.Node, v reflect.Value, path string) {
 	for i, f := range fields {
 		names[i] = f.name
 	}
-	seen := map[string]int{}
-	for _, p := range d.pairs(n, path) {
-		name, ok := d.keyOf(p[0], path, seen)
-		if !ok {
-			continue
-		}
-		fpath := join(path, name)
-		d.lines[fpath] = p[0].Line
+	d.eachKey(n, path, func(name, fpath string, k, val *yaml.Node) {
 		var target *field
 		for i := range fields {
 			if fields[i].name == name {
@@ -400,10 +409,25 @@ func (d *decoder) structure(n *yaml.Node, v reflect.Value, path string) {
 			}
 		}
 		if target == nil {
-			d.bad(p[0], fpath, "%s", UnknownField(name, names))
+			d.bad(k, fpath, "%s", UnknownField(name, names))
+			return
+		}
+		d.value(val, v.FieldByIndex(target.index), fpath)
+	})
+}
+
+// eachKey calls each for every key of a mapping (merge keys resolved, a key set twice
+// reported and skipped) with its path, after recording the line of that path.
+func (d *decoder) eachKey(n *yaml.Node, path string, each func(name, kpath string, k, v *yaml.Node)) {
+	seen := map[string]int{}
+	for _, p := range d.pairs(n, path) {
+		name, ok := d.keyOf(p[0], path, seen)
+		if !ok {
 			continue
 		}
-		d.value(p[1], v.FieldByIndex(target.index), fpath)
+		kpath := join(path, name)
+		d.lines[kpath] = p[0].Line
+		each(name, kpath, p[0], p[1])
 	}
 }
 
@@ -430,21 +454,15 @@ func (d *decoder) mapping(n *yaml.Node, v reflect.Value, path string) {
 	if v.IsNil() {
 		v.Set(reflect.MakeMap(t))
 	}
-	seen := map[string]int{}
-	for _, p := range d.pairs(n, path) {
-		name, ok := d.keyOf(p[0], path, seen)
-		if !ok {
-			continue
-		}
-		kpath := join(path, name)
-		d.lines[kpath] = p[0].Line
+	d.eachKey(n, path, func(name, kpath string, _, val *yaml.Node) {
+		key := reflect.ValueOf(name).Convert(t.Key())
 		elem := reflect.New(t.Elem()).Elem()
-		if old := v.MapIndex(reflect.ValueOf(name).Convert(t.Key())); old.IsValid() {
+		if old := v.MapIndex(key); old.IsValid() {
 			elem.Set(old)
 		}
-		d.value(p[1], elem, kpath)
-		v.SetMapIndex(reflect.ValueOf(name).Convert(t.Key()), elem)
-	}
+		d.value(val, elem, kpath)
+		v.SetMapIndex(key, elem)
+	})
 }
 
 func (d *decoder) sequence(n *yaml.Node, v reflect.Value, path string) {
