@@ -127,11 +127,17 @@ func checkExtensionKey(key string, names []string) string {
 		return fmt.Sprintf("%s is not allowed here: it belongs %s", key, whereOf(key))
 	}
 	m := vendorRE.FindStringSubmatch(key)
+	if m == nil && len(names) == 0 {
+		return fmt.Sprintf("unknown extension %q: a vendor extension is %s", key, VendorRule)
+	}
 	if m == nil {
 		return fmt.Sprintf("unknown extension %q: toolgate's extensions are %s; a vendor extension is %s", key, strings.Join(names, ", "), VendorRule)
 	}
-	if reservedVendors[m[1]] {
+	if reservedVendors[m[1]] && len(names) > 0 {
 		return fmt.Sprintf("unknown extension %q: the prefix x-%s- is reserved for toolgate's extensions (%s)", key, m[1], strings.Join(names, ", "))
+	}
+	if reservedVendors[m[1]] {
+		return fmt.Sprintf("unknown extension %q: the prefix x-%s- is reserved for toolgate's extensions", key, m[1])
 	}
 	return ""
 }

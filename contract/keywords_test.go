@@ -222,3 +222,21 @@ func TestEveryTypoIsRefused(t *testing.T) {
 		t.Fatalf("only %d typos checked", checked)
 	}
 }
+
+// TestUnknownEntryFields: a misspelt field of an error or a rule is a load error, never
+// a default quietly taken (a rule whose "outcom": "review" would reject).
+func TestUnknownEntryFields(t *testing.T) {
+	t.Parallel()
+	file := schemaFile(`{"type": "object", "properties": {"a": {"type": "integer"}}}`, "",
+		`"errors": [{"code": "A", "categroy": "business", "x-acme-doc": "d"}],
+"rules": [{"id": "r", "rule": "true", "outcom": "review", "x-note": 1}],`)
+	got := strings.Join(problemsOf(t, file), "\n")
+	want := strings.Join([]string{
+		`1 [field-unknown] /errors/0/categroy: unknown field "categroy"; did you mean "category"?`,
+		`2 [field-unknown] /rules/0/outcom: unknown field "outcom"; did you mean "outcome"?`,
+		`2 [extension-unknown] /rules/0/x-note: unknown extension "x-note": a vendor extension is x-VENDOR-NAME (e.g. x-acme-owner; VENDOR is lowercase letters and digits)`,
+	}, "\n")
+	if got != want {
+		t.Fatalf("problems:\n%s\nwant:\n%s", got, want)
+	}
+}

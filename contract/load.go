@@ -174,6 +174,42 @@ var schemaFields = map[string]bool{
 	"effect": true, "parameters": true, "result": true, "errors": true, "rules": true,
 }
 
+var (
+	errorFields = []string{"code", "category", "http_status", "retryable"}
+	ruleFields  = []string{"id", "rule", "message", "field", "outcome"}
+)
+
+// unknownEntryFields checks the keys of each object of a list (errors[], rules[]) against
+// known; vendor extensions are allowed. It returns [rule, pointer, message] triples.
+func unknownEntryFields(raw json.RawMessage, base string, known []string) [][3]string {
+	var entries []map[string]json.RawMessage
+	if json.Unmarshal(raw, &entries) != nil {
+		return nil // the shape is reported by the caller
+	}
+	var out [][3]string
+	for i, e := range entries {
+		for _, k := range sortedKeys(e) {
+			ptr := fmt.Sprintf("%s/%d/%s", base, i, escapePointer(k))
+			switch {
+			case contains(known, k):
+			case strings.HasPrefix(k, "x-"):
+				if msg := checkExtensionKey(k, nil); msg != "" {
+					out = append(out, [3]string{RuleExtensionUnknown, ptr, ptr + ": " + msg})
+				}
+			default:
+				msg := fmt.Sprintf("%s: unknown field %q", ptr, k)
+				if near := suggest.Nearest(k, known, 2); len(near) > 0 {
+					msg += "; " + suggest.DidYouMean(near...)
+				} else {
+					msg += " (fields: " + strings.Join(known, ", ") + ")"
+				}
+				out = append(out, [3]string{RuleFieldUnknown, ptr, msg})
+			}
+		}
+	}
+	return out
+}
+
 // unknownSchemaField is the message for an unknown top-level field of a schema file.
 func unknownSchemaField(k string) string {
 	known := make([]string, 0, len(schemaFields))
@@ -307,6 +343,9 @@ func (l *loader) parseVersion(path string, raw []byte, toolID, fileVersion strin
 	}
 	// errors catalogue
 	if r, ok := fields["errors"]; ok {
+		for _, p := range unknownEntryFields(r, "/errors", errorFields) {
+			badRule(p[0], p[1], p[2])
+		}
 		if err := json.Unmarshal(r, &v.Errors); err != nil {
 			bad("/errors", "errors must be a list of {code, category, http_status, retryable}: %v", err)
 		}
@@ -326,6 +365,9 @@ func (l *loader) parseVersion(path string, raw []byte, toolID, fileVersion strin
 	}
 	// rules
 	if r, ok := fields["rules"]; ok {
+		for _, p := range unknownEntryFields(r, "/rules", ruleFields) {
+			badRule(p[0], p[1], p[2])
+		}
 		if err := json.Unmarshal(r, &v.Rules); err != nil {
 			bad("/rules", "rules must be a list of {id, rule, message, field, outcome}: %v", err)
 		}

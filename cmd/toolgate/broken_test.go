@@ -113,6 +113,8 @@ func brokenFixtures() []brokenFixture {
 		{name: "additional_items", kind: kindContract, setup: editing(pay, `"minLength": 8,`, `"minLength": 8, "additionalItems": false,`)},
 		{name: "format_emial", kind: kindContract, setup: editing(pay, `"format": "email",`, `"format": "emial",`)},
 		{name: "file_field_efect", kind: kindContract, setup: editing(pay, `"effect": "mutating",`, `"efect": "mutating", "effect": "mutating",`)},
+		{name: "error_field_categroy", kind: kindContract, setup: editing(pay, `{"code": "ORDER_NOT_FOUND", "category": "business"`, `{"code": "ORDER_NOT_FOUND", "categroy": "business"`)},
+		{name: "rule_field_outcom", kind: kindContract, setup: editing(pay, `"field": "/amount_minor", "outcome": "review"`, `"field": "/amount_minor", "outcom": "review"`)},
 		{name: "file_extension_x_darft", kind: kindContract, setup: editing(req22, `"effect": "mutating",`, `"effect": "mutating", "x-darft": true,`)},
 		// contracts: the other YAML files of a tools directory
 		{name: "owner_field_consumer", kind: kindContract, setup: editing("agent-tools/orders.get_order/owner.yaml", "consumers:", "consumer:")},
