@@ -79,6 +79,8 @@ func TestChecks(t *testing.T) {
 		{"extension typo", map[string]string{"schemas/v1.0.0.json": withParams(`"text": {"type": "string", "description": "d", "x-sensitiv": true}`)}, []string{"extension-unknown"}},
 		{"case field typo", map[string]string{"contracts/golden/c1.yaml": "case_id: c1\ntool: {id: acme.send_note, version: 1.0.0}\nexpected_tool_arguements: {text: hi}\n"}, []string{"field-unknown"}},
 		{"case names another tool", map[string]string{"contracts/golden/c1.yaml": "case_id: c1\ntool: {id: acme.send_notes, version: 1.0.0}\nexpected: {validation: ok}\n"}, []string{"case-tool-unknown"}},
+		{"misspelt owner file", map[string]string{"ownr.yaml": "owner: x\n"}, []string{"file-unknown"}},
+		{"notes are fine", map[string]string{"README.md": "# notes\n"}, nil},
 		{"case expects nothing", map[string]string{"contracts/golden/c1.yaml": "case_id: c1\ntool: {id: acme.send_note, version: 1.0.0}\n"}, []string{"case-expects-nothing"}},
 		{"owner missing", map[string]string{"owner.yaml": ""}, []string{"consumers-missing", "owner-missing", "risk-level-missing"}},
 		{"changelog missing", map[string]string{"changelog.md": ""}, []string{"changelog-missing"}},

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/toolgate/toolgate/contract"
+	"github.com/toolgate/toolgate/internal/suggest"
 )
 
 // Severity of a finding: errors fail the lint, warnings are advice.
@@ -69,6 +70,7 @@ var Rules = []Rule{
 	{contract.RuleCaseTool, Error, "a contract case names the tool whose folder holds it"},
 	{contract.RuleCaseVersion, Error, "a contract case names a version the tool has"},
 	{"case-expects-nothing", Warning, "a contract case states an expectation: expected_tool_arguments, expected or expected_agent_behavior"},
+	{"file-unknown", Warning, "a tool folder holds only owner.yaml, release-policy.yaml, changelog.md, schemas/ and contracts/ (a misspelt owner.yaml would not be read)"},
 	{"case-id-mismatch", Warning, "a contract case's case_id matches its file name"},
 	{"changelog-missing", Error, "each tool has a changelog.md"},
 	{"changelog-version-missing", Error, "the changelog mentions every version"},
@@ -185,6 +187,39 @@ func (c *checker) run() {
 		}
 	}
 	c.checkChangelog()
+	c.checkFiles()
+}
+
+// toolEntries are what a tool folder may hold; anything else is probably a misspelling.
+var toolEntries = []string{"owner.yaml", "release-policy.yaml", "changelog.md", "schemas", "contracts"}
+
+// checkFiles warns about files and folders of a tool folder the loader does not read.
+func (c *checker) checkFiles() {
+	entries, err := os.ReadDir(c.tool.Dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if strings.HasPrefix(name, ".") || contains(toolEntries, name) {
+			continue
+		}
+		ext := strings.ToLower(filepath.Ext(name))
+		near := suggest.Nearest(name, toolEntries, 3)
+		switch {
+		case e.IsDir(), ext == ".yaml", ext == ".yml", ext == ".json":
+		case ext == ".md" && len(near) > 0: // a misspelt changelog.md
+		default:
+			continue // README.md, images, notes: the owners' business
+		}
+		msg := name + " is not read by toolgate"
+		if len(near) > 0 {
+			msg += "; " + suggest.DidYouMean(near...)
+		} else {
+			msg += " (a tool folder holds " + strings.Join(toolEntries, ", ") + ")"
+		}
+		c.add("file-unknown", "", filepath.Join(c.tool.Dir, name), 0, "", msg)
+	}
 }
 
 // yamlKeyLine finds the line of a top-level key in a YAML file; 0 when not found.
