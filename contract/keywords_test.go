@@ -240,3 +240,27 @@ func TestUnknownEntryFields(t *testing.T) {
 		t.Fatalf("problems:\n%s\nwant:\n%s", got, want)
 	}
 }
+
+func TestNotFoundDetails(t *testing.T) {
+	t.Parallel()
+	reg, err := Load(examples)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct{ got, want string }{
+		{reg.ToolNotFoundDetail("payments.issue_refnd"), `no tool "payments.issue_refnd"; did you mean "payments.issue_refund"?`},
+		{reg.ToolNotFoundDetail("zzz"), `no tool "zzz" (the tools are orders.get_order, payments.issue_refund, refund.create_request)`},
+		{reg.ToolNotFoundDetailFor("payments.issue_refnd", func(id string) bool { return id == "orders.get_order" }), `no tool "payments.issue_refnd" (the tools are orders.get_order)`},
+		{reg.ToolNotFoundDetailFor("x", func(string) bool { return false }), `no tool "x"`},
+		{reg.Tool("refund.create_request").VersionNotFoundDetail("2.3.0"), `refund.create_request has no version "2.3.0" (it has 2.2.0, 2.1.0)`},
+		{reg.Tool("refund.create_request").VersionNotFoundDetail("v2.1"), `refund.create_request has no version "v2.1" (it has 2.1.0)`},
+		{reg.Tool("refund.create_request").VersionNotFoundDetail("9"), `refund.create_request has no version "9" (it has 2.2.0, 2.1.0)`},
+	} {
+		if tt.got != tt.want {
+			t.Errorf("got  %s\nwant %s", tt.got, tt.want)
+		}
+	}
+	if got := reg.Nearest("orders.get_ordr"); len(got) != 1 || got[0] != "orders.get_order" {
+		t.Errorf("Nearest %v", got)
+	}
+}

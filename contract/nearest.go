@@ -27,16 +27,27 @@ func (r *Registry) Nearest(id string) []string {
 
 // ToolNotFoundDetail is the message for a tool id the registry does not have: it names
 // the nearest ids ("no tool "crm.close_tickets"; did you mean "crm.close_ticket"?"), or,
-// when none is close, how many tools there are. The gateway's tool_not_found detail and
-// the command line's not-found errors use it.
+// when none is close, the tools there are (up to five). The gateway's tool_not_found
+// detail and the command line's not-found errors use it.
 func (r *Registry) ToolNotFoundDetail(id string) string {
-	if near := r.Nearest(id); len(near) > 0 {
+	return r.ToolNotFoundDetailFor(id, nil)
+}
+
+// ToolNotFoundDetailFor is ToolNotFoundDetail naming only the tools visible accepts (nil:
+// all), so that an answer to a caller never names a tool its key may not call.
+func (r *Registry) ToolNotFoundDetailFor(id string, visible func(toolID string) bool) string {
+	var ids []string
+	for _, t := range r.IDs() {
+		if visible == nil || visible(t) {
+			ids = append(ids, t)
+		}
+	}
+	if near := suggest.Nearest(id, ids, 3); len(near) > 0 {
 		return fmt.Sprintf("no tool %q; %s", id, suggest.DidYouMean(near...))
 	}
-	ids := r.IDs()
 	switch {
 	case len(ids) == 0:
-		return fmt.Sprintf("no tool %q: the registry has no tools", id)
+		return fmt.Sprintf("no tool %q", id)
 	case len(ids) <= 5:
 		return fmt.Sprintf("no tool %q (the tools are %s)", id, strings.Join(ids, ", "))
 	}
