@@ -125,7 +125,7 @@ type Report struct {
 func (r *Report) OK() bool { return r.Decision == DecisionAllow }
 
 // DefaultGate holds the thresholds used when a tool has no release-policy.yaml.
-var DefaultGate = contract.GatePolicy{GoldenMinPass: 1, RegressionMinPass: 1, ShadowMinPass: 0.95}
+var DefaultGate = contract.DefaultGate
 
 // Select returns the cases a replay against target runs: those written for target, for
 // from, or for a version matching the policy's compatible_with, never for a version newer
@@ -149,6 +149,21 @@ func Select(t *contract.Tool, target, from string) []*contract.Case {
 	return out
 }
 
+// CheckCases refuses a tool whose cases name another tool or a version the tool does not
+// have: such a case would silently drop out of every replay (the loader reports both; this
+// guards registries built some other way).
+func CheckCases(t *contract.Tool) error {
+	for _, c := range t.Cases {
+		if c.ToolID != t.ID {
+			return fmt.Errorf("%s: case %s names tool %q, not %s", c.File, c.ID, c.ToolID, t.ID)
+		}
+		if t.Version(c.ToolVersion) == nil {
+			return fmt.Errorf("%s: case %s: %s", c.File, c.ID, t.VersionNotFoundDetail(c.ToolVersion))
+		}
+	}
+	return nil
+}
+
 // Run replays the selected cases and evaluates them against the tool's gate thresholds.
 // It returns an error only when the configuration is unusable; every case problem is a
 // failure in the report.
@@ -162,6 +177,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	if target == nil {
 		return nil, fmt.Errorf("casetest: tool %s has no versions", cfg.Tool.ID)
+	}
+	if err := CheckCases(cfg.Tool); err != nil {
+		return nil, err
 	}
 	from := strings.TrimPrefix(cfg.From, "v")
 	cases := Select(cfg.Tool, target.Version, from)

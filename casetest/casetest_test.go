@@ -165,3 +165,27 @@ func TestMatchArgs(t *testing.T) {
 		})
 	}
 }
+
+// TestCaseForAMissingVersionIsAnError: a case naming a version the tool does not have
+// stops the replay instead of dropping out of the suite.
+func TestCaseForAMissingVersionIsAnError(t *testing.T) {
+	t.Parallel()
+	reg, err := contract.Load("../examples/agent-tools")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tool := *reg.Tool("payments.issue_refund")
+	c := *tool.Cases[0]
+	c.ToolVersion = "1.1.0"
+	tool.Cases = append(append([]*contract.Case{}, tool.Cases...), &c)
+	_, err = Run(context.Background(), Config{Tool: &tool})
+	if err == nil || !strings.Contains(err.Error(), `payments.issue_refund has no version "1.1.0" (it has 1.0.0)`) {
+		t.Fatalf("err %v", err)
+	}
+	other := c
+	other.ToolVersion, other.ToolID = "1.0.0", "payments.other"
+	tool.Cases = []*contract.Case{&other}
+	if _, err := Run(context.Background(), Config{Tool: &tool}); err == nil || !strings.Contains(err.Error(), `names tool "payments.other"`) {
+		t.Fatalf("err %v", err)
+	}
+}

@@ -1,28 +1,30 @@
 // Package config reads the gateway configuration, toolgate.yaml (SPEC 2).
 //
-// Parse takes bytes, not a path: only cmd/ reads files. Every field has a
-// documented default, so an empty document is a working sandbox configuration.
+// Parse takes bytes, not a path: only cmd/ reads files. Every field has a documented
+// default, so an empty document is a working sandbox configuration. Nothing in the file is
+// ignored: an unknown field, a key set twice, a duration without a unit or a value of the
+// wrong kind is a Problem with the YAML path, the line and, for a misspelt field, the field
+// that was meant. Check then holds the configuration against a tools directory.
 package config
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/url"
 	"regexp"
+	"sort"
 	"strings"
 	"time"
 
 	"github.com/toolgate/toolgate/decisionlog"
 	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/internal/strictyaml"
+	"github.com/toolgate/toolgate/internal/suggest"
 	"github.com/toolgate/toolgate/invoke"
 	"github.com/toolgate/toolgate/ledger"
 	"github.com/toolgate/toolgate/toolcall"
-	"go.yaml.in/yaml/v3"
 )
 
 // Defaults for a configuration that leaves a field out. A setting's default
@@ -55,6 +57,7 @@ type Config struct {
 	Listen             string             `yaml:"listen"`              // default 127.0.0.1:8080
 	ToolsDir           string             `yaml:"tools_dir"`           // default ./agent-tools
 	Ledger             string             `yaml:"ledger"`              // sqlite://PATH or postgres://…; default sqlite://./toolgate.db
+	LedgerHA           bool               `yaml:"ledger_ha"`           // true: refuse to start on PostgreSQL without a synchronous standby; default false
 	Retention          time.Duration      `yaml:"retention"`           // default 168h
 	TombstoneRetention time.Duration      `yaml:"tombstone_retention"` // default 720h
 	JoinTimeout        time.Duration      `yaml:"join_timeout"`        // default 5s
@@ -64,6 +67,9 @@ type Config struct {
 	DecisionLog        DecisionLog        `yaml:"decision_log"`
 	Auth               *Auth              `yaml:"auth"` // nil: no auth, loopback only
 	Bindings           map[string]Binding `yaml:"bindings"`
+
+	file  string         // the file name given to ParseFile, "" for Parse
+	lines map[string]int // YAML path → line, for problems found after parsing
 }
 
 // DecisionLog configures the decision log (SPEC 5).
@@ -86,9 +92,11 @@ type Key struct {
 	Tools     []string `yaml:"tools"` // tool ids, or "*"
 }
 
-// Binding says where a tool runs (SPEC 2).
+// Binding says where a tool runs (SPEC 2): an HTTP endpoint (URL) or a tool of an
+// upstream MCP server (MCP).
 type Binding struct {
 	URL                string        `yaml:"url"`
+	MCP                *MCPUpstream  `yaml:"mcp"`                // a tool of an upstream MCP server instead of a URL
 	Method             string        `yaml:"method"`             // default POST
 	Timeout            time.Duration `yaml:"timeout"`            // default 5s
 	IdempotencyHeader  string        `yaml:"idempotency_header"` // default Idempotency-Key
@@ -102,9 +110,77 @@ type Binding struct {
 	SettleAfter        time.Duration `yaml:"settle_after"` // default 10s
 }
 
-// Endpoint is a URL template.
+// Endpoint is a URL template, or (for an MCP binding's lookup) a tool of the upstream
+// MCP server.
 type Endpoint struct {
-	URL string `yaml:"url"`
+	URL     string `yaml:"url"`
+	MCPTool string `yaml:"mcp_tool"`
+}
+
+// MCPUpstream names a tool of an upstream MCP server (streamable HTTP).
+type MCPUpstream struct {
+	URL  string `yaml:"url"`
+	Tool string `yaml:"tool"`
+}
+
+// Severities of a Problem.
+const (
+	SeverityError   = "error"
+	SeverityWarning = "warning"
+)
+
+// Rule ids of configuration problems, as `toolgate check` reports them.
+const (
+	RuleSyntax       = "config-syntax"        // not YAML, or not one document
+	RuleFieldUnknown = "config-field-unknown" // a field toolgate does not know
+	RuleInvalid      = "config-invalid"       // a value of the wrong kind or out of range
+	RuleToolUnknown  = "binding-tool-unknown" // a binding or an API key names a tool the registry lacks
+	RuleTemplate     = "binding-template"     // a URL template with an unknown or misplaced placeholder
+	RuleUnbound      = "tool-unbound"         // a tool without a binding (warning)
+)
+
+// Problem is one thing wrong with a configuration.
+type Problem struct {
+	File     string `json:"file,omitempty"`
+	Line     int    `json:"line,omitempty"`
+	Path     string `json:"path,omitempty"` // YAML path: bindings.crm.close_ticket.timeout
+	Severity string `json:"severity"`
+	Rule     string `json:"rule"`
+	Message  string `json:"message"` // starts with the path when there is one
+}
+
+// String is "file:line: message".
+func (p Problem) String() string {
+	loc := p.File
+	if loc == "" {
+		loc = "toolgate.yaml"
+	}
+	if p.Line > 0 {
+		loc = fmt.Sprintf("%s:%d", loc, p.Line)
+	}
+	return loc + ": " + p.Message
+}
+
+// Error refuses a configuration; it lists every problem, one per line.
+type Error struct {
+	Problems []Problem
+	// Config is what could be read of the document (defaults applied), for callers that
+	// go on checking what it names (toolgate serve and check hold it against the tools
+	// directory, to report every problem at once).
+	Config *Config
+}
+
+// Syntax reports whether the document is not YAML at all (so nothing of it was read).
+func (e *Error) Syntax() bool {
+	return len(e.Problems) > 0 && e.Problems[0].Rule == RuleSyntax
+}
+
+func (e *Error) Error() string {
+	lines := make([]string, len(e.Problems))
+	for i, p := range e.Problems {
+		lines[i] = p.String()
+	}
+	return strings.Join(lines, "\n")
 }
 
 // Default returns the configuration an empty file gives.
@@ -114,20 +190,98 @@ func Default() *Config {
 	return c
 }
 
-// Parse reads a toolgate.yaml document, applies defaults and checks it. Unknown
-// fields are errors, reported with their line.
-func Parse(data []byte) (*Config, error) {
-	c := &Config{}
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(c); err != nil && !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("toolgate.yaml: %w", err)
-	}
-	c.applyDefaults()
-	if err := c.check(); err != nil {
-		return nil, err
+// Parse reads a toolgate.yaml document, applies defaults and checks it. Problems (an
+// *Error) name the file toolgate.yaml.
+func Parse(data []byte) (*Config, error) { return ParseFile("", data) }
+
+// ParseFile is Parse for a document read from file, the name problems carry.
+func ParseFile(file string, data []byte) (*Config, error) {
+	c, problems := Inspect(file, data)
+	if len(problems) > 0 {
+		return nil, &Error{Problems: problems, Config: c}
 	}
 	return c, nil
+}
+
+// Inspect reads what it can of a toolgate.yaml document and returns it (with defaults
+// applied, never nil) with every problem found, sorted by line: `toolgate check` uses it
+// to go on checking the tools directory of a configuration that has problems.
+func Inspect(file string, data []byte) (*Config, []Problem) {
+	c := &Config{file: file}
+	root, p := strictyaml.Parse(data)
+	if p != nil {
+		c.lines = map[string]int{"": 1}
+		c.applyDefaults()
+		return c, []Problem{c.problem(SeverityError, RuleSyntax, p.Line, "", p.Message)}
+	}
+	var problems []Problem
+	if root != nil {
+		lines, ps := strictyaml.Decode(root, c)
+		c.lines = lines
+		for _, p := range ps {
+			rule := RuleInvalid
+			if strings.HasPrefix(p.Message, "unknown field") {
+				rule = RuleFieldUnknown
+			}
+			problems = append(problems, c.problem(SeverityError, rule, p.Line, p.Path, withPath(p.Path, p.Message)))
+		}
+	}
+	if c.lines == nil {
+		c.lines = map[string]int{"": 1}
+	}
+	c.applyDefaults()
+	problems = append(problems, c.check()...)
+	sortProblems(problems)
+	return c, problems
+}
+
+func withPath(path, msg string) string {
+	if path == "" {
+		return msg
+	}
+	return path + ": " + msg
+}
+
+// File is the name the configuration was parsed from ("" for Parse).
+func (c *Config) File() string { return c.file }
+
+func (c *Config) problem(severity, rule string, line int, path, msg string) Problem {
+	if line <= 0 {
+		line = 1
+	}
+	return Problem{File: c.file, Line: line, Path: path, Severity: severity, Rule: rule, Message: msg}
+}
+
+// line is the line of a YAML path, or of its nearest ancestor present in the file.
+func (c *Config) line(path string) int { return strictyaml.LineOf(c.lines, path) }
+
+// bindingLine is the line of a path inside bindings.ID (tool ids contain dots, so the
+// generic ancestor walk could stop inside the id).
+func (c *Config) bindingLine(id, sub string) int {
+	base := "bindings." + id
+	if sub != "" {
+		if l, ok := c.lines[base+"."+sub]; ok {
+			return l
+		}
+		if head, _, ok := strings.Cut(sub, "."); ok {
+			if l, ok := c.lines[base+"."+head]; ok {
+				return l
+			}
+		}
+	}
+	if l, ok := c.lines[base]; ok {
+		return l
+	}
+	return c.line("bindings")
+}
+
+func sortProblems(ps []Problem) {
+	sort.SliceStable(ps, func(i, j int) bool {
+		if ps[i].File != ps[j].File {
+			return ps[i].File < ps[j].File
+		}
+		return ps[i].Line < ps[j].Line
+	})
 }
 
 func (c *Config) applyDefaults() {
@@ -160,72 +314,189 @@ func (c *Config) applyDefaults() {
 
 var hex64 = regexp.MustCompile(`^[0-9a-fA-F]{64}$`)
 
-func (c *Config) check() error {
-	var errs []error
-	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+// Methods are the HTTP methods a binding may use.
+var Methods = []string{"GET", "POST", "PUT", "PATCH", "DELETE"}
+
+var (
+	argumentModes = []string{"digest", "masked", "full"}
+	roles         = []string{"agent", "operator"}
+	headerTokenRE = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+)
+
+// oneOf is the message for a value that is not one of the allowed ones.
+func oneOf(what, got string, allowed []string) string {
+	msg := fmt.Sprintf("%s %q is not %s", what, got, orList(allowed))
+	if near := suggest.Nearest(got, allowed, 1); len(near) > 0 {
+		msg += "; " + suggest.DidYouMean(near...)
+	}
+	return msg
+}
+
+func orList(items []string) string {
+	if len(items) == 1 {
+		return items[0]
+	}
+	return strings.Join(items[:len(items)-1], ", ") + " or " + items[len(items)-1]
+}
+
+// check finds the problems a configuration has on its own (without the tools directory).
+func (c *Config) check() []Problem {
+	var out []Problem
+	bad := func(path, format string, a ...any) {
+		out = append(out, c.problem(SeverityError, RuleInvalid, c.line(path), path, withPath(path, fmt.Sprintf(format, a...))))
+	}
 	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
-		bad("listen: %q is not host:port", c.Listen)
+		bad("listen", "%q is not host:port (e.g. 127.0.0.1:8080)", c.Listen)
 	}
 	if _, err := LedgerDSN(c.Ledger); err != nil {
-		bad("ledger: %v", err)
+		bad("ledger", "%v", err)
 	}
 	if c.TombstoneRetention < c.Retention {
-		bad("tombstone_retention (%s) must not be shorter than retention (%s)", c.TombstoneRetention, c.Retention)
+		path := "tombstone_retention"
+		if _, ok := c.lines[path]; !ok {
+			path = "retention"
+		}
+		bad(path, "tombstone_retention (%s) must not be shorter than retention (%s)", c.TombstoneRetention, c.Retention)
 	}
-	for name, d := range map[string]time.Duration{"retention": c.Retention, "join_timeout": c.JoinTimeout, "lease": c.Lease, "reconcile_interval": c.ReconcileInterval} {
-		if d < 0 {
-			bad("%s must not be negative", name)
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"retention", c.Retention}, {"tombstone_retention", c.TombstoneRetention}, {"join_timeout", c.JoinTimeout}, {"lease", c.Lease}, {"reconcile_interval", c.ReconcileInterval}} {
+		if d.v < 0 {
+			bad(d.name, "must not be negative")
 		}
 	}
 	if c.MaxBodyBytes < 0 {
-		bad("max_body_bytes must not be negative")
+		bad("max_body_bytes", "must not be negative")
 	}
-	switch c.DecisionLog.Arguments {
-	case "digest", "masked", "full":
-	default:
-		bad("decision_log.arguments: %q is not digest, masked or full", c.DecisionLog.Arguments)
+	if m := c.DecisionLog.Arguments; !contains(argumentModes, m) {
+		bad("decision_log.arguments", "%s", oneOf("arguments mode", m, argumentModes))
 	}
 	if c.Auth != nil {
 		names := map[string]bool{}
 		for i, k := range c.Auth.Keys {
 			where := fmt.Sprintf("auth.keys[%d]", i)
 			if k.Name == "" {
-				bad("%s: name is required", where)
+				bad(where, "name is required")
 			} else if names[k.Name] {
-				bad("%s: name %q is used twice", where, k.Name)
+				bad(where+".name", "name %q is used twice", k.Name)
 			}
 			names[k.Name] = true
 			if !hex64.MatchString(k.KeySHA256) {
-				bad("%s (%s): key_sha256 must be 64 hex digits", where, k.Name)
+				bad(where+".key_sha256", "key_sha256 must be 64 hex digits, the SHA-256 of the bearer key (sha256sum)")
 			}
 			if k.Tenant == "" {
-				bad("%s (%s): tenant is required", where, k.Name)
+				bad(where, "tenant is required")
 			}
-			if k.Role != "agent" && k.Role != "operator" {
-				bad("%s (%s): role %q is not agent or operator", where, k.Name, k.Role)
-			}
-		}
-	}
-	for id, b := range c.Bindings {
-		where := "bindings." + id
-		if b.URL == "" {
-			bad("%s: url is required", where)
-		} else if u, err := url.Parse(strings.NewReplacer("{", "", "}", "").Replace(b.URL)); err != nil || (u.Scheme != "http" && u.Scheme != "https") {
-			bad("%s: url %q is not an http(s) URL", where, b.URL)
-		}
-		if b.Timeout < 0 || b.HoldAfter < 0 || b.SettleAfter < 0 {
-			bad("%s: durations must not be negative", where)
-		}
-		if b.MaxAttempts < 0 {
-			bad("%s: max_attempts must not be negative", where)
-		}
-		for _, s := range b.NotStartedStatuses {
-			if s < 500 || s > 599 {
-				bad("%s: not_started_statuses: %d is not a 5xx status", where, s)
+			if !contains(roles, k.Role) {
+				path := where + ".role"
+				if k.Role == "" {
+					path = where
+				}
+				bad(path, "%s", oneOf("role", k.Role, roles))
 			}
 		}
 	}
-	return errors.Join(errs...)
+	for _, id := range sortedIDs(c.Bindings) {
+		out = append(out, c.checkBinding(id, c.Bindings[id])...)
+	}
+	return out
+}
+
+func (c *Config) checkBinding(id string, b Binding) []Problem {
+	var out []Problem
+	bad := func(sub, format string, a ...any) {
+		path := "bindings." + id
+		if sub != "" {
+			path += "." + sub
+		}
+		out = append(out, c.problem(SeverityError, RuleInvalid, c.bindingLine(id, sub), path, withPath(path, fmt.Sprintf(format, a...))))
+	}
+	if id == "" {
+		bad("", "a binding needs the tool id as its name")
+	}
+	switch {
+	case b.MCP != nil && b.URL != "":
+		bad("mcp", "a binding has either url (an HTTP endpoint) or mcp (a tool of an upstream MCP server), not both")
+	case b.MCP != nil:
+		if b.MCP.URL == "" {
+			bad("mcp", "mcp.url is required: the upstream MCP server's streamable HTTP endpoint")
+		}
+		if b.MCP.Tool == "" {
+			bad("mcp", "mcp.tool is required: the tool's name on the upstream MCP server")
+		}
+	case b.URL == "":
+		bad("", "url is required (or mcp: {url, tool} for a tool of an upstream MCP server)")
+	}
+	if !contains(Methods, b.Method) {
+		bad("method", "%s", oneOf("method", b.Method, Methods))
+	}
+	if !headerTokenRE.MatchString(b.IdempotencyHeader) {
+		bad("idempotency_header", "%q is not a valid HTTP header name", b.IdempotencyHeader)
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"timeout", b.Timeout}, {"hold_after", b.HoldAfter}, {"settle_after", b.SettleAfter}} {
+		if d.v < 0 {
+			bad(d.name, "must not be negative")
+		}
+	}
+	if b.MaxAttempts < 0 {
+		bad("max_attempts", "must not be negative")
+	}
+	for i, s := range b.NotStartedStatuses {
+		if s < 500 || s > 599 {
+			bad(fmt.Sprintf("not_started_statuses[%d]", i), "%d is not a 5xx status (only a 5xx answer can prove nothing was done)", s)
+		}
+	}
+	if b.MCP != nil && b.Lookup.URL != "" && b.Lookup.MCPTool != "" {
+		bad("lookup", "a lookup has either url or mcp_tool, not both")
+	}
+	if b.MCP == nil && b.Lookup.MCPTool != "" {
+		bad("lookup.mcp_tool", "mcp_tool is for bindings to an upstream MCP server (mcp:); this binding has url: use lookup.url")
+	}
+	if b.State.MCPTool != "" {
+		bad("state.mcp_tool", "the state probe is a URL: use state.url")
+	}
+	for _, t := range b.templates() {
+		for _, msg := range checkTemplate(t.value, t.url, t.allowKey) {
+			bad(t.field, "%s", msg)
+		}
+	}
+	return out
+}
+
+// template is one templated field of a binding.
+type template struct {
+	field    string // "url", "lookup.url", "downstream_key"
+	value    string
+	url      bool // a URL: the scheme and host must be fixed
+	allowKey bool // may use {downstream_key}
+}
+
+func (b Binding) templates() []template {
+	var out []template
+	if b.URL != "" {
+		out = append(out, template{"url", b.URL, true, true})
+	}
+	if b.MCP != nil && b.MCP.URL != "" {
+		out = append(out, template{"mcp.url", b.MCP.URL, true, false})
+	}
+	if b.Lookup.URL != "" {
+		out = append(out, template{"lookup.url", b.Lookup.URL, true, true})
+	}
+	if b.State.URL != "" {
+		out = append(out, template{"state.url", b.State.URL, true, true})
+	}
+	out = append(out, template{"downstream_key", b.DownstreamKey, false, false})
+	return out
+}
+
+// HashKey returns the hex SHA-256 of a bearer key, the form auth.keys stores.
+func HashKey(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(sum[:])
 }
 
 // LedgerDSN splits a ledger URL into its kind and location:
@@ -240,21 +511,29 @@ func LedgerDSN(s string) (Ledger, error) {
 		}
 		return Ledger{Kind: "sqlite", Location: p}, nil
 	case strings.HasPrefix(s, "postgres://"), strings.HasPrefix(s, "postgresql://"):
+		if _, err := url.Parse(s); err != nil {
+			return Ledger{}, fmt.Errorf("%q is not a valid postgres URL", redact(s))
+		}
 		return Ledger{Kind: "postgres", Location: s}, nil
 	}
-	return Ledger{}, fmt.Errorf("%q is neither sqlite://PATH nor postgres://…", s)
+	return Ledger{}, fmt.Errorf("%q is neither sqlite://PATH nor postgres://…", redact(s))
+}
+
+// redact hides a password in a URL-shaped string.
+func redact(s string) string {
+	if u, err := url.Parse(s); err == nil && u.User != nil {
+		if _, ok := u.User.Password(); ok {
+			u.User = url.UserPassword(u.User.Username(), "xxxxx")
+			return u.String()
+		}
+	}
+	return s
 }
 
 // Ledger is a parsed ledger setting.
 type Ledger struct {
 	Kind     string // sqlite | postgres
 	Location string // file path, or the whole postgres URL
-}
-
-// HashKey returns the hex SHA-256 of a bearer key, the form auth.keys stores.
-func HashKey(key string) string {
-	sum := sha256.Sum256([]byte(key))
-	return hex.EncodeToString(sum[:])
 }
 
 func setStr(p *string, d string) {
@@ -267,4 +546,22 @@ func setDur(p *time.Duration, d time.Duration) {
 	if *p == 0 {
 		*p = d
 	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func sortedIDs[V any](m map[string]V) []string {
+	ids := make([]string, 0, len(m))
+	for id := range m {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return ids
 }

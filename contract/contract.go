@@ -26,9 +26,11 @@ var Suites = []string{"golden", "regression", "shadow"}
 
 // Registry is a loaded tools directory. It is immutable after Load.
 type Registry struct {
-	Dir   string
-	tools []*Tool
-	byID  map[string]*Tool
+	Dir       string
+	tools     []*Tool
+	byID      map[string]*Tool
+	agents    []*Agent
+	decisions []*Decision
 }
 
 // Tools returns every tool, sorted by ID.
@@ -191,6 +193,9 @@ type Case struct {
 	MustInclude    []string
 	MustNotInclude []string
 	AgentResponse  string
+	// HasExpectation is false for a case that states nothing to check: no
+	// expected_tool_arguments, no expected block, no expected_agent_behavior phrases.
+	HasExpectation bool
 }
 
 // CaseExpected is a case's `expected` block.

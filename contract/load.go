@@ -13,13 +13,27 @@ import (
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/toolgate/toolgate/internal/suggest"
 )
 
 // Problem is one thing wrong with a tools directory.
 type Problem struct {
-	File    string `json:"file"`
-	Line    int    `json:"line,omitempty"` // 0 when unknown
+	File string `json:"file"`
+	Line int    `json:"line,omitempty"` // 0 when unknown
+	// Rule is the stable id lint reports the problem under (RuleKeywordUnknown, ...);
+	// "" means RuleLoad.
+	Rule string `json:"rule,omitempty"`
+	// Pointer is the JSON pointer of the value inside a schema file, "" elsewhere.
+	Pointer string `json:"pointer,omitempty"`
 	Message string `json:"message"`
+}
+
+// RuleID is the problem's rule id, RuleLoad when it has none of its own.
+func (p Problem) RuleID() string {
+	if p.Rule == "" {
+		return RuleLoad
+	}
+	return p.Rule
 }
 
 func (p Problem) String() string {
@@ -45,7 +59,7 @@ func (e *LoadError) Error() string {
 }
 
 // Reserved top-level folders of a tools directory that are not tools.
-var reservedDirs = map[string]bool{"agents": true, "approvals": true}
+var reservedDirs = map[string]bool{"agents": true, "approvals": true, "decisions": true}
 
 var schemaFileRE = regexp.MustCompile(`^v(\d+\.\d+\.\d+)\.json$`)
 
@@ -77,6 +91,11 @@ func Inspect(dir string) (*Registry, []Problem) {
 	return inspect(os.DirFS(dir), dir)
 }
 
+// InspectFS is Inspect for a tools directory that is a file system (see LoadFS).
+func InspectFS(fsys fs.FS) (*Registry, []Problem) {
+	return inspect(fsys, ".")
+}
+
 // inspect reads the tools directory fsys; dir is how its paths are named in
 // the registry and in problems.
 func inspect(fsys fs.FS, dir string) (*Registry, []Problem) {
@@ -100,6 +119,7 @@ func inspect(fsys fs.FS, dir string) (*Registry, []Problem) {
 		l.add(dir, 0, "no tool folders found")
 	}
 	sortTools(reg.tools)
+	l.loadShared(reg)
 	return reg, l.problems
 }
 
@@ -133,6 +153,11 @@ func (l *loader) fsPath(path string) string {
 
 func (l *loader) add(file string, line int, format string, args ...any) {
 	l.problems = append(l.problems, Problem{File: file, Line: line, Message: fmt.Sprintf(format, args...)})
+}
+
+// addRule records a problem with its rule id and JSON pointer.
+func (l *loader) addRule(rule, file string, line int, pointer, msg string) {
+	l.problems = append(l.problems, Problem{File: file, Line: line, Rule: rule, Pointer: pointer, Message: msg})
 }
 
 func (l *loader) loadTool(dir, id string) *Tool {
@@ -190,6 +215,55 @@ var schemaFields = map[string]bool{
 	"effect": true, "parameters": true, "result": true, "errors": true, "rules": true,
 }
 
+var (
+	errorFields = []string{"code", "category", "http_status", "retryable"}
+	ruleFields  = []string{"id", "rule", "message", "field", "outcome"}
+)
+
+// unknownEntryFields checks the keys of each object of a list (errors[], rules[]) against
+// known; vendor extensions are allowed. It returns [rule, pointer, message] triples.
+func unknownEntryFields(raw json.RawMessage, base string, known []string) [][3]string {
+	var entries []map[string]json.RawMessage
+	if json.Unmarshal(raw, &entries) != nil {
+		return nil // the shape is reported by the caller
+	}
+	var out [][3]string
+	for i, e := range entries {
+		for _, k := range sortedKeys(e) {
+			ptr := fmt.Sprintf("%s/%d/%s", base, i, escapePointer(k))
+			switch {
+			case contains(known, k):
+			case strings.HasPrefix(k, "x-"):
+				if msg := checkExtensionKey(k, nil); msg != "" {
+					out = append(out, [3]string{RuleExtensionUnknown, ptr, ptr + ": " + msg})
+				}
+			default:
+				msg := fmt.Sprintf("%s: unknown field %q", ptr, k)
+				if near := suggest.Nearest(k, known, 2); len(near) > 0 {
+					msg += "; " + suggest.DidYouMean(near...)
+				} else {
+					msg += " (fields: " + strings.Join(known, ", ") + ")"
+				}
+				out = append(out, [3]string{RuleFieldUnknown, ptr, msg})
+			}
+		}
+	}
+	return out
+}
+
+// unknownSchemaField is the message for an unknown top-level field of a schema file.
+func unknownSchemaField(k string) string {
+	known := make([]string, 0, len(schemaFields))
+	for f := range schemaFields {
+		known = append(known, f)
+	}
+	sort.Strings(known)
+	if near := suggest.Nearest(k, append(known, extensionNames(FileExtensions)...), 2); len(near) > 0 {
+		return fmt.Sprintf("unknown field %q; %s", k, suggest.DidYouMean(near...))
+	}
+	return fmt.Sprintf("unknown field %q: a schema file holds %s; extensions are %s", k, strings.Join(known, ", "), VendorRule)
+}
+
 // loadVersion reads and compiles one schema file; nil when it has problems.
 func (l *loader) loadVersion(path, toolID, fileVersion string) *Version {
 	raw, err := l.readFile(path)
@@ -208,11 +282,33 @@ func ParseVersion(path string, raw []byte, toolID, fileVersion string) (*Version
 	return v, l.problems
 }
 
+// CheckFile checks one schema file on its own, as the loader would in its tool folder
+// (keywords, extensions, fields, rules), taking its tool and version from the file itself.
+// Commands that take a schema file by path (toolgate diff) refuse one with problems.
+func CheckFile(path string, raw []byte) []Problem {
+	var head struct {
+		ToolID  string `json:"tool_id"`
+		Version string `json:"version"`
+	}
+	json.Unmarshal(raw, &head)
+	_, problems := ParseVersion(path, raw, head.ToolID, head.Version)
+	return problems
+}
+
 func (l *loader) parseVersion(path string, raw []byte, toolID, fileVersion string) *Version {
 	before := len(l.problems)
+	var lines map[string]int
+	lineAt := func(ptr string) int {
+		if lines == nil {
+			lines = JSONLines(raw)
+		}
+		return lineOf(lines, ptr)
+	}
 	bad := func(ptr, format string, args ...any) {
-		l.add(path, 0, format, args...)
-		l.problems[len(l.problems)-1].Line = lineOf(JSONLines(raw), ptr)
+		l.add(path, lineAt(ptr), format, args...)
+	}
+	badRule := func(rule, ptr, msg string) {
+		l.addRule(rule, path, lineAt(ptr), ptr, msg)
 	}
 	if _, err := DecodeJSON(raw); err != nil {
 		l.add(path, 0, "%v", err)
@@ -226,14 +322,22 @@ func (l *loader) parseVersion(path string, raw []byte, toolID, fileVersion strin
 		bad("", "a schema file must be a JSON object")
 		return nil
 	}
-	keys := make([]string, 0, len(fields))
-	for k := range fields {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		if !schemaFields[k] && !strings.HasPrefix(k, "x-") {
-			bad("/"+escapePointer(k), "unknown field %q (extensions must start with x-)", k)
+	fileExts := extensionNames(FileExtensions)
+	for _, k := range sortedKeys(fields) {
+		ptr := "/" + escapePointer(k)
+		switch {
+		case schemaFields[k]:
+		case contains(fileExts, k):
+			var b bool
+			if json.Unmarshal(fields[k], &b) != nil {
+				badRule(RuleAnnotation, ptr, fmt.Sprintf("%s must be true or false, not %s", k, oneLine(string(fields[k]))))
+			}
+		case strings.HasPrefix(k, "x-"):
+			if msg := checkExtensionKey(k, fileExts); msg != "" {
+				badRule(RuleExtensionUnknown, ptr, msg)
+			}
+		default:
+			badRule(RuleFieldUnknown, ptr, unknownSchemaField(k))
 		}
 	}
 	v := &Version{File: path, Raw: raw}
@@ -269,17 +373,20 @@ func (l *loader) parseVersion(path string, raw []byte, toolID, fileVersion strin
 		bad("", "missing required field \"parameters\"")
 	} else {
 		v.Parameters = r
-		v.params, v.paramsValue = l.compile(r, "parameters", label, bad)
+		v.params, v.paramsValue = l.compile(r, "parameters", label, bad, badRule)
 		if m := asMap(v.paramsValue); v.paramsValue != nil && (m == nil || m["type"] != "object") {
 			bad("/parameters", "parameters must be a schema with \"type\": \"object\"")
 		}
 	}
 	if r, ok := fields["result"]; ok {
 		v.Result = r
-		v.result, v.resultValue = l.compile(r, "result", label, bad)
+		v.result, v.resultValue = l.compile(r, "result", label, bad, badRule)
 	}
 	// errors catalogue
 	if r, ok := fields["errors"]; ok {
+		for _, p := range unknownEntryFields(r, "/errors", errorFields) {
+			badRule(p[0], p[1], p[2])
+		}
 		if err := json.Unmarshal(r, &v.Errors); err != nil {
 			bad("/errors", "errors must be a list of {code, category, http_status, retryable}: %v", err)
 		}
@@ -299,6 +406,9 @@ func (l *loader) parseVersion(path string, raw []byte, toolID, fileVersion strin
 	}
 	// rules
 	if r, ok := fields["rules"]; ok {
+		for _, p := range unknownEntryFields(r, "/rules", ruleFields) {
+			badRule(p[0], p[1], p[2])
+		}
 		if err := json.Unmarshal(r, &v.Rules); err != nil {
 			bad("/rules", "rules must be a list of {id, rule, message, field, outcome}: %v", err)
 		}
@@ -340,12 +450,16 @@ func (l *loader) parseVersion(path string, raw []byte, toolID, fileVersion strin
 	return v
 }
 
-// compile compiles one embedded schema; it reports problems through bad.
-func (l *loader) compile(r json.RawMessage, field, label string, bad func(string, string, ...any)) (*Schema, any) {
+// compile checks the keywords of one embedded schema and compiles it; it reports problems
+// through bad and badRule.
+func (l *loader) compile(r json.RawMessage, field, label string, bad func(string, string, ...any), badRule func(rule, ptr, msg string)) (*Schema, any) {
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(r))
 	if err != nil {
 		bad("/"+field, "%s: %s is not valid JSON: %v", label, field, err)
 		return nil, nil
+	}
+	for _, p := range checkKeywords(doc, "/"+field, field == "parameters") {
+		badRule(p.rule, p.pointer, p.message)
 	}
 	s, err := compileSchemaValue(doc, "urn:toolgate:"+field)
 	if err != nil {

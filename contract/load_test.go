@@ -173,16 +173,16 @@ func TestLoadBrokenDirectory(t *testing.T) {
 	}
 	want := []string{
 		`pay.refund/schemas/latest.json: schema file name must be vMAJOR.MINOR.PATCH.json`,
-		`pay.refund/schemas/v1.0.0.json:6: unknown field "colour" (extensions must start with x-)`,
+		`pay.refund/schemas/v1.0.0.json:6: unknown field "colour": a schema file holds $schema, description, effect, errors, name, parameters, result, rules, tool_id, version; extensions are x-VENDOR-NAME (e.g. x-acme-owner; VENDOR is lowercase letters and digits)`,
 		`pay.refund/schemas/v1.0.0.json:2: tool_id "pay.other" does not match its folder "pay.refund"`,
 		`pay.refund/schemas/v1.0.0.json:3: version "1.0.1" does not match the file name (v1.0.0.json)`,
 		`pay.refund/schemas/v1.0.0.json:5: effect must be "mutating" or "read_only", not "sometimes"`,
 		`pay.refund/schemas/v1.0.0.json:7: pay.refund v1.0.0: parameters schema does not compile:`,
 		`pay.refund/schemas/v1.1.0.json:3: invalid JSON at line 3, column 14: invalid character ',' looking for beginning of value`,
-		`pay.refund/owner.yaml:3: unknown field "consumer" (expected one of owner, risk_level, consumers)`,
-		`pay.refund/owner.yaml:2: risk_level must be low, medium or high, not "extreme"`,
-		`pay.refund/release-policy.yaml:2: gate.golden_min_pass must be between 0 and 1`,
-		`pay.refund/contracts/golden/a.yaml:2: tool.id "pay.other" does not match the tool folder "pay.refund"`,
+		`pay.refund/owner.yaml:3: consumer: unknown field; did you mean "consumers"?`,
+		`pay.refund/owner.yaml:2: risk_level: must be low, medium or high, not "extreme"`,
+		`pay.refund/release-policy.yaml:2: gate.golden_min_pass: must be between 0 and 1`,
+		`pay.refund/contracts/golden/a.yaml:2: tool.id: "pay.other" is not the tool whose folder holds the case (pay.refund)`,
 		`pay.refund/contracts/golden/b.yaml:2: invalid YAML: mapping values are not allowed in this context`,
 		`pay.refund/contracts/nightly: unknown case suite "nightly" (expected golden, regression or shadow)`,
 	}

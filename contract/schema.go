@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -31,13 +32,54 @@ type FieldError struct {
 
 // CompileSchema compiles a plain JSON Schema document. The draft is 2020-12 unless
 // `$schema` names another; `format` is asserted; references outside the document are refused.
+// Every keyword must be a 2020-12 keyword, a toolgate extension or a vendor extension, as
+// in a tool's parameters (ParseSchema reports each with its line).
 func CompileSchema(data []byte) (*Schema, error) {
+	s, problems := ParseSchema("", data)
+	if len(problems) > 0 {
+		return nil, &LoadError{Problems: problems}
+	}
+	return s, nil
+}
+
+// ParseSchema compiles a plain JSON Schema document read from path with the strictness
+// of a tool's parameters schema: every problem with its line and JSON pointer.
+func ParseSchema(path string, data []byte) (*Schema, []Problem) {
+	l := &loader{}
+	if _, err := DecodeJSON(data); err != nil {
+		line, _ := errLine(err)
+		l.add(path, line, "schema is not JSON: %v", err)
+		return nil, l.problems
+	}
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
 	if err != nil {
-		return nil, fmt.Errorf("schema is not JSON: %w", err)
+		l.add(path, 0, "schema is not JSON: %v", err)
+		return nil, l.problems
 	}
-	return compileSchemaValue(doc, "urn:toolgate:schema")
+	lines := JSONLines(data)
+	for _, p := range checkKeywords(doc, "", false) {
+		l.addRule(p.rule, path, lineOf(lines, p.pointer), p.pointer, p.message)
+	}
+	s, err := compileSchemaValue(doc, "urn:toolgate:schema")
+	if err != nil {
+		l.add(path, 0, "schema does not compile: %s", oneLine(err.Error()))
+	}
+	if len(l.problems) > 0 {
+		return nil, l.problems
+	}
+	return s, nil
 }
+
+// regexFormat asserts "format": "regex" (the schema library knows no such format): the
+// value must compile as a regular expression.
+var regexFormat = &jsonschema.Format{Name: "regex", Validate: func(v any) error {
+	s, ok := v.(string)
+	if !ok {
+		return nil
+	}
+	_, err := regexp.Compile(s)
+	return err
+}}
 
 // noLoader refuses every external reference: contracts must be self-contained.
 type noLoader struct{}
@@ -50,6 +92,7 @@ func compileSchemaValue(doc any, url string) (*Schema, error) {
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
 	c.AssertFormat()
+	c.RegisterFormat(regexFormat)
 	c.UseLoader(noLoader{})
 	if err := c.AddResource(url, doc); err != nil {
 		return nil, err

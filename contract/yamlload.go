@@ -3,221 +3,187 @@ package contract
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 
+	"github.com/toolgate/toolgate/internal/strictyaml"
+	"github.com/toolgate/toolgate/internal/suggest"
 	"go.yaml.in/yaml/v3"
 )
 
-// yamlFile is one YAML document being read, reporting problems with line numbers.
+// yamlFile is one YAML file of the tools directory being read strictly: unknown fields,
+// keys set twice and values of the wrong kind are problems with their line.
 type yamlFile struct {
-	l    *loader
-	path string
+	l     *loader
+	path  string
+	lines map[string]int // YAML path → line, after decode
 }
 
-// parse reads the file into its top-level mapping node; nil (with a problem) when it is
-// not a YAML mapping. ok=false without a problem when the file does not exist.
-func (y yamlFile) parse() (root *yaml.Node, exists bool) {
+// decode reads the file into dst. exists is false (with no problem) when the file does not
+// exist; ok is false when it could not be read or parsed at all.
+func (y *yamlFile) decode(dst any) (exists, ok bool) {
 	b, err := y.l.readFile(y.path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, false
+		return false, false
 	}
 	if err != nil {
 		y.l.add(y.path, 0, "cannot read: %v", unwrapPath(err))
-		return nil, true
+		return true, false
 	}
-	var doc yaml.Node
-	if err := yaml.Unmarshal(b, &doc); err != nil {
-		line := 0
-		msg := strings.TrimPrefix(err.Error(), "yaml: ")
-		if rest, ok := strings.CutPrefix(msg, "line "); ok {
-			if i := strings.Index(rest, ":"); i > 0 {
-				line, _ = strconv.Atoi(rest[:i])
-				msg = strings.TrimSpace(rest[i+1:])
-				line += yamlParserLineFix(msg)
-			}
+	root, p := strictyaml.Parse(b)
+	if p != nil {
+		y.l.add(y.path, p.Line, "%s", p.Message)
+		return true, false
+	}
+	if root == nil {
+		y.lines = map[string]int{"": 1}
+		return true, true
+	}
+	if root.Kind != yaml.MappingNode {
+		y.l.add(y.path, root.Line, "must be a YAML mapping of fields")
+		return true, false
+	}
+	lines, problems := strictyaml.Decode(root, dst)
+	y.lines = lines
+	for _, p := range problems {
+		rule := ""
+		if strings.HasPrefix(p.Message, "unknown field") {
+			rule = RuleFieldUnknown
 		}
-		y.l.add(y.path, line, "invalid YAML: %s", msg)
-		return nil, true
+		y.l.addRule(rule, y.path, p.Line, "", pathMessage(p))
 	}
-	if len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
-		y.l.add(y.path, doc.Line, "must be a YAML mapping")
-		return nil, true
-	}
-	return doc.Content[0], true
+	return true, len(problems) == 0
 }
 
-// yamlParserLineFix corrects the YAML library's line for parser (not scanner) errors,
-// which it reports 0-based.
-func yamlParserLineFix(msg string) int {
-	for _, m := range []string{
-		"did not find expected key", "did not find expected '-' indicator",
-		"did not find expected ',' or ']'", "did not find expected ',' or '}'",
-		"did not find expected node content", "did not find expected <document start>",
-	} {
-		if strings.HasPrefix(msg, m) {
-			return 1
-		}
+// pathMessage prefixes a problem's message with its YAML path.
+func pathMessage(p strictyaml.Problem) string {
+	if p.Path == "" {
+		return p.Message
 	}
-	return 0
+	return p.Path + ": " + p.Message
 }
 
-func (y yamlFile) bad(n *yaml.Node, format string, args ...any) {
-	line := 0
-	if n != nil {
-		line = n.Line
-	}
-	y.l.add(y.path, line, format, args...)
+// line returns the line of a YAML path, or of its nearest ancestor.
+func (y *yamlFile) line(path string) int { return strictyaml.LineOf(y.lines, path) }
+
+// bad reports a problem at a YAML path; the message follows the path ("risk_level: must
+// be low, medium or high").
+func (y *yamlFile) bad(path, format string, args ...any) {
+	y.badRule("", path, format, args...)
 }
 
-// fields returns the mapping's key→value nodes and reports keys not in known.
-func (y yamlFile) fields(m *yaml.Node, known ...string) map[string]*yaml.Node {
-	out := map[string]*yaml.Node{}
-	for i := 0; i+1 < len(m.Content); i += 2 {
-		k := m.Content[i]
-		out[k.Value] = m.Content[i+1]
-		if known != nil && !contains(known, k.Value) {
-			y.bad(k, "unknown field %q (expected one of %s)", k.Value, strings.Join(known, ", "))
-		}
+func (y *yamlFile) badRule(rule, path, format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	if path != "" {
+		msg = path + ": " + msg
 	}
-	return out
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-func (y yamlFile) str(n *yaml.Node, key string) string {
-	if n == nil || n.Tag == "!!null" {
-		return ""
-	}
-	if n.Kind != yaml.ScalarNode {
-		y.bad(n, "%s must be a string", key)
-		return ""
-	}
-	return n.Value
-}
-
-func (y yamlFile) strs(n *yaml.Node, key string) []string {
-	if n == nil || n.Tag == "!!null" {
-		return nil
-	}
-	if n.Kind != yaml.SequenceNode {
-		y.bad(n, "%s must be a list of strings", key)
-		return nil
-	}
-	out := make([]string, 0, len(n.Content))
-	for _, c := range n.Content {
-		out = append(out, y.str(c, key+" item"))
-	}
-	return out
-}
-
-func (y yamlFile) float(n *yaml.Node, key string) float64 {
-	if n == nil || n.Tag == "!!null" {
-		return 0
-	}
-	f, err := strconv.ParseFloat(n.Value, 64)
-	if n.Kind != yaml.ScalarNode || err != nil {
-		y.bad(n, "%s must be a number", key)
-	}
-	return f
-}
-
-func (y yamlFile) boolean(n *yaml.Node, key string) bool {
-	if n == nil || n.Tag == "!!null" {
-		return false
-	}
-	var b bool
-	if n.Kind != yaml.ScalarNode || n.Decode(&b) != nil {
-		y.bad(n, "%s must be true or false", key)
-	}
-	return b
+	y.l.addRule(rule, y.path, y.line(path), "", msg)
 }
 
 // jsonOf converts a YAML value into JSON; null for a missing node.
-func (y yamlFile) jsonOf(n *yaml.Node, key string) json.RawMessage {
+func (y *yamlFile) jsonOf(n *yaml.Node, key string) json.RawMessage {
 	if n == nil {
 		return json.RawMessage("null")
 	}
 	var v any
 	if err := n.Decode(&v); err != nil {
-		y.bad(n, "%s: %v", key, err)
+		y.bad(key, "cannot be read: %v", strings.TrimPrefix(err.Error(), "yaml: "))
 		return json.RawMessage("null")
 	}
 	b, err := json.Marshal(v)
 	if err != nil {
-		y.bad(n, "%s cannot be expressed as JSON: %v", key, err)
+		y.bad(key, "cannot be expressed as JSON (keys must be strings): %v", err)
 		return json.RawMessage("null")
 	}
 	return b
 }
 
+// ownerFile is owner.yaml (SPEC 1.2).
+type ownerFile struct {
+	Owner     string   `yaml:"owner"`
+	RiskLevel string   `yaml:"risk_level"`
+	Consumers []string `yaml:"consumers"`
+}
+
+// RiskLevels are the values of owner.yaml's risk_level.
+var RiskLevels = []string{"low", "medium", "high"}
+
 func (l *loader) loadOwner(t *Tool) {
-	y := yamlFile{l, filepath.Join(t.Dir, "owner.yaml")}
-	root, exists := y.parse()
+	y := &yamlFile{l: l, path: filepath.Join(t.Dir, "owner.yaml")}
+	var f ownerFile
+	exists, _ := y.decode(&f)
 	if !exists {
 		return
 	}
-	t.Owner.File = y.path
-	if root == nil {
-		return
-	}
-	f := y.fields(root, "owner", "risk_level", "consumers")
-	t.Owner.Owner = y.str(f["owner"], "owner")
-	t.Owner.RiskLevel = y.str(f["risk_level"], "risk_level")
-	t.Owner.Consumers = y.strs(f["consumers"], "consumers")
-	if r := t.Owner.RiskLevel; r != "" && r != "low" && r != "medium" && r != "high" {
-		y.bad(f["risk_level"], "risk_level must be low, medium or high, not %q", r)
+	t.Owner = Owner{Owner: f.Owner, RiskLevel: f.RiskLevel, Consumers: f.Consumers, File: y.path}
+	if r := f.RiskLevel; r != "" && !contains(RiskLevels, r) {
+		msg := fmt.Sprintf("must be low, medium or high, not %q", r)
+		if near := suggest.Nearest(r, RiskLevels, 1); len(near) > 0 {
+			msg += "; " + suggest.DidYouMean(near...)
+		}
+		y.bad("risk_level", "%s", msg)
 	}
 }
 
+// policyFile is release-policy.yaml (SPEC 1.3).
+type policyFile struct {
+	CompatibleWith        []string `yaml:"compatible_with"`
+	DeprecatedVersions    []string `yaml:"deprecated_versions"`
+	DeprecationWindowDays int      `yaml:"deprecation_window_days"`
+	Gate                  *struct {
+		GoldenMinPass            *float64 `yaml:"golden_min_pass"`
+		RegressionMinPass        *float64 `yaml:"regression_min_pass"`
+		ShadowMinPass            *float64 `yaml:"shadow_min_pass"`
+		HighRiskRequiresApproval bool     `yaml:"high_risk_requires_approval"`
+	} `yaml:"gate"`
+}
+
+// DefaultGate holds the release gate's thresholds where a release policy leaves one out
+// (or a tool has no release-policy.yaml): every golden and regression case must pass, 95%
+// of shadow cases. A threshold left out is never 0.
+var DefaultGate = GatePolicy{GoldenMinPass: 1, RegressionMinPass: 1, ShadowMinPass: 0.95}
+
 func (l *loader) loadPolicy(t *Tool) {
-	y := yamlFile{l, filepath.Join(t.Dir, "release-policy.yaml")}
-	root, exists := y.parse()
+	t.Policy.Gate = DefaultGate
+	y := &yamlFile{l: l, path: filepath.Join(t.Dir, "release-policy.yaml")}
+	var f policyFile
+	exists, _ := y.decode(&f)
 	if !exists {
 		return
 	}
-	t.Policy.File = y.path
-	if root == nil {
+	p := &t.Policy
+	p.File = y.path
+	p.CompatibleWith, p.DeprecatedVersions, p.DeprecationWindowDays = f.CompatibleWith, f.DeprecatedVersions, f.DeprecationWindowDays
+	for key, pats := range map[string][]string{"compatible_with": p.CompatibleWith, "deprecated_versions": p.DeprecatedVersions} {
+		for i, pat := range pats {
+			if !validVersionPattern(pat) {
+				y.bad(fmt.Sprintf("%s[%d]", key, i), "version pattern %q is not a version or a wildcard such as 2.x or 2.0.x", pat)
+			}
+		}
+	}
+	if p.DeprecationWindowDays < 0 {
+		y.bad("deprecation_window_days", "must not be negative")
+	}
+	if f.Gate == nil {
 		return
 	}
-	f := y.fields(root, "compatible_with", "deprecated_versions", "deprecation_window_days", "gate")
-	p := &t.Policy
-	p.CompatibleWith = y.strs(f["compatible_with"], "compatible_with")
-	p.DeprecatedVersions = y.strs(f["deprecated_versions"], "deprecated_versions")
-	p.DeprecationWindowDays = int(y.float(f["deprecation_window_days"], "deprecation_window_days"))
-	for _, pat := range append(append([]string{}, p.CompatibleWith...), p.DeprecatedVersions...) {
-		if !validVersionPattern(pat) {
-			y.bad(root, "version pattern %q is not a version or a wildcard such as 2.x or 2.0.x", pat)
-		}
-	}
-	if g := f["gate"]; g != nil && g.Tag != "!!null" {
-		if g.Kind != yaml.MappingNode {
-			y.bad(g, "gate must be a mapping")
+	rate := func(key string, v *float64, dst *float64) {
+		if v == nil {
 			return
 		}
-		gf := y.fields(g, "golden_min_pass", "regression_min_pass", "shadow_min_pass", "high_risk_requires_approval")
-		rate := func(key string) float64 {
-			v := y.float(gf[key], "gate."+key)
-			if v < 0 || v > 1 {
-				y.bad(gf[key], "gate.%s must be between 0 and 1", key)
-			}
-			return v
+		if *v < 0 || *v > 1 {
+			y.bad("gate."+key, "must be between 0 and 1")
 		}
-		p.Gate.GoldenMinPass = rate("golden_min_pass")
-		p.Gate.RegressionMinPass = rate("regression_min_pass")
-		p.Gate.ShadowMinPass = rate("shadow_min_pass")
-		p.Gate.HighRiskRequiresApproval = y.boolean(gf["high_risk_requires_approval"], "gate.high_risk_requires_approval")
+		*dst = *v
 	}
+	rate("golden_min_pass", f.Gate.GoldenMinPass, &p.Gate.GoldenMinPass)
+	rate("regression_min_pass", f.Gate.RegressionMinPass, &p.Gate.RegressionMinPass)
+	rate("shadow_min_pass", f.Gate.ShadowMinPass, &p.Gate.ShadowMinPass)
+	p.Gate.HighRiskRequiresApproval = f.Gate.HighRiskRequiresApproval
 }
 
 func validVersionPattern(p string) bool {
@@ -245,6 +211,35 @@ func allWild(parts []string) bool {
 	return true
 }
 
+// caseFile is a contract case (SPEC 1.4).
+type caseFile struct {
+	CaseID                string            `yaml:"case_id"`
+	Source                string            `yaml:"source"`
+	Agent                 string            `yaml:"agent"`
+	UserIntent            string            `yaml:"user_intent"`
+	Tool                  *caseTool         `yaml:"tool"`
+	ExpectedToolArguments *yaml.Node        `yaml:"expected_tool_arguments"`
+	MockToolResult        *yaml.Node        `yaml:"mock_tool_result"`
+	Expected              *caseExpectedFile `yaml:"expected"`
+	ExpectedErrors        []ExpectedError   `yaml:"expected_errors"` // also accepted beside expected
+	ExpectedAgentBehavior *struct {
+		MustInclude    []string `yaml:"must_include"`
+		MustNotInclude []string `yaml:"must_not_include"`
+	} `yaml:"expected_agent_behavior"`
+	AgentResponse string `yaml:"agent_response"`
+}
+
+type caseTool struct {
+	ID      string `yaml:"id"`
+	Version string `yaml:"version"`
+}
+
+type caseExpectedFile struct {
+	ToolStatus     string          `yaml:"tool_status"`
+	Validation     string          `yaml:"validation"`
+	ExpectedErrors []ExpectedError `yaml:"expected_errors"`
+}
+
 func (l *loader) loadCases(t *Tool) {
 	cdir := filepath.Join(t.Dir, "contracts")
 	entries, err := l.readDir(cdir)
@@ -257,7 +252,11 @@ func (l *loader) loadCases(t *Tool) {
 		}
 		suite := e.Name()
 		if !contains(Suites, suite) {
-			l.add(filepath.Join(cdir, suite), 0, "unknown case suite %q (expected golden, regression or shadow)", suite)
+			msg := fmt.Sprintf("unknown case suite %q (expected golden, regression or shadow)", suite)
+			if near := suggest.Nearest(suite, Suites, 1); len(near) > 0 {
+				msg = fmt.Sprintf("unknown case suite %q; %s", suite, suggest.DidYouMean(near...))
+			}
+			l.add(filepath.Join(cdir, suite), 0, "%s", msg)
 			continue
 		}
 		files, _ := l.readDir(filepath.Join(cdir, suite))
@@ -266,7 +265,7 @@ func (l *loader) loadCases(t *Tool) {
 			if f.IsDir() || (ext != ".yaml" && ext != ".yml") {
 				continue
 			}
-			if c := l.loadCase(filepath.Join(cdir, suite, f.Name()), suite, t.ID); c != nil {
+			if c := l.loadCase(filepath.Join(cdir, suite, f.Name()), suite, t); c != nil {
 				t.Cases = append(t.Cases, c)
 			}
 		}
@@ -280,68 +279,69 @@ func (l *loader) loadCases(t *Tool) {
 	})
 }
 
-func (l *loader) loadCase(path, suite, toolID string) *Case {
-	y := yamlFile{l, path}
+func (l *loader) loadCase(path, suite string, t *Tool) *Case {
+	y := &yamlFile{l: l, path: path}
 	before := len(l.problems)
-	root, _ := y.parse()
-	if root == nil {
-		return nil
+	var f caseFile
+	if _, ok := y.decode(&f); !ok && len(l.problems) > before && y.lines == nil {
+		return nil // not YAML at all
 	}
-	f := y.fields(root)
-	c := &Case{Suite: suite, File: path}
-	c.ID = y.str(f["case_id"], "case_id")
-	c.Source = y.str(f["source"], "source")
-	c.Agent = y.str(f["agent"], "agent")
-	c.UserIntent = y.str(f["user_intent"], "user_intent")
-	c.AgentResponse = y.str(f["agent_response"], "agent_response")
+	c := &Case{Suite: suite, File: path, ID: f.CaseID, Source: f.Source, Agent: f.Agent, UserIntent: f.UserIntent, AgentResponse: f.AgentResponse}
 	if c.ID == "" {
-		y.bad(root, "missing case_id")
+		y.bad("case_id", "is required")
 	}
-	if tn := f["tool"]; tn == nil || tn.Kind != yaml.MappingNode {
-		y.bad(root, "tool must be a mapping {id, version}")
+	if f.Tool == nil {
+		y.bad("tool", "is required: {id: %s, version: MAJOR.MINOR.PATCH}", t.ID)
 	} else {
-		tf := y.fields(tn, "id", "version")
-		c.ToolID = y.str(tf["id"], "tool.id")
-		c.ToolVersion = y.str(tf["version"], "tool.version")
-		if c.ToolID != toolID {
-			y.bad(tn, "tool.id %q does not match the tool folder %q", c.ToolID, toolID)
+		c.ToolID, c.ToolVersion = f.Tool.ID, f.Tool.Version
+		if c.ToolID != t.ID {
+			y.badRule(RuleCaseTool, "tool.id", "%q is not the tool whose folder holds the case (%s)", c.ToolID, t.ID)
 		}
 		if _, ok := ParseSemver(c.ToolVersion); !ok {
-			y.bad(tn, "tool.version %q is not semver (MAJOR.MINOR.PATCH)", c.ToolVersion)
+			y.badRule(RuleCaseVersion, "tool.version", "%q is not a version (MAJOR.MINOR.PATCH)", c.ToolVersion)
+		} else if t.Version(c.ToolVersion) == nil && !l.schemaFileExists(t, c.ToolVersion) {
+			y.badRule(RuleCaseVersion, "tool.version", "%s", t.VersionNotFoundDetail(c.ToolVersion))
 		}
 	}
-	c.Arguments = y.jsonOf(f["expected_tool_arguments"], "expected_tool_arguments")
-	c.MockResult = y.jsonOf(f["mock_tool_result"], "mock_tool_result")
-	if en := f["expected"]; en != nil && en.Tag != "!!null" {
-		if en.Kind != yaml.MappingNode {
-			y.bad(en, "expected must be a mapping")
-		} else {
-			ef := y.fields(en)
-			c.Expected.ToolStatus = y.str(ef["tool_status"], "expected.tool_status")
-			c.Expected.Validation = y.str(ef["validation"], "expected.validation")
-			if v := c.Expected.Validation; v != "" && v != "ok" && v != "invalid" {
-				y.bad(ef["validation"], "expected.validation must be ok or invalid, not %q", v)
-			}
-			if n := ef["expected_errors"]; n != nil {
-				if err := n.Decode(&c.Expected.ExpectedErrors); err != nil {
-					y.bad(n, "expected.expected_errors must be a list of {pointer, code}")
-				}
-			}
+	c.Arguments = y.jsonOf(f.ExpectedToolArguments, "expected_tool_arguments")
+	c.MockResult = y.jsonOf(f.MockToolResult, "mock_tool_result")
+	if e := f.Expected; e != nil {
+		c.Expected = CaseExpected{ToolStatus: e.ToolStatus, Validation: e.Validation, ExpectedErrors: e.ExpectedErrors}
+		if v := e.Validation; v != "" && v != "ok" && v != "invalid" {
+			y.bad("expected.validation", "must be ok or invalid, not %q", v)
+		}
+		c.HasExpectation = e.ToolStatus != "" || e.Validation != "" || len(e.ExpectedErrors) > 0
+	}
+	errPath := "expected.expected_errors"
+	if len(f.ExpectedErrors) > 0 {
+		errPath = "expected_errors"
+		if len(c.Expected.ExpectedErrors) > 0 {
+			y.bad("expected_errors", "is given twice, here and under expected: keep one")
+		}
+		c.Expected.ExpectedErrors = f.ExpectedErrors
+		c.HasExpectation = true
+	}
+	for i, e := range c.Expected.ExpectedErrors {
+		if e.Code == "" {
+			y.bad(fmt.Sprintf("%s[%d]", errPath, i), "has no code")
+		}
+		if e.Pointer != "" && !strings.HasPrefix(e.Pointer, "/") {
+			y.bad(fmt.Sprintf("%s[%d]", errPath, i), "pointer %q must be a JSON pointer such as /order_id (\"\" for the arguments as a whole)", e.Pointer)
 		}
 	}
-	if n := f["expected_errors"]; n != nil && len(c.Expected.ExpectedErrors) == 0 {
-		// also accepted at the top level, next to `expected`
-		if err := n.Decode(&c.Expected.ExpectedErrors); err != nil {
-			y.bad(n, "expected_errors must be a list of {pointer, code}")
-		}
+	if b := f.ExpectedAgentBehavior; b != nil {
+		c.MustInclude, c.MustNotInclude = b.MustInclude, b.MustNotInclude
 	}
-	if bn := f["expected_agent_behavior"]; bn != nil && bn.Kind == yaml.MappingNode {
-		bf := y.fields(bn)
-		c.MustInclude = y.strs(bf["must_include"], "must_include")
-		c.MustNotInclude = y.strs(bf["must_not_include"], "must_not_include")
-	}
+	c.HasExpectation = c.HasExpectation || len(c.MustInclude)+len(c.MustNotInclude) > 0 || f.ExpectedToolArguments != nil
 	if len(l.problems) > before {
 		return nil
 	}
 	return c
+}
+
+// schemaFileExists reports whether a version's schema file is on disk even though it did
+// not load (its load problem is reported already).
+func (l *loader) schemaFileExists(t *Tool, version string) bool {
+	_, err := fs.Stat(l.fsys, l.fsPath(filepath.Join(t.Dir, "schemas", "v"+version+".json")))
+	return err == nil
 }

@@ -159,3 +159,30 @@ func argValue(args map[string]any, path string) (string, error) {
 		return "", fmt.Errorf("is not a scalar (%T)", cur)
 	}
 }
+
+// Placeholder is one {name} of a template and where it stands.
+type Placeholder struct {
+	Name   string // "tenant", "args.order_id"
+	Offset int    // byte offset of its "{"
+}
+
+// Placeholders lists a template's placeholders in order, without checking their names;
+// an unclosed "{" or an unmatched "}" is an error wrapping ErrTemplate, as Expand reports
+// it. Configuration checks use it to refuse unknown placeholders at load time.
+func Placeholders(tmpl string) ([]Placeholder, error) {
+	var out []Placeholder
+	for i := 0; i < len(tmpl); i++ {
+		switch tmpl[i] {
+		case '{':
+			end := strings.IndexByte(tmpl[i+1:], '}')
+			if end < 0 {
+				return out, fmt.Errorf("%w: unclosed \"{\" at byte %d", ErrTemplate, i)
+			}
+			out = append(out, Placeholder{Name: tmpl[i+1 : i+1+end], Offset: i})
+			i += end + 1
+		case '}':
+			return out, fmt.Errorf("%w: unmatched \"}\" at byte %d", ErrTemplate, i)
+		}
+	}
+	return out, nil
+}

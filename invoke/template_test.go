@@ -135,3 +135,32 @@ func FuzzExpand(f *testing.F) {
 		}
 	})
 }
+
+func TestPlaceholders(t *testing.T) {
+	t.Parallel()
+	got, err := Placeholders("http://h/{tenant}/x/{args.order_id}?k={downstream_key}")
+	if err != nil || len(got) != 3 || got[0] != (Placeholder{"tenant", 9}) || got[1].Name != "args.order_id" || got[2].Name != "downstream_key" {
+		t.Fatalf("got %v, %v", got, err)
+	}
+	for _, bad := range []string{"http://h/{tenant", "http://h/}x", "{a}{"} {
+		if _, err := Placeholders(bad); !errors.Is(err, ErrTemplate) {
+			t.Errorf("%q: err %v", bad, err)
+		}
+	}
+	// Expand and Placeholders agree on the placeholders a template has
+	for _, tmpl := range []string{"", "plain", "{tenant}:{action_id}", "http://h/{args.a.b}?q={args.c}", "{}"} {
+		ps, err := Placeholders(tmpl)
+		if err != nil {
+			t.Fatalf("%q: %v", tmpl, err)
+		}
+		v := Vars{Tenant: "t", ActionID: "a", Args: map[string]any{"a": map[string]any{"b": "x"}, "c": "y"}}
+		_, expErr := Expand(tmpl, v, "k")
+		unknown := false
+		for _, p := range ps {
+			unknown = unknown || p.Name == ""
+		}
+		if (expErr != nil) != unknown {
+			t.Errorf("%q: Expand error %v, placeholders %v", tmpl, expErr, ps)
+		}
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/toolgate/toolgate/contract"
+	"github.com/toolgate/toolgate/internal/suggest"
 )
 
 // Severity of a finding: errors fail the lint, warnings are advice.
@@ -44,6 +45,11 @@ type Rule struct {
 // Rules is the catalogue of checks, in the order docs/contracts.md lists them.
 var Rules = []Rule{
 	{"load", Error, "the directory loads: JSON/YAML syntax, required fields, tool_id/version match their folder and file, schemas and CEL rules compile"},
+	{contract.RuleKeywordUnknown, Error, "every keyword in parameters and result is a JSON Schema 2020-12 keyword, a toolgate extension or a vendor extension (x-VENDOR-NAME)"},
+	{contract.RuleDraftUnsupported, Error, "schemas are JSON Schema 2020-12: no $schema of another draft, no keyword 2020-12 replaced (additionalItems, $recursiveRef)"},
+	{contract.RuleExtensionUnknown, Error, "every x- key is a toolgate extension in its place or a vendor extension x-VENDOR-NAME; a near miss of a toolgate extension is an error"},
+	{contract.RuleFormatUnknown, Error, "every format is one toolgate asserts"},
+	{contract.RuleFieldUnknown, Error, "schema files and YAML files hold no unknown fields"},
 	{"tool-id-format", Error, "tool_id is a stable dotted name: lowercase namespace.name ([a-z][a-z0-9_]*, at least one dot)"},
 	{"name-changed", Warning, "the function name stays the same across versions"},
 	{"owner-missing", Error, "owner.yaml names an owner"},
@@ -58,10 +64,13 @@ var Rules = []Rule{
 	{"error-category-invalid", Error, "error categories are business, validation, permission, rate_limit or platform"},
 	{"errors-missing", Warning, "mutating tools list their error catalogue"},
 	{"idempotency-key-not-string", Error, "the x-idempotency-key property is a string"},
-	{"annotation-invalid", Error, "x-sensitive and x-idempotency-key are booleans, x-idempotency-key sits on a top-level parameter, x-impact is funds, permissions or security"},
+	{contract.RuleAnnotation, Error, "x-sensitive, x-idempotency-key and x-draft are booleans, x-idempotency-key sits on a top-level parameter, x-impact is funds, permissions or security, x-enum-descriptions describes values of its enum"},
 	{"rule-field-unknown", Warning, "a rule's field points at a declared parameter"},
 	{"golden-cases-missing", Error, "mutating tools have contract cases in contracts/golden/"},
-	{"case-version-unknown", Error, "a contract case names a version the tool has"},
+	{contract.RuleCaseTool, Error, "a contract case names the tool whose folder holds it"},
+	{contract.RuleCaseVersion, Error, "a contract case names a version the tool has"},
+	{"case-expects-nothing", Warning, "a contract case states an expectation: expected_tool_arguments, expected or expected_agent_behavior"},
+	{"file-unknown", Warning, "a tool folder holds only owner.yaml, release-policy.yaml, changelog.md, schemas/ and contracts/ (a misspelt owner.yaml would not be read)"},
 	{"case-id-mismatch", Warning, "a contract case's case_id matches its file name"},
 	{"changelog-missing", Error, "each tool has a changelog.md"},
 	{"changelog-version-missing", Error, "the changelog mentions every version"},
@@ -86,7 +95,7 @@ func Run(dir string) []Finding {
 	reg, problems := contract.Inspect(dir)
 	var out []Finding
 	for _, p := range problems {
-		out = append(out, Finding{ID: "load", Severity: Error, File: p.File, Line: p.Line, Message: p.Message})
+		out = append(out, Finding{ID: p.RuleID(), Severity: Error, File: p.File, Line: p.Line, Pointer: p.Pointer, Message: p.Message})
 	}
 	out = append(out, Check(reg)...)
 	out = append(out, checkLock(dir)...)
@@ -167,17 +176,50 @@ func (c *checker) run() {
 		}
 	}
 	for _, cs := range t.Cases {
-		if t.Version(cs.ToolVersion) == nil && cs.ToolVersion != "" && !schemaFileExists(t, cs.ToolVersion) {
-			c.add("case-version-unknown", cs.ToolVersion, cs.File, yamlKeyLine(cs.File, "tool"), "",
-				"case "+cs.ID+" names version "+cs.ToolVersion+", which "+t.ID+" does not have")
-		}
 		base := strings.TrimSuffix(filepath.Base(cs.File), filepath.Ext(cs.File))
 		if cs.ID != base {
 			c.add("case-id-mismatch", "", cs.File, yamlKeyLine(cs.File, "case_id"), "",
 				"case_id "+cs.ID+" does not match the file name "+filepath.Base(cs.File))
 		}
+		if !cs.HasExpectation {
+			c.add("case-expects-nothing", "", cs.File, yamlKeyLine(cs.File, "case_id"), "",
+				"case "+cs.ID+" expects nothing, so it passes whatever happens: add expected_tool_arguments, expected (tool_status, validation, expected_errors) or expected_agent_behavior")
+		}
 	}
 	c.checkChangelog()
+	c.checkFiles()
+}
+
+// toolEntries are what a tool folder may hold; anything else is probably a misspelling.
+var toolEntries = []string{"owner.yaml", "release-policy.yaml", "changelog.md", "schemas", "contracts"}
+
+// checkFiles warns about files and folders of a tool folder the loader does not read.
+func (c *checker) checkFiles() {
+	entries, err := os.ReadDir(c.tool.Dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if strings.HasPrefix(name, ".") || contains(toolEntries, name) {
+			continue
+		}
+		ext := strings.ToLower(filepath.Ext(name))
+		near := suggest.Nearest(name, toolEntries, 3)
+		switch {
+		case e.IsDir(), ext == ".yaml", ext == ".yml", ext == ".json":
+		case ext == ".md" && len(near) > 0: // a misspelt changelog.md
+		default:
+			continue // README.md, images, notes: the owners' business
+		}
+		msg := name + " is not read by toolgate"
+		if len(near) > 0 {
+			msg += "; " + suggest.DidYouMean(near...)
+		} else {
+			msg += " (a tool folder holds " + strings.Join(toolEntries, ", ") + ")"
+		}
+		c.add("file-unknown", "", filepath.Join(c.tool.Dir, name), 0, "", msg)
+	}
 }
 
 // yamlKeyLine finds the line of a top-level key in a YAML file; 0 when not found.
@@ -192,11 +234,4 @@ func yamlKeyLine(file, key string) int {
 		}
 	}
 	return 0
-}
-
-// schemaFileExists reports whether a version's schema file is on disk even though it did
-// not load (its load problem is reported already).
-func schemaFileExists(t *contract.Tool, version string) bool {
-	_, err := os.Stat(filepath.Join(t.Dir, "schemas", "v"+version+".json"))
-	return err == nil
 }

@@ -119,7 +119,6 @@ func (c *checker) walkSchema(v *contract.Version, s any, ptr, prop string, param
 	if prop != "" {
 		c.checkProperty(v, m, types, ptr, prop, params)
 	}
-	c.checkAnnotations(v, m, ptr, depth)
 	if props, ok := m["properties"].(map[string]any); ok {
 		names := make([]string, 0, len(props))
 		for n := range props {
@@ -246,29 +245,6 @@ func (c *checker) checkIdempotencyKey(v *contract.Version, params any) {
 func asMap(v any) map[string]any {
 	m, _ := v.(map[string]any)
 	return m
-}
-
-var impacts = []string{"funds", "permissions", "security"}
-
-// checkAnnotations checks toolgate's x-* annotations on one schema node.
-func (c *checker) checkAnnotations(v *contract.Version, m map[string]any, ptr string, depth int) {
-	for _, k := range []string{"x-sensitive", "x-idempotency-key"} {
-		if val, ok := m[k]; ok {
-			if _, isBool := val.(bool); !isBool {
-				c.add("annotation-invalid", v.Version, v.File, lineOf(v, ptr+"/"+k), ptr+"/"+k, k+" must be true or false")
-			}
-		}
-	}
-	if b, _ := m["x-idempotency-key"].(bool); b && (depth != 1 || !strings.HasPrefix(ptr, "/parameters/properties/")) {
-		c.add("annotation-invalid", v.Version, v.File, lineOf(v, ptr+"/x-idempotency-key"), ptr+"/x-idempotency-key",
-			"x-idempotency-key only counts on a top-level parameter")
-	}
-	if val, ok := m["x-impact"]; ok {
-		if s, _ := val.(string); !contains(impacts, s) {
-			c.add("annotation-invalid", v.Version, v.File, lineOf(v, ptr+"/x-impact"), ptr+"/x-impact",
-				"x-impact must be funds, permissions or security, not "+compactJSON(val))
-		}
-	}
 }
 
 func compactJSON(v any) string {

@@ -60,6 +60,14 @@ func (e *Exported) ToolID(name string) (string, bool) {
 
 // Export builds the definitions of every tool's default version in the given format.
 func Export(reg *contract.Registry, format string) (*Exported, error) {
+	return ExportSelected(reg, format, nil)
+}
+
+// ExportSelected is Export of the tools include accepts (nil: every tool). The gateway
+// passes its bindings, so a tool that can only answer 503 tool_not_bound is not offered
+// to agents. Exported names are computed over every tool of the registry, so a tool's
+// name does not change when another tool gains or loses a binding.
+func ExportSelected(reg *contract.Registry, format string, include func(toolID string) bool) (*Exported, error) {
 	if !validFormat(format) {
 		return nil, fmt.Errorf("unknown export format %q (want %s)", format, strings.Join(Formats, ", "))
 	}
@@ -72,7 +80,7 @@ func Export(reg *contract.Registry, format string) (*Exported, error) {
 	out := &Exported{Format: format, Names: map[string]string{}, Versions: map[string]string{}, Tools: []json.RawMessage{}, Warnings: []Warning{}}
 	for _, t := range tools {
 		v := t.Default()
-		if v == nil {
+		if v == nil || (include != nil && !include(t.ID)) {
 			continue
 		}
 		name := names[t.ID]

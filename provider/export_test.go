@@ -121,3 +121,28 @@ func TestExportExamples(t *testing.T) {
 		t.Errorf("payments.issue_refund MCP annotations %v output %v", refund.Annotations, refund.Output != nil)
 	}
 }
+
+// TestExportSelected: a tool left out is absent from tools, names and versions, and the
+// names of the others do not change.
+func TestExportSelected(t *testing.T) {
+	t.Parallel()
+	reg, err := contract.Load("../examples/agent-tools")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range Formats {
+		all, _ := Export(reg, f)
+		some, err := ExportSelected(reg, f, func(id string) bool { return id != "payments.issue_refund" })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(some.Tools) != 2 || len(some.Names) != 2 || some.Versions["payments.issue_refund"] != "" {
+			t.Fatalf("%s: %d tools, names %v", f, len(some.Tools), some.Names)
+		}
+		for name, id := range some.Names {
+			if all.Names[name] != id {
+				t.Errorf("%s: %s is named %s only when another tool is left out", f, id, name)
+			}
+		}
+	}
+}

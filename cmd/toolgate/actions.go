@@ -122,7 +122,35 @@ func (c *conn) parse(e env, fs *flag.FlagSet, args []string, positional int) ([]
 		c.usageErr(e, fs, "the action id is empty")
 		return nil, exitUsage, false
 	}
+	base, err := gatewayBase(*c.gateway, os.Getenv(envGatewayURL))
+	if err != nil {
+		c.usageErr(e, fs, "%v", err)
+		return nil, exitUsage, false
+	}
+	*c.gateway = base
 	return pos, exitOK, true
+}
+
+// gatewayBase is the gateway's base URL from --gateway, else $TOOLGATE_URL, else the
+// default. host:port means http://host:port; anything else must be an http(s) URL with a
+// host.
+func gatewayBase(flagValue, envValue string) (string, error) {
+	raw, from := strings.TrimSpace(flagValue), "--gateway"
+	if raw == "" {
+		raw, from = strings.TrimSpace(envValue), "$"+envGatewayURL
+	}
+	if raw == "" {
+		return defaultURL, nil
+	}
+	s := raw
+	if !strings.Contains(s, "://") {
+		s = "http://" + s
+	}
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+		return "", fmt.Errorf("%s %q is not a gateway address: give host:port (127.0.0.1:8080) or an http(s) URL (https://gw.example.com)", from, raw)
+	}
+	return strings.TrimRight(u.String(), "/"), nil
 }
 
 func (c *conn) usageErr(e env, fs *flag.FlagSet, format string, args ...any) {
@@ -132,10 +160,7 @@ func (c *conn) usageErr(e env, fs *flag.FlagSet, format string, args ...any) {
 
 // client builds the API client from the flags and the environment.
 func (c *conn) client() (*client.Client, string) {
-	base := *c.gateway
-	if base == "" {
-		base = os.Getenv(envGatewayURL)
-	}
+	base := *c.gateway // normalized by parse
 	if base == "" {
 		base = defaultURL
 	}

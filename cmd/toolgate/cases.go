@@ -74,11 +74,11 @@ func runCases(ctx context.Context, e env) int {
 	}
 	reg, err := contract.Load(*dir)
 	if err != nil {
-		return usage(fmt.Sprintf("load %s: %v", *dir, err))
+		return loadFailure(e, "cases capture", *dir, err)
 	}
 	t := reg.Tool(*toolID)
 	if t == nil {
-		return usage(fmt.Sprintf("unknown tool %q in %s", *toolID, *dir))
+		return usage(fmt.Sprintf("%s: %s", *dir, reg.ToolNotFoundDetail(*toolID)))
 	}
 	var recs []capture.Record
 	var warnings []string

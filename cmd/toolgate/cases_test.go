@@ -110,7 +110,7 @@ func TestCasesUsage(t *testing.T) {
 		{name: "both sources", args: []string{"cases", "capture", "--tool", "refund.create_request", "--from-log", "x", "--from-ledger", "sqlite://y", exampleTools}, want: "exactly one of"},
 		{name: "missing ledger file", args: []string{"cases", "capture", "--tool", "refund.create_request", "--from-ledger", "sqlite:///nonexistent/x.db", exampleTools}, want: "no such file"},
 		{name: "bad dsn", args: []string{"cases", "capture", "--tool", "refund.create_request", "--from-ledger", "mysql://x", exampleTools}, want: "neither sqlite"},
-		{name: "unknown tool", args: []string{"cases", "capture", "--tool", "nope.x", "--from-log", "x", exampleTools}, want: `unknown tool "nope.x"`},
+		{name: "unknown tool", args: []string{"cases", "capture", "--tool", "nope.x", "--from-log", "x", exampleTools}, want: `no tool "nope.x"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -137,7 +137,7 @@ func TestLockCommand(t *testing.T) {
 	if got := runCLI(t, "", "lock", dir); got.code != exitOK || !strings.Contains(got.stdout, "4 released versions (4 new)") {
 		t.Fatal(got)
 	}
-	edit(t, dir, "orders.get_order/schemas/v1.0.0.json", `"version": "1.0.0",`, `"version": "1.0.0", "x-note": "edited",`)
+	edit(t, dir, "orders.get_order/schemas/v1.0.0.json", `"version": "1.0.0",`, `"version": "1.0.0", "x-acme-note": "edited",`)
 	got := runCLI(t, "", "lock", dir)
 	if got.code != exitNegative || !strings.Contains(got.stderr, "orders.get_order 1.0.0 changed in place") {
 		t.Fatal(got)

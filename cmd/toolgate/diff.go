@@ -95,6 +95,14 @@ func diffArgs(oldArg, newArg, dir string, direction schemadiff.Direction, consum
 		if direction != "" {
 			return schemadiff.Report{}, errors.New("--direction applies only to plain JSON Schema documents, not contract files")
 		}
+		for _, f := range []struct {
+			path string
+			data []byte
+		}{{oldArg, oldData}, {newArg, newData}} {
+			if problems := contract.CheckFile(f.path, f.data); len(problems) > 0 {
+				return schemadiff.Report{}, fmt.Errorf("%s does not load:\n%w", f.path, &contract.LoadError{Problems: problems})
+			}
+		}
 		if consumers < 0 {
 			consumers = ownerConsumers(newArg)
 		}
@@ -108,6 +116,14 @@ func diffArgs(oldArg, newArg, dir string, direction schemadiff.Direction, consum
 	}
 	if direction == "" {
 		return schemadiff.Report{}, errors.New("plain JSON Schema documents need --direction input|output")
+	}
+	for _, f := range []struct {
+		path string
+		data []byte
+	}{{oldArg, oldData}, {newArg, newData}} {
+		if _, problems := contract.ParseSchema(f.path, f.data); len(problems) > 0 {
+			return schemadiff.Report{}, fmt.Errorf("%s does not load:\n%w", f.path, &contract.LoadError{Problems: problems})
+		}
 	}
 	var oldS, newS any
 	if err := json.Unmarshal(oldData, &oldS); err != nil {
@@ -132,18 +148,18 @@ func isToolRef(s string) bool {
 func diffToolVersions(oldRef, newRef, dir string, consumers int) (schemadiff.Report, error) {
 	reg, err := contract.Load(dir)
 	if err != nil {
-		return schemadiff.Report{}, fmt.Errorf("load %s: %w", dir, err)
+		return schemadiff.Report{}, fmt.Errorf("cannot load %s:\n%w", dir, err)
 	}
 	load := func(ref string) (schemadiff.Contract, *contract.Tool, error) {
 		i := strings.LastIndexByte(ref, '@')
 		id, v := ref[:i], ref[i+1:]
 		t := reg.Tool(id)
 		if t == nil {
-			return schemadiff.Contract{}, nil, fmt.Errorf("unknown tool %q in %s", id, dir)
+			return schemadiff.Contract{}, nil, fmt.Errorf("%s: %s", dir, reg.ToolNotFoundDetail(id))
 		}
 		ver := t.Version(v)
 		if ver == nil {
-			return schemadiff.Contract{}, nil, fmt.Errorf("tool %q has no version %q", id, v)
+			return schemadiff.Contract{}, nil, errors.New(t.VersionNotFoundDetail(v))
 		}
 		c, err := schemadiff.ParseContract(ver.Raw)
 		if err != nil {

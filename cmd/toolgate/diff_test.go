@@ -35,7 +35,7 @@ func TestDiffCommand(t *testing.T) {
 		{name: "plain schemas as input", args: []string{oldS, newS, "--direction", "input"}, code: exitNegative, golden: "schemas_input.text"},
 		{name: "plain schemas as output", args: []string{oldS, newS, "--direction", "output", "--format", "junit"}, code: exitNegative, golden: "schemas_output.junit"},
 		{name: "same schema", args: []string{oldS, oldS, "--direction", "output", "--format", "json"}, code: exitOK, golden: "same_schema.json"},
-		{name: "help", args: []string{"--help"}, code: exitOK, inStderr: "Usage: toolgate diff"},
+		{name: "help", args: []string{"--help"}, code: exitOK, golden: "help"},
 		{name: "no arguments", args: nil, code: exitUsage, inStderr: "need OLD and NEW"},
 		{name: "plain schemas need a direction", args: []string{oldS, newS}, code: exitUsage, inStderr: "--direction"},
 		{name: "bad direction", args: []string{oldS, newS, "--direction", "sideways"}, code: exitUsage, inStderr: "--direction"},
@@ -43,7 +43,7 @@ func TestDiffCommand(t *testing.T) {
 		{name: "contract against plain schema", args: []string{v210, oldS}, code: exitUsage, inStderr: "cannot compare"},
 		{name: "direction with contracts", args: []string{v210, v220, "--direction", "input"}, code: exitUsage, inStderr: "--direction"},
 		{name: "missing file", args: []string{filepath.Join(td, "nope.json"), v220}, code: exitUsage, inStderr: "nope.json"},
-		{name: "unknown tool", args: []string{"nope@1.0.0", "nope@1.1.0", "--dir", tools}, code: exitUsage, inStderr: "unknown tool"},
+		{name: "unknown tool", args: []string{"nope@1.0.0", "nope@1.1.0", "--dir", tools}, code: exitUsage, inStderr: `no tool "nope"`},
 		{name: "unknown version", args: []string{"refund.create_request@1.0.0", "refund.create_request@2.2.0", "--dir", tools}, code: exitUsage, inStderr: "no version"},
 		{name: "missing tools directory", args: []string{"a@1.0.0", "a@1.1.0", "--dir", filepath.Join(td, "missing")}, code: exitUsage, inStderr: "load"},
 	}

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 
+	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/contract"
 	"github.com/toolgate/toolgate/provider"
 )
@@ -14,17 +16,21 @@ func init() {
 	register(command{Name: "export", Summary: "provider tool definitions (openai, openai-responses, anthropic, mcp)", Run: runExport})
 }
 
-const exportSynopsis = `--format openai|openai-responses|anthropic|mcp [DIR] [--dir DIR]
+const exportSynopsis = `--format openai|openai-responses|anthropic|mcp [DIR] [--dir DIR] [--config toolgate.yaml]
 
 Prints {"format", "tools", "names", "versions", "warnings"} as JSON: "tools" is the list to
 hand to the provider (each tool's default version), "names" maps exported names back to
 tool ids. What the export had to change for the provider (keywords strict mode lacks, names
-it forbids) is printed on standard error. Exit 0, or 2 on usage or load errors.`
+it forbids) is printed on standard error. With --config the export is what that gateway
+offers: tools it binds to nothing are left out (they could only answer 503 tool_not_bound),
+each named on standard error, and DIR defaults to its tools_dir. Exit 0, or 2 on usage or
+load errors.`
 
 func runExport(_ context.Context, e env) int {
 	fs := newFlagSet(e, "export", exportSynopsis)
 	dir := fs.String("dir", "./agent-tools", "tools directory")
 	format := fs.String("format", "", "provider format: "+strings.Join(provider.Formats, "|"))
+	cfgPath := fs.String("config", "", "gateway configuration `file`: export only the tools it binds")
 	args, code, ok := parseFlags(fs, e.Args)
 	if !ok {
 		return code
@@ -42,12 +48,33 @@ func runExport(_ context.Context, e env) int {
 		fmt.Fprintln(e.Stderr, "toolgate export: --format is required")
 		return exitUsage
 	}
+	var cfg *config.Config
+	if *cfgPath != "" {
+		data, err := os.ReadFile(*cfgPath)
+		if err != nil {
+			fmt.Fprintf(e.Stderr, "toolgate export: cannot read the configuration: %v\n", unwrapPathError(err))
+			return exitUsage
+		}
+		if cfg, err = config.ParseFile(*cfgPath, data); err != nil {
+			fmt.Fprintf(e.Stderr, "toolgate export: %s does not load:\n%v\n", *cfgPath, err)
+			return exitUsage
+		}
+		if len(args) == 0 && !isFlagSet(fs, "dir") {
+			*dir = cfg.ToolsDir
+		}
+	}
 	reg, err := contract.Load(*dir)
 	if err != nil {
-		fmt.Fprintf(e.Stderr, "toolgate export: cannot load %s:\n%v\n", *dir, err)
-		return exitUsage
+		return loadFailure(e, "export", *dir, err)
 	}
-	out, err := provider.Export(reg, *format)
+	var include func(string) bool
+	if cfg != nil {
+		include = cfg.Bound
+		for _, t := range config.Unbound(cfg, reg) {
+			fmt.Fprintf(e.Stderr, "toolgate export: left out %s: %s binds it to nothing\n", t.ID, *cfgPath)
+		}
+	}
+	out, err := provider.ExportSelected(reg, *format, include)
 	if err != nil {
 		fmt.Fprintf(e.Stderr, "toolgate export: %v\n", err)
 		return exitUsage

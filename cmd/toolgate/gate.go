@@ -63,11 +63,16 @@ func runGate(ctx context.Context, e env) int {
 	}
 	reg, err := contract.Load(*dir)
 	if err != nil {
-		return usage(fmt.Sprintf("load %s: %v", *dir, err))
+		return loadFailure(e, "gate", *dir, err)
 	}
 	t := reg.Tool(*toolID)
 	if t == nil {
-		return usage(fmt.Sprintf("unknown tool %q in %s", *toolID, *dir))
+		return usage(fmt.Sprintf("%s: %s", *dir, reg.ToolNotFoundDetail(*toolID)))
+	}
+	for _, v := range []string{*from, *to} {
+		if t.Version(v) == nil {
+			return usage(t.VersionNotFoundDetail(v))
+		}
 	}
 	replay, err := rf.config(e, reg)
 	if err != nil {

@@ -85,7 +85,7 @@ func TestGateUsage(t *testing.T) {
 	}{
 		{name: "missing versions", args: []string{"gate", "--tool", "refund.create_request", exampleTools}, want: "--tool, --from and --to are required"},
 		{name: "unknown version", args: append(append([]string{}, gateRefund[:5]...), "--to", "3.0.0", exampleTools), want: `no version "3.0.0"`},
-		{name: "unknown tool", args: []string{"gate", "--tool", "x.y", "--from", "1.0.0", "--to", "1.0.1", exampleTools}, want: `unknown tool "x.y"`},
+		{name: "unknown tool", args: []string{"gate", "--tool", "x.y", "--from", "1.0.0", "--to", "1.0.1", exampleTools}, want: `no tool "x.y"`},
 		{name: "bad format", args: append(append([]string{}, gateRefund...), exampleTools, "--format", "html"), want: "unknown --format"},
 		{name: "empty approval", args: append(append([]string{}, gateRefund...), exampleTools, "--approval", " "), want: "approver's name"},
 	}

@@ -2,10 +2,9 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"os"
+	"strings"
 
 	"github.com/toolgate/toolgate/lint"
 )
@@ -14,77 +13,54 @@ func init() {
 	register(command{Name: "lint", Summary: "release-checklist checks on a tools directory", Run: runLint})
 }
 
-const lintSynopsis = `[DIR] [--dir DIR] [--format text|json]
+const lintSynopsis = `[DIR] [--dir DIR] [--format text|json|junit|markdown]
 
 Checks a tools directory against the release checklist (docs/contracts.md lists every
-check id). A directory that does not load is linted too: its load problems are findings.
-Exit 0 when there are no errors (warnings allowed), 1 when there are, 2 on usage errors
-or when DIR does not exist.`
+check id). A directory that does not load is linted too: its load problems are findings
+under their own ids (schema-keyword-unknown, field-unknown, ...). Exit 0 when there are no
+errors (warnings allowed), 1 when there are, 2 on usage errors or when DIR does not exist.`
 
 // lintReport is the --format json output.
 type lintReport struct {
-	Dir      string         `json:"dir"`
-	Errors   int            `json:"errors"`
-	Warnings int            `json:"warnings"`
-	Findings []lint.Finding `json:"findings"`
+	Dir      string    `json:"dir"`
+	Errors   int       `json:"errors"`
+	Warnings int       `json:"warnings"`
+	Findings []finding `json:"findings"`
 }
 
 func runLint(_ context.Context, e env) int {
 	fs := newFlagSet(e, "lint", lintSynopsis)
 	dir := fs.String("dir", "./agent-tools", "tools directory")
-	format := fs.String("format", "text", "output format: text|json")
+	format := fs.String("format", "text", "output format: "+strings.Join(reportFormats, "|"))
 	args, code, ok := parseFlags(fs, e.Args)
 	if !ok {
 		return code
 	}
 	if len(args) > 1 {
-		fs.Usage()
 		fmt.Fprintln(e.Stderr, "toolgate lint: at most one DIR")
 		return exitUsage
 	}
 	if len(args) == 1 {
 		*dir = args[0]
 	}
-	if *format != "text" && *format != "json" {
-		fmt.Fprintf(e.Stderr, "toolgate lint: unknown --format %q (want text|json)\n", *format)
+	if msg := checkFormat(*format); msg != "" {
+		fmt.Fprintln(e.Stderr, "toolgate lint: "+msg)
 		return exitUsage
 	}
 	if st, err := os.Stat(*dir); err != nil || !st.IsDir() {
 		fmt.Fprintf(e.Stderr, "toolgate lint: %s is not a directory\n", *dir)
 		return exitUsage
 	}
-	findings := lint.Run(*dir)
-	r := lintReport{Dir: *dir, Findings: findings}
-	for _, f := range findings {
-		if f.Severity == lint.Error {
-			r.Errors++
-		} else {
-			r.Warnings++
-		}
+	r := findingsReport{Command: "lint", Subject: *dir}
+	for _, f := range lint.Run(*dir) {
+		r.Findings = append(r.Findings, finding{ID: f.ID, Severity: string(f.Severity), Tool: f.Tool, Version: f.Version, File: f.File, Line: f.Line, Pointer: f.Pointer, Message: f.Message})
 	}
-	if r.Findings == nil {
-		r.Findings = []lint.Finding{}
-	}
-	if *format == "json" {
-		enc := json.NewEncoder(e.Stdout)
-		enc.SetIndent("", "  ")
-		enc.Encode(r)
-	} else {
-		writeLintText(e.Stdout, r)
-	}
+	r.count()
+	writeFindings(e.Stdout, r, *format, func(r findingsReport) any {
+		return lintReport{Dir: *dir, Errors: r.Errors, Warnings: r.Warnings, Findings: r.Findings}
+	})
 	if r.Errors > 0 {
 		return exitNegative
 	}
 	return exitOK
-}
-
-func writeLintText(w io.Writer, r lintReport) {
-	for _, f := range r.Findings {
-		loc := f.File
-		if f.Line > 0 {
-			loc = fmt.Sprintf("%s:%d", f.File, f.Line)
-		}
-		fmt.Fprintf(w, "%s: %s [%s] %s\n", loc, f.Severity, f.ID, f.Message)
-	}
-	fmt.Fprintf(w, "%s: %s, %s\n", r.Dir, nounCount(r.Errors, "error", "errors"), nounCount(r.Warnings, "warning", "warnings"))
 }

@@ -3,10 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/toolgate/toolgate/contract"
@@ -17,7 +19,7 @@ func init() {
 	register(command{Name: "lock", Summary: "write toolgate.lock for released versions", Run: runLock})
 }
 
-const lockSynopsis = `[DIR] [--dir DIR] [--check] [--force]
+const lockSynopsis = `[DIR] [--dir DIR] [--check] [--force] [--format text|json|junit|markdown]
 
 Writes DIR/toolgate.lock with the SHA-256 digest of every released schema file (every
 version whose file does not set "x-draft": true). Locking is additive: versions already
@@ -28,63 +30,151 @@ lock is missing, stale or violated. Exit 2 on usage or load errors.`
 // lockNow is the clock of `toolgate lock`; tests replace it.
 var lockNow = func() time.Time { return time.Now().UTC() }
 
+// lockResult is what `toolgate lock` did; its JSON form is --format json.
+type lockResult struct {
+	Lock       string   `json:"lock"`             // the lock file's path
+	Check      bool     `json:"check"`            // --check: nothing written
+	Released   int      `json:"released"`         // released versions in the lock
+	Added      int      `json:"added"`            // versions this run adds (or would add)
+	UpToDate   bool     `json:"up_to_date"`       // the lock on disk is the lock this run builds
+	Written    bool     `json:"written"`          // the file was written
+	Violations []string `json:"violations"`       // released versions changed in place
+	Advice     string   `json:"advice,omitempty"` // what to do next
+}
+
+// OK reports whether the run succeeded.
+func (r lockResult) OK() bool {
+	return len(r.Violations) == 0 && (r.Written || (r.Check && r.UpToDate))
+}
+
 func runLock(_ context.Context, e env) int {
 	fs := newFlagSet(e, "lock", lockSynopsis)
 	dir := fs.String("dir", "./agent-tools", "tools directory")
 	check := fs.Bool("check", false, "write nothing; exit 1 when the lock is missing or out of date")
 	force := fs.Bool("force", false, "re-digest locked versions that changed in place (breaks immutability)")
+	format := fs.String("format", "text", "output format: "+strings.Join(reportFormats, "|"))
 	args, code, ok := parseFlags(fs, e.Args)
 	if !ok {
 		return code
 	}
 	if len(args) > 1 {
-		fs.Usage()
+		fmt.Fprintln(e.Stderr, "toolgate lock: at most one DIR")
 		return exitUsage
 	}
 	if len(args) == 1 {
 		*dir = args[0]
 	}
+	if msg := checkFormat(*format); msg != "" {
+		fmt.Fprintln(e.Stderr, "toolgate lock: "+msg)
+		return exitUsage
+	}
 	reg, err := contract.Load(*dir)
 	if err != nil {
-		fmt.Fprintf(e.Stderr, "toolgate lock: load %s: %v\n", *dir, err)
-		return exitUsage
+		return loadFailure(e, "lock", *dir, err)
 	}
 	prev, err := lockfile.Read(*dir)
 	if err != nil {
 		fmt.Fprintf(e.Stderr, "toolgate lock: %v\n", err)
 		return exitUsage
 	}
+	path := filepath.Join(*dir, lockfile.FileName)
+	res := lockResult{Lock: path, Check: *check, Violations: []string{}}
 	next, err := lockfile.Build(reg, prev, lockfile.BuildOptions{Now: lockNow, Force: *force})
 	var ce *lockfile.ChangedError
-	if errors.As(err, &ce) {
+	switch {
+	case errors.As(err, &ce):
 		for _, v := range ce.Violations {
-			fmt.Fprintf(e.Stderr, "toolgate lock: %s\n", v)
+			res.Violations = append(res.Violations, v.String())
 		}
-		fmt.Fprintln(e.Stderr, "toolgate lock: released versions are immutable; release a new version (or pass --force)")
+		res.Advice = "released versions are immutable; release a new version (or pass --force)"
+	case err != nil:
+		fmt.Fprintf(e.Stderr, "toolgate lock: %v\n", err)
+		return exitUsage
+	default:
+		res.Released, res.Added = len(next.Versions), len(next.Versions)
+		if prev != nil {
+			res.Added -= len(prev.Versions)
+		}
+		res.UpToDate = prev != nil && bytes.Equal(prev.Marshal(), next.Marshal())
+		if *check && !res.UpToDate {
+			res.Advice = "run toolgate lock " + *dir
+		}
+		if !*check {
+			if err := os.WriteFile(path, next.Marshal(), 0o644); err != nil {
+				fmt.Fprintf(e.Stderr, "toolgate lock: %v\n", err)
+				return exitUsage
+			}
+			res.Written = true
+		}
+	}
+	writeLockResult(e, res, *format)
+	if !res.OK() {
 		return exitNegative
 	}
-	if err != nil {
-		fmt.Fprintf(e.Stderr, "toolgate lock: %v\n", err)
-		return exitUsage
-	}
-	path := filepath.Join(*dir, lockfile.FileName)
-	data := next.Marshal()
-	if *check {
-		if prev == nil || !bytes.Equal(prev.Marshal(), data) {
-			fmt.Fprintf(e.Stdout, "%s is missing or out of date: run toolgate lock %s\n", path, *dir)
-			return exitNegative
-		}
-		fmt.Fprintf(e.Stdout, "%s is up to date (%d released versions)\n", path, len(next.Versions))
-		return exitOK
-	}
-	if err := os.WriteFile(path, data, 0o644); err != nil {
-		fmt.Fprintf(e.Stderr, "toolgate lock: %v\n", err)
-		return exitUsage
-	}
-	added := len(next.Versions)
-	if prev != nil {
-		added -= len(prev.Versions)
-	}
-	fmt.Fprintf(e.Stdout, "wrote %s: %d released versions (%d new)\n", path, len(next.Versions), added)
 	return exitOK
+}
+
+func writeLockResult(e env, r lockResult, format string) {
+	switch format {
+	case "json":
+		enc := json.NewEncoder(e.Stdout)
+		enc.SetIndent("", "  ")
+		enc.Encode(r)
+		return
+	case "junit":
+		s := junitSuite{Name: "toolgate lock"}
+		for _, v := range r.Violations {
+			s.Cases = append(s.Cases, junitCase{Name: v, ClassName: "toolgate.lock.immutable", File: r.Lock,
+				Failure: &junitFailure{Message: v, Type: "locked-version-changed", Text: v + "; " + r.Advice}})
+		}
+		if len(r.Violations) == 0 {
+			c := junitCase{Name: r.Lock, ClassName: "toolgate.lock", File: r.Lock, SystemOut: lockSummary(r)}
+			if !r.OK() {
+				c.Failure = &junitFailure{Message: lockSummary(r), Type: "lock-stale", Text: lockSummary(r)}
+			}
+			s.Cases = append(s.Cases, c)
+		}
+		for _, c := range s.Cases {
+			if c.Failure != nil {
+				s.Failures++
+			}
+		}
+		s.Tests = len(s.Cases)
+		writeXML(e.Stdout, s)
+		return
+	case "markdown":
+		verdict := "ok"
+		if !r.OK() {
+			verdict = "failed"
+		}
+		fmt.Fprintf(e.Stdout, "## toolgate lock: %s\n\n%s\n", verdict, mdCell(lockSummary(r)))
+		for _, v := range r.Violations {
+			fmt.Fprintf(e.Stdout, "\n- %s", mdCell(v))
+		}
+		if len(r.Violations) > 0 {
+			fmt.Fprintln(e.Stdout)
+		}
+		return
+	}
+	if len(r.Violations) > 0 {
+		for _, v := range r.Violations {
+			fmt.Fprintf(e.Stderr, "toolgate lock: %s\n", v)
+		}
+		fmt.Fprintf(e.Stderr, "toolgate lock: %s\n", r.Advice)
+		return
+	}
+	fmt.Fprintln(e.Stdout, lockSummary(r))
+}
+
+// lockSummary is the one line `toolgate lock` prints in text.
+func lockSummary(r lockResult) string {
+	switch {
+	case len(r.Violations) > 0:
+		return fmt.Sprintf("%s: %s; %s", r.Lock, nounCount(len(r.Violations), "released version changed in place", "released versions changed in place"), r.Advice)
+	case r.Written:
+		return fmt.Sprintf("wrote %s: %d released versions (%d new)", r.Lock, r.Released, r.Added)
+	case r.UpToDate:
+		return fmt.Sprintf("%s is up to date (%d released versions)", r.Lock, r.Released)
+	}
+	return fmt.Sprintf("%s is missing or out of date: %s", r.Lock, r.Advice)
 }

@@ -5,6 +5,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -12,8 +13,11 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"sort"
 	"syscall"
+
+	"github.com/toolgate/toolgate/internal/suggest"
 )
 
 // Exit codes shared by every subcommand (SPEC 6).
@@ -57,16 +61,36 @@ func main() {
 
 // run dispatches to a subcommand and returns the process exit code.
 func run(ctx context.Context, e env) int {
-	if len(e.Args) == 0 || e.Args[0] == "-h" || e.Args[0] == "--help" || e.Args[0] == "help" {
+	if len(e.Args) == 0 {
+		usage(e.Stderr)
+		return exitUsage
+	}
+	switch e.Args[0] {
+	case "-h", "-help", "--help":
 		usage(e.Stdout)
-		if len(e.Args) == 0 {
-			return exitUsage
+		return exitOK
+	case "help":
+		if len(e.Args) == 1 {
+			usage(e.Stdout)
+			return exitOK
 		}
+		// "toolgate help lint" is "toolgate lint --help"
+		e.Args = []string{e.Args[1], "--help"}
+	case "-version", "--version", "version":
+		fmt.Fprintln(e.Stdout, versionLine())
 		return exitOK
 	}
 	c, ok := commands[e.Args[0]]
 	if !ok {
-		fmt.Fprintf(e.Stderr, "toolgate: unknown command %q\n\n", e.Args[0])
+		fmt.Fprintf(e.Stderr, "toolgate: unknown command %q", e.Args[0])
+		names := make([]string, 0, len(commands))
+		for n := range commands {
+			names = append(names, n)
+		}
+		if near := suggest.Nearest(e.Args[0], names, 2); len(near) > 0 {
+			fmt.Fprintf(e.Stderr, "; %s", suggest.DidYouMean(near...))
+		}
+		fmt.Fprint(e.Stderr, "\n\n")
 		usage(e.Stderr)
 		return exitUsage
 	}
@@ -85,14 +109,15 @@ func usage(w io.Writer) {
 	for _, n := range names {
 		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].Summary)
 	}
-	fmt.Fprintln(w, "\nRun 'toolgate <command> --help' for a command's flags.")
+	fmt.Fprintln(w, "\nRun 'toolgate <command> --help' for a command's flags, 'toolgate --version' for the version.")
 }
 
-// newFlagSet returns a FlagSet that reports errors instead of exiting, prints its
-// usage to e.Stderr and names the command.
+// newFlagSet returns a FlagSet that reports errors instead of exiting and names the
+// command. Its usage goes to standard output when asked for (--help, exit 0) and to
+// standard error after a usage error (exit 2).
 func newFlagSet(e env, name, synopsis string) *flag.FlagSet {
 	fs := flag.NewFlagSet("toolgate "+name, flag.ContinueOnError)
-	fs.SetOutput(e.Stderr)
+	fs.SetOutput(&flagOutput{stdout: e.Stdout, stderr: e.Stderr})
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: toolgate %s %s\n\nFlags:\n", name, synopsis)
 		fs.PrintDefaults()
@@ -100,12 +125,28 @@ func newFlagSet(e env, name, synopsis string) *flag.FlagSet {
 	return fs
 }
 
+// flagOutput is a FlagSet's output: standard error, except while parseFlags holds what
+// the flag package writes until it knows whether that was help or an error.
+type flagOutput struct {
+	stdout, stderr io.Writer
+	held           *bytes.Buffer
+}
+
+func (o *flagOutput) Write(p []byte) (int, error) {
+	if o.held != nil {
+		return o.held.Write(p)
+	}
+	return o.stderr.Write(p)
+}
+
 // parseFlags parses args with fs and allows flags after positional arguments
-// ("lint DIR --format json"). It returns exitOK with ok=false on --help, and
-// exitUsage with ok=false on a bad flag.
+// ("lint DIR --format json"). It returns exitOK with ok=false on --help (the usage on
+// standard output), and exitUsage with ok=false on a bad flag (the error and the usage on
+// standard error).
 func parseFlags(fs *flag.FlagSet, args []string) (positional []string, code int, ok bool) {
 	for {
-		if err := fs.Parse(args); err != nil {
+		err := parseHeld(fs, args)
+		if err != nil {
 			if errors.Is(err, flag.ErrHelp) {
 				return nil, exitOK, false
 			}
@@ -121,4 +162,67 @@ func parseFlags(fs *flag.FlagSet, args []string) (positional []string, code int,
 		positional = append(positional, rest[0])
 		args = rest[1:]
 	}
+}
+
+// parseHeld runs fs.Parse and sends what the flag package printed to standard output
+// for --help and to standard error for anything else.
+func parseHeld(fs *flag.FlagSet, args []string) error {
+	o, isOurs := fs.Output().(*flagOutput)
+	if !isOurs {
+		return fs.Parse(args)
+	}
+	o.held = &bytes.Buffer{}
+	err := fs.Parse(args)
+	held := o.held
+	o.held = nil
+	if errors.Is(err, flag.ErrHelp) {
+		o.stdout.Write(held.Bytes())
+	} else {
+		o.stderr.Write(held.Bytes())
+	}
+	return err
+}
+
+// versionLine is what --version prints: the module version and the VCS revision the
+// binary was built from (debug.ReadBuildInfo), and the Go version.
+func versionLine() string {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "toolgate (unknown version: built without module information)"
+	}
+	return formatVersion(info)
+}
+
+// formatVersion is "toolgate VERSION [revision REV [(modified)] TIME] GOVERSION".
+func formatVersion(info *debug.BuildInfo) string {
+	version := info.Main.Version
+	if version == "" {
+		version = "(devel)"
+	}
+	var rev, when string
+	modified := false
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.time":
+			when = s.Value
+		case "vcs.modified":
+			modified = s.Value == "true"
+		}
+	}
+	line := "toolgate " + version
+	if rev != "" {
+		if len(rev) > 12 {
+			rev = rev[:12]
+		}
+		line += " revision " + rev
+		if modified {
+			line += " (modified)"
+		}
+		if when != "" {
+			line += " " + when
+		}
+	}
+	return line + " " + info.GoVersion
 }

@@ -86,8 +86,9 @@ func TestSandboxUsage(t *testing.T) {
 		args     []string
 		code     int
 		inStderr string
+		inStdout string
 	}{
-		{name: "help", args: []string{"sandbox", "--help"}, code: exitOK, inStderr: "Usage: toolgate sandbox"},
+		{name: "help", args: []string{"sandbox", "--help"}, code: exitOK, inStdout: "Usage: toolgate sandbox"},
 		{name: "bad order", args: []string{"sandbox", "--order", "ord_1:ten:EUR"}, code: exitUsage, inStderr: "bad total"},
 		{name: "stray argument", args: []string{"sandbox", "extra"}, code: exitUsage, inStderr: "unexpected argument"},
 		{name: "bad listen", args: []string{"sandbox", "--listen", "256.0.0.1:bad"}, code: exitUsage, inStderr: "toolgate sandbox:"},
@@ -97,8 +98,8 @@ func TestSandboxUsage(t *testing.T) {
 			t.Parallel()
 			var out, errb sandboxOutput
 			code := run(context.Background(), env{Args: tt.args, Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb})
-			if code != tt.code || !strings.Contains(errb.String(), tt.inStderr) {
-				t.Fatalf("exit %d, stderr %q; want %d and %q", code, errb.String(), tt.code, tt.inStderr)
+			if code != tt.code || !strings.Contains(errb.String(), tt.inStderr) || !strings.Contains(out.String(), tt.inStdout) {
+				t.Fatalf("exit %d, stdout %q, stderr %q; want %d, %q and %q", code, out.String(), errb.String(), tt.code, tt.inStdout, tt.inStderr)
 			}
 		})
 	}

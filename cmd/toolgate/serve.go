@@ -30,10 +30,13 @@ func runServe(ctx context.Context, e env) int {
 	flags.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "config" })
 	cfg, tools, cleanup, err := loadServeConfig(e, *cfgPath, explicit)
 	if err != nil {
-		fmt.Fprintf(e.Stderr, "toolgate serve: %v\n", err)
+		reportStartError(e, err)
 		return exitUsage
 	}
 	defer cleanup()
+	if !startupCheck(e, cfg, tools) { // the checks of toolgate check (check.go)
+		return exitUsage
+	}
 	if *listen != "" {
 		cfg.Listen = *listen
 	}
@@ -58,8 +61,8 @@ func loadServeConfig(e env, path string, explicit bool) (cfg *config.Config, too
 	data, err := os.ReadFile(path)
 	switch {
 	case err == nil:
-		if cfg, err = config.Parse(data); err != nil {
-			return nil, nil, cleanup, fmt.Errorf("%s: %w", path, err)
+		if cfg, err = config.ParseFile(path, data); err != nil {
+			return nil, nil, cleanup, err
 		}
 	case errors.Is(err, fs.ErrNotExist) && !explicit:
 		cfg = config.Default()

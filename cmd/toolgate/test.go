@@ -2,12 +2,10 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 
@@ -16,7 +14,6 @@ import (
 	"github.com/toolgate/toolgate/gate"
 	"github.com/toolgate/toolgate/provider"
 	"github.com/toolgate/toolgate/schemadiff"
-	"go.yaml.in/yaml/v3"
 )
 
 func init() {
@@ -56,11 +53,7 @@ func (f replayFlags) config(e env, reg *contract.Registry) (casetest.Config, err
 		if err != nil {
 			return cfg, err
 		}
-		agents, err := loadAgents(filepath.Join(reg.Dir, "agents"))
-		if err != nil {
-			return cfg, err
-		}
-		cfg.Agents = agents
+		cfg.Agents = reg.AgentPrompts()
 		cfg.Model = &casetest.Model{URL: *f.modelURL, Name: *f.modelName, APIKey: os.Getenv("TOOLGATE_MODEL_API_KEY"), Tools: exp.Tools, Names: exp.Names, Versions: exp.Versions}
 		if isTerminal(e.Stderr) {
 			cfg.Progress = e.Stderr
@@ -80,46 +73,6 @@ func isTerminal(w io.Writer) bool {
 	}
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
-}
-
-// agentFile is agents/<name>.yaml.
-type agentFile struct {
-	Name         string `yaml:"name"`
-	Description  string `yaml:"description"`
-	SystemPrompt string `yaml:"system_prompt"`
-}
-
-// loadAgents reads agents/*.yaml into name → system prompt; a missing folder is empty.
-func loadAgents(dir string) (map[string]string, error) {
-	out := map[string]string{}
-	entries, err := os.ReadDir(dir)
-	if errors.Is(err, os.ErrNotExist) {
-		return out, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	for _, en := range entries {
-		ext := filepath.Ext(en.Name())
-		if en.IsDir() || (ext != ".yaml" && ext != ".yml") {
-			continue
-		}
-		data, err := os.ReadFile(filepath.Join(dir, en.Name()))
-		if err != nil {
-			return nil, err
-		}
-		var a agentFile
-		dec := yaml.NewDecoder(strings.NewReader(string(data)))
-		dec.KnownFields(true)
-		if err := dec.Decode(&a); err != nil {
-			return nil, fmt.Errorf("%s: %w", filepath.Join(dir, en.Name()), err)
-		}
-		if a.Name == "" {
-			a.Name = strings.TrimSuffix(en.Name(), ext)
-		}
-		out[a.Name] = a.SystemPrompt
-	}
-	return out, nil
 }
 
 func runTest(ctx context.Context, e env) int {
@@ -160,13 +113,13 @@ func runTest(ctx context.Context, e env) int {
 	}
 	reg, err := contract.Load(*dir)
 	if err != nil {
-		return usage(fmt.Sprintf("load %s: %v", *dir, err))
+		return loadFailure(e, "test", *dir, err)
 	}
 	tools := reg.Tools()
 	if *toolID != "" {
 		t := reg.Tool(*toolID)
 		if t == nil {
-			return usage(fmt.Sprintf("unknown tool %q in %s", *toolID, *dir))
+			return usage(fmt.Sprintf("%s: %s", *dir, reg.ToolNotFoundDetail(*toolID)))
 		}
 		tools = []*contract.Tool{t}
 	}
@@ -180,13 +133,13 @@ func runTest(ctx context.Context, e env) int {
 		cfg.Tool = t
 		if *to != "" {
 			if cfg.Target = t.Version(*to); cfg.Target == nil {
-				return usage(fmt.Sprintf("tool %s has no version %q", t.ID, *to))
+				return usage(t.VersionNotFoundDetail(*to))
 			}
 		}
 		var fromV *contract.Version
 		if *from != "" {
 			if fromV = t.Version(*from); fromV == nil {
-				return usage(fmt.Sprintf("tool %s has no version %q", t.ID, *from))
+				return usage(t.VersionNotFoundDetail(*from))
 			}
 			cfg.From = fromV.Version
 		}

@@ -15,13 +15,15 @@ func init() {
 	register(command{Name: "validate", Summary: "field-level errors for one call's arguments", Run: runValidate})
 }
 
-const validateSynopsis = `--tool ID [--version V] [--dir DIR] FILE|-
+const validateSynopsis = `--tool ID [--version V] [--dir DIR] [--format text|json|junit|markdown] FILE|-
        toolgate validate --schema SCHEMA.json FILE|-
 
 FILE holds the call's arguments as one JSON value ("-" reads standard input). With --tool
 the arguments are checked against the tool's parameters schema and CEL rules (the version
 defaults to the newest one not deprecated); with --schema against a plain JSON Schema
-document. Exit 0 when valid, 1 when invalid, 2 on usage, load or malformed-JSON errors.`
+document, held to the same keyword rules as a contract (a toolgate contract file given to
+--schema is refused: use --tool). Exit 0 when valid, 1 when invalid, 2 on usage, load or
+malformed-JSON errors.`
 
 // validateReport is the --format json output: the problem+json shape of SPEC 3 when
 // invalid, plus the tool, version and any review rules that fired.
@@ -44,7 +46,7 @@ func runValidate(_ context.Context, e env) int {
 	version := fs.String("version", "", "tool version (default: the newest not deprecated)")
 	dir := fs.String("dir", "./agent-tools", "tools directory")
 	schemaFile := fs.String("schema", "", "a plain JSON Schema document to validate against instead of a tool")
-	format := fs.String("format", "text", "output format: text|json")
+	format := fs.String("format", "text", "output format: "+strings.Join(reportFormats, "|"))
 	args, code, ok := parseFlags(fs, e.Args)
 	if !ok {
 		return code
@@ -60,8 +62,8 @@ func runValidate(_ context.Context, e env) int {
 	case (*tool == "") == (*schemaFile == ""):
 		fs.Usage()
 		return fail("give either --tool or --schema")
-	case *format != "text" && *format != "json":
-		return fail("unknown --format %q (want text|json)", *format)
+	case checkFormat(*format) != "":
+		return fail("%s", checkFormat(*format))
 	}
 	data, err := readInputFile(e, args[0])
 	if err != nil {
@@ -75,11 +77,14 @@ func runValidate(_ context.Context, e env) int {
 	if *schemaFile != "" {
 		raw, err := os.ReadFile(*schemaFile)
 		if err != nil {
-			return fail("%v", err)
+			return fail("%v", unwrapPathError(err))
 		}
-		s, err := contract.CompileSchema(raw)
-		if err != nil {
-			return fail("%s: %v", *schemaFile, err)
+		if id, ver, ok := contractFile(raw); ok {
+			return fail("%s is a toolgate contract file (tool %s, version %s), not a plain JSON Schema: --schema would check its fields, not the tool's parameters and rules; validate with --tool %s --version %s [--dir DIR]", *schemaFile, id, ver, id, ver)
+		}
+		s, problems := contract.ParseSchema(*schemaFile, raw)
+		if len(problems) > 0 {
+			return fail("%s does not load:\n%s", *schemaFile, (&contract.LoadError{Problems: problems}).Error())
 		}
 		report.Errors = s.Validate(value)
 	} else {
@@ -89,12 +94,12 @@ func runValidate(_ context.Context, e env) int {
 		}
 		t := reg.Tool(*tool)
 		if t == nil {
-			return fail("unknown tool %q in %s", *tool, *dir)
+			return fail("%s: %s", *dir, reg.ToolNotFoundDetail(*tool))
 		}
 		v := t.Default()
 		if *version != "" {
 			if v = t.Version(*version); v == nil {
-				return fail("tool %s has no version %s", *tool, *version)
+				return fail("%s", t.VersionNotFoundDetail(*version))
 			}
 		}
 		report.ToolID, report.Version = t.ID, v.Version
@@ -109,11 +114,16 @@ func runValidate(_ context.Context, e env) int {
 		report.Type, report.Title, report.Status, report.Code = "/problems/invalid_arguments", "Invalid arguments", 422, "invalid_arguments"
 		report.Detail = nounCount(len(report.Errors), "argument is invalid", "arguments are invalid")
 	}
-	if *format == "json" {
+	switch *format {
+	case "json":
 		enc := json.NewEncoder(e.Stdout)
 		enc.SetIndent("", "  ")
 		enc.Encode(report)
-	} else {
+	case "junit":
+		writeValidateJUnit(e.Stdout, report, args[0])
+	case "markdown":
+		writeValidateMarkdown(e.Stdout, report, args[0])
+	default:
 		writeValidateText(e.Stdout, report)
 	}
 	if !report.Valid {
@@ -123,10 +133,7 @@ func runValidate(_ context.Context, e env) int {
 }
 
 func writeValidateText(w io.Writer, r validateReport) {
-	subject := "arguments"
-	if r.ToolID != "" {
-		subject = r.ToolID + " v" + r.Version + " arguments"
-	}
+	subject := r.subject()
 	if r.Valid {
 		fmt.Fprintf(w, "%s: valid\n", subject)
 	} else {
@@ -141,6 +148,68 @@ func writeValidateText(w io.Writer, r validateReport) {
 	}
 	for _, h := range r.Review {
 		fmt.Fprintf(w, "  needs review: %s at %s: %s\n", h.ID, rootPointerText(h.Field), h.Message)
+	}
+}
+
+// contractFile reports whether data is a toolgate contract file (schemas/vX.Y.Z.json)
+// rather than a plain JSON Schema document, and names its tool and version.
+func contractFile(data []byte) (toolID, version string, ok bool) {
+	var f struct {
+		ToolID     *string         `json:"tool_id"`
+		Version    *string         `json:"version"`
+		Parameters json.RawMessage `json:"parameters"`
+	}
+	if json.Unmarshal(data, &f) != nil || f.ToolID == nil || len(f.Parameters) == 0 {
+		return "", "", false
+	}
+	if f.Version != nil {
+		version = *f.Version
+	}
+	return *f.ToolID, version, true
+}
+
+func (r validateReport) subject() string {
+	if r.ToolID != "" {
+		return r.ToolID + " v" + r.Version + " arguments"
+	}
+	return "arguments"
+}
+
+// writeValidateJUnit writes one test case for the call, failing with every error.
+func writeValidateJUnit(w io.Writer, r validateReport, file string) {
+	s := junitSuite{Name: "toolgate validate", Tests: 1}
+	c := junitCase{Name: r.subject(), ClassName: "toolgate.validate", File: file}
+	var lines []string
+	for _, fe := range r.Errors {
+		lines = append(lines, fmt.Sprintf("%s: %s: %s", rootPointerText(fe.Pointer), fe.Code, fe.Detail))
+	}
+	for _, h := range r.Review {
+		lines = append(lines, fmt.Sprintf("needs review: %s at %s: %s", h.ID, rootPointerText(h.Field), h.Message))
+	}
+	if !r.Valid {
+		s.Failures = 1
+		c.Failure = &junitFailure{Message: r.Detail, Type: "invalid_arguments", Text: strings.Join(lines, "\n")}
+	} else if len(lines) > 0 {
+		c.SystemOut = strings.Join(lines, "\n")
+	}
+	s.Cases = []junitCase{c}
+	writeXML(w, s)
+}
+
+func writeValidateMarkdown(w io.Writer, r validateReport, file string) {
+	verdict := "valid"
+	if !r.Valid {
+		verdict = "invalid, " + nounCount(len(r.Errors), "error", "errors")
+	}
+	fmt.Fprintf(w, "## toolgate validate: %s\n\n`%s`: %s.\n", verdict, mdCell(file), r.subject())
+	if len(r.Errors) > 0 {
+		fmt.Fprint(w, "\n| pointer | code | detail |\n|---|---|---|\n")
+		for _, fe := range r.Errors {
+			fmt.Fprintf(w, "| `%s` | `%s` | %s |\n", mdCell(rootPointerText(fe.Pointer)), mdCell(fe.Code), mdCell(fe.Detail))
+		}
+	}
+	for _, h := range r.Review {
+		fmt.Fprintf(w, "\nNeeds review: `%s` at `%s`: %s\n", h.ID, rootPointerText(h.Field), mdCell(h.Message))
 	}
 }
 
