@@ -45,6 +45,7 @@ type Config struct {
 	Listen             string             `yaml:"listen"`              // default 127.0.0.1:8080
 	ToolsDir           string             `yaml:"tools_dir"`           // default ./agent-tools
 	Ledger             string             `yaml:"ledger"`              // sqlite://PATH or postgres://…; default sqlite://./toolgate.db
+	LedgerHA           bool               `yaml:"ledger_ha"`           // true: refuse to start on PostgreSQL without a synchronous standby; default false
 	Retention          time.Duration      `yaml:"retention"`           // default 168h
 	TombstoneRetention time.Duration      `yaml:"tombstone_retention"` // default 720h
 	JoinTimeout        time.Duration      `yaml:"join_timeout"`        // default 5s
@@ -156,8 +157,10 @@ func (c *Config) check() error {
 	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
 		bad("listen: %q is not host:port", c.Listen)
 	}
-	if _, err := LedgerDSN(c.Ledger); err != nil {
+	if l, err := LedgerDSN(c.Ledger); err != nil {
 		bad("ledger: %v", err)
+	} else if c.LedgerHA && l.Kind != "postgres" {
+		bad("ledger_ha: true needs a postgres:// ledger with a synchronous standby; %s has no standby", l.Kind)
 	}
 	if c.TombstoneRetention < c.Retention {
 		bad("tombstone_retention (%s) must not be shorter than retention (%s)", c.TombstoneRetention, c.Retention)

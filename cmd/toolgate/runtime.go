@@ -56,7 +56,7 @@ func startGateway(ctx context.Context, cfg *config.Config, logw io.Writer) (*gat
 	case "sqlite":
 		store, err = sqlite.Open(ctx, sqlite.Config{Path: ld.Location})
 	case "postgres":
-		store, err = postgres.Open(ctx, postgres.Config{DSN: ld.Location})
+		store, err = postgres.Open(ctx, postgres.Config{DSN: ld.Location, RequireSyncStandby: cfg.LedgerHA, StartWithoutPrimary: true, Logf: logger.Printf})
 	default:
 		err = fmt.Errorf("ledger %s: the %s store is not available in this build", cfg.Ledger, ld.Kind)
 	}
