@@ -377,3 +377,13 @@ func queryRow(ctx context.Context, dsn, sql string, dest any, args ...any) error
 	defer conn.Close(context.Background())
 	return conn.QueryRow(ctx, sql, args...).Scan(dest)
 }
+
+// String describes the topology, for reports: "primary + synchronous
+// standby (synchronous_commit=on)".
+func (rs *ReplicaSet) String() string {
+	kind := "synchronous"
+	if rs.cfg.Async {
+		kind = "asynchronous"
+	}
+	return fmt.Sprintf("primary + %s standby (synchronous_commit=%s)", kind, rs.cfg.SynchronousCommit)
+}
