@@ -169,8 +169,7 @@ func (c *Cluster) start() error {
 		"-p", strconv.Itoa(c.port), "-h", "127.0.0.1", "-k", ""}, c.args...)...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// The postmaster dies with this process even when the tests are killed.
-	// Its own process group lets Kill take every server process at once.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: c.cred, Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: c.cred, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start postgres: %w", err)
 	}
@@ -243,9 +242,45 @@ func (c *Cluster) Start() error {
 	return c.start()
 }
 
+// kill SIGKILLs the postmaster and every process it started. Each of them
+// runs in a session of its own (PostgreSQL calls setsid), so they are
+// found by their parent: the postmaster is stopped first, so that it
+// forks nothing more, then its children and it are killed.
 func (c *Cluster) kill() {
-	syscall.Kill(-c.proc.Process.Pid, syscall.SIGKILL)
+	pm := c.proc.Process.Pid
+	syscall.Kill(pm, syscall.SIGSTOP)
+	for _, pid := range children(pm) {
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+	syscall.Kill(pm, syscall.SIGKILL)
 	<-c.done
+}
+
+// children lists the processes whose parent is pid, from /proc.
+func children(pid int) []int {
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	var out []int
+	for _, st := range stats {
+		b, err := os.ReadFile(st)
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid …; comm may hold spaces and parentheses.
+		s := string(b)
+		i := strings.LastIndexByte(s, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(s[i+1:])
+		if len(f) < 2 {
+			continue
+		}
+		if ppid, _ := strconv.Atoi(f[1]); ppid == pid {
+			child, _ := strconv.Atoi(filepath.Base(filepath.Dir(st)))
+			out = append(out, child)
+		}
+	}
+	return out
 }
 
 // Kill SIGKILLs every process of the server at once (the postmaster, its

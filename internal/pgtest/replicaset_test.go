@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -64,8 +65,21 @@ func TestReplicaSetFailsOver(t *testing.T) {
 		t.Fatalf("a commit returned (%v) while the synchronous standby could not confirm it", err)
 	case <-time.After(500 * time.Millisecond):
 	}
+	pm := first.proc.Process.Pid
+	kids := children(pm)
+	if len(kids) < 3 {
+		t.Fatalf("the primary's postmaster has %d children, want its backends and auxiliary processes", len(kids))
+	}
 	if err := rs.KillPrimary(); err != nil {
 		t.Fatal(err)
+	}
+	// Every server process died at once, not only the postmaster.
+	for _, pid := range kids {
+		if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil && !strings.Contains(string(st), ") Z ") {
+			if cl, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); strings.HasPrefix(string(cl), "postgres: node") {
+				t.Errorf("server process %d (%s) still runs after KillPrimary", pid, cl)
+			}
+		}
 	}
 	if err := <-done; err == nil {
 		t.Fatal("the commit in flight when the primary died was acknowledged")
