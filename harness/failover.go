@@ -55,11 +55,14 @@ func (c *chaos) failover(ctx context.Context) error {
 		c.ha.StallReplication()
 		sleep(ctx, d)
 	}
-	f.At, f.Killed = c.progress(), time.Now()
+	f.At = c.progress()
 	c.cfg.logf("SIGKILL the PostgreSQL primary at %.0f%%", 100*f.At)
 	if err := c.ha.KillPrimary(); err != nil {
 		return fmt.Errorf("kill the primary: %w", err)
 	}
+	// Its death is complete once KillPrimary returns: a request sent later
+	// cannot have reached it.
+	f.Killed = time.Now()
 	if err := c.ha.Promote(); err != nil {
 		return fmt.Errorf("promote the standby: %w", err)
 	}

@@ -249,15 +249,45 @@ func (c *Cluster) Start() error {
 func (c *Cluster) kill() {
 	pm := c.proc.Process.Pid
 	syscall.Kill(pm, syscall.SIGSTOP)
-	for _, pid := range children(pm) {
+	kids := children(pm)
+	for _, pid := range kids {
 		syscall.Kill(pid, syscall.SIGKILL)
 	}
 	syscall.Kill(pm, syscall.SIGKILL)
 	<-c.done
+	// A process dies on its way back to user space after SIGKILL; wait
+	// until each is gone (or a zombie), so that none serves any more.
+	deadline := time.Now().Add(5 * time.Second)
+	for _, pid := range kids {
+		for alive(pid) && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
+	}
 }
 
-// children lists the processes whose parent is pid, from /proc.
+// alive reports a process that exists and is not a zombie.
+func alive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i >= 0 && i+2 < len(s) && s[i+2] != 'Z' && s[i+2] != 'X'
+}
+
+// children lists the processes whose parent is pid, from
+// /proc/PID/task/PID/children (one read), or else by scanning /proc.
 func children(pid int) []int {
+	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid)); err == nil {
+		var out []int
+		for _, f := range strings.Fields(string(b)) {
+			if n, err := strconv.Atoi(f); err == nil {
+				out = append(out, n)
+			}
+		}
+		return out
+	}
 	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
 	var out []int
 	for _, st := range stats {
