@@ -19,24 +19,6 @@ import (
 	"github.com/toolgate/toolgate/sandbox"
 )
 
-// startReplicaSet starts a primary with one streaming standby, or skips
-// (fails under CI=true) without PostgreSQL's binaries.
-func startReplicaSet(t *testing.T, cfg pgtest.ReplicaSetConfig) *pgtest.ReplicaSet {
-	t.Helper()
-	if _, err := pgtest.BinDir(); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("the failover runs need PostgreSQL's binaries (CI=true: failing instead of skipping): %v", err)
-		}
-		t.Skip(err)
-	}
-	rs, err := pgtest.StartReplicaSet(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { rs.Stop() })
-	return rs
-}
-
 // failoverConfig is the failover scenario: three replicas on a multi-host
 // DSN, the usual load and faults, one replica kill and one partition, and
 // failovers whose standby first falls behind for half a second.
@@ -59,7 +41,7 @@ func TestFailover(t *testing.T) {
 		t.Skip("runs real gateway processes and two PostgreSQL servers")
 	}
 	t.Parallel()
-	rs := startReplicaSet(t, pgtest.ReplicaSetConfig{})
+	rs := pgtest.NewReplicaSet(t, pgtest.ReplicaSetConfig{})
 	cfg := failoverConfig(t, rs, 1000, 1, 19)
 	cfg.LedgerHA = true
 	rep := runHarness(t, cfg)
@@ -97,7 +79,7 @@ func TestFailoverAsyncLosesActions(t *testing.T) {
 	}
 	t.Parallel()
 	for seed := uint64(1); seed <= 3; seed++ {
-		rs := startReplicaSet(t, pgtest.ReplicaSetConfig{Async: true})
+		rs := pgtest.NewReplicaSet(t, pgtest.ReplicaSetConfig{Async: true})
 		cfg := failoverConfig(t, rs, 600, 1, 190+seed)
 		cfg.Rejoin, cfg.Kills, cfg.Partitions, cfg.DrainTimeout = false, 0, 0, 20*time.Second
 		rep := runHarness(t, cfg)
@@ -124,7 +106,7 @@ func TestLongFailover(t *testing.T) {
 	if !*long && os.Getenv("TOOLGATE_HARNESS_LONG") != "1" {
 		t.Skip("the long run needs -long or TOOLGATE_HARNESS_LONG=1")
 	}
-	rs := startReplicaSet(t, pgtest.ReplicaSetConfig{})
+	rs := pgtest.NewReplicaSet(t, pgtest.ReplicaSetConfig{})
 	cfg := failoverConfig(t, rs, 10000, 5, 20261219)
 	cfg.LedgerHA, cfg.Kills, cfg.Partitions = true, 5, 3
 	cfg.LoadTimeout, cfg.DrainTimeout = 15*time.Minute, 3*time.Minute
@@ -142,7 +124,7 @@ func TestGatewayOnStandbyOnly(t *testing.T) {
 		t.Skip("runs a real gateway process")
 	}
 	t.Parallel()
-	rs := startReplicaSet(t, pgtest.ReplicaSetConfig{})
+	rs := pgtest.NewReplicaSet(t, pgtest.ReplicaSetConfig{})
 	sb := sandbox.New(sandbox.Config{Orders: []sandbox.Order{{OrderID: orderID(0), TotalMinor: 1 << 40, Currency: "EUR"}}})
 	sbLn, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

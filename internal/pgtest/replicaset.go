@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -386,4 +387,23 @@ func (rs *ReplicaSet) String() string {
 		kind = "asynchronous"
 	}
 	return fmt.Sprintf("primary + %s standby (synchronous_commit=%s)", kind, rs.cfg.SynchronousCommit)
+}
+
+// NewReplicaSet starts a replica set for t and stops it when t ends. It
+// skips t when PostgreSQL's binaries are not installed, or fails it when
+// the environment says CI=true, so CI can never pass by skipping.
+func NewReplicaSet(t testing.TB, cfg ReplicaSetConfig) *ReplicaSet {
+	t.Helper()
+	if _, err := BinDir(); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("a replica set needs PostgreSQL's binaries (CI=true: failing instead of skipping): %v", err)
+		}
+		t.Skip(err)
+	}
+	rs, err := StartReplicaSet(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rs.Stop() })
+	return rs
 }

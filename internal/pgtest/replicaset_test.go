@@ -12,22 +12,6 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-func startReplicaSet(t *testing.T, cfg ReplicaSetConfig) *ReplicaSet {
-	t.Helper()
-	if _, err := BinDir(); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
-	rs, err := StartReplicaSet(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { rs.Stop() })
-	return rs
-}
-
 func count(t *testing.T, dsn string) int {
 	t.Helper()
 	var n int
@@ -43,7 +27,7 @@ func count(t *testing.T, dsn string) int {
 // keep every acknowledged row.
 func TestReplicaSetFailsOver(t *testing.T) {
 	t.Parallel()
-	rs := startReplicaSet(t, ReplicaSetConfig{})
+	rs := NewReplicaSet(t, ReplicaSetConfig{})
 	first := rs.Primary()
 	if err := execSQL(rs.DSN(), `CREATE TABLE t (id int PRIMARY KEY)`); err != nil {
 		t.Fatal(err)
@@ -146,7 +130,7 @@ func TestReplicaSetFailsOver(t *testing.T) {
 // the harness's negative control must see.
 func TestReplicaSetAsyncLoses(t *testing.T) {
 	t.Parallel()
-	rs := startReplicaSet(t, ReplicaSetConfig{Async: true})
+	rs := NewReplicaSet(t, ReplicaSetConfig{Async: true})
 	if err := execSQL(rs.DSN(), `CREATE TABLE t (id int PRIMARY KEY)`); err != nil {
 		t.Fatal(err)
 	}

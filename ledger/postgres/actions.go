@@ -56,7 +56,7 @@ func (s *Store) Insert(ctx context.Context, a *ledger.Action) (err error) {
 		}
 	}
 	var tag pgconn.CommandTag
-	err = s.write(ctx, func(c *pgx.Conn) (err error) {
+	err = s.writeAlone(ctx, func(c *pgx.Conn) (err error) {
 		tag, err = c.Exec(ctx, insertSQL, vals...)
 		return err
 	})
@@ -140,7 +140,7 @@ func (s *Store) Update(ctx context.Context, a *ledger.Action) (err error) {
 	}
 	var written, stored *int64
 	var was *string
-	if err := s.write(ctx, func(c *pgx.Conn) error {
+	if err := s.writeAlone(ctx, func(c *pgx.Conn) error {
 		return c.QueryRow(ctx, updateSQL, vals...).Scan(&written, &stored, &was)
 	}); err != nil {
 		return fmt.Errorf("update action %s: %w", a.ID, translate(err))

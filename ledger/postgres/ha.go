@@ -82,10 +82,10 @@ func unreplicated(c *pgconn.PgConn) error {
 // clearWarning forgets a warning left from an earlier operation.
 func clearWarning(c *pgconn.PgConn) { delete(c.CustomData(), warningKey) }
 
-// write runs one lone write on a connection of its own and fails it as
-// unavailable when the server warned at commit (see unreplicated). The
-// errors are the driver's, for the caller to translate.
-func (s *Store) write(ctx context.Context, fn func(*pgx.Conn) error) error {
+// writeAlone runs one write outside a batch, on a connection of its own,
+// and fails it as unavailable when the server warned at commit (see
+// unreplicated). The errors are the driver's, for the caller to translate.
+func (s *Store) writeAlone(ctx context.Context, fn func(*pgx.Conn) error) error {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return err

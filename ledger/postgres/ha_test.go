@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,24 +15,6 @@ import (
 	"github.com/toolgate/toolgate/ledger"
 	"github.com/toolgate/toolgate/ledger/postgres"
 )
-
-// replicaSet starts a primary with one streaming standby, or skips (fails
-// under CI=true) when PostgreSQL's binaries are not installed.
-func replicaSet(t *testing.T, cfg pgtest.ReplicaSetConfig) *pgtest.ReplicaSet {
-	t.Helper()
-	if _, err := pgtest.BinDir(); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("a replica set needs PostgreSQL's binaries (CI=true: failing instead of skipping): %v", err)
-		}
-		t.Skip(err)
-	}
-	rs, err := pgtest.StartReplicaSet(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { rs.Stop() })
-	return rs
-}
 
 func newAction(id string) *ledger.Action {
 	now := time.Now().UTC()
@@ -48,7 +29,7 @@ func newAction(id string) *ledger.Action {
 // the store then finds the promoted standby by itself.
 func TestFailoverMultiHost(t *testing.T) {
 	t.Parallel()
-	rs := replicaSet(t, pgtest.ReplicaSetConfig{})
+	rs := pgtest.NewReplicaSet(t, pgtest.ReplicaSetConfig{})
 	for _, batched := range []bool{true, false} {
 		t.Run(fmt.Sprintf("batched=%v", batched), func(t *testing.T) {
 			// One after the other: each fails the set over once.
@@ -148,7 +129,7 @@ func TestFailoverMultiHost(t *testing.T) {
 // unavailable.
 func TestStartWithoutPrimary(t *testing.T) {
 	t.Parallel()
-	rs := replicaSet(t, pgtest.ReplicaSetConfig{})
+	rs := pgtest.NewReplicaSet(t, pgtest.ReplicaSetConfig{})
 	standbyOnly := rs.Standby().DSN
 	if _, err := postgres.Open(t.Context(), postgres.Config{DSN: standbyOnly, ConnectTimeout: time.Second}); err == nil || !postgres.IsUnavailable(err) {
 		t.Fatalf("Open on a standby: %v, want an unavailable error", err)
@@ -214,11 +195,11 @@ func TestStartWithoutPrimary(t *testing.T) {
 // why; a synchronous set opens, and Durability reports it replicated.
 func TestRequireSyncStandby(t *testing.T) {
 	t.Parallel()
-	sync := replicaSet(t, pgtest.ReplicaSetConfig{})
-	async := replicaSet(t, pgtest.ReplicaSetConfig{Async: true})
-	local := replicaSet(t, pgtest.ReplicaSetConfig{SynchronousCommit: "local"})
+	synchronous := pgtest.NewReplicaSet(t, pgtest.ReplicaSetConfig{})
+	async := pgtest.NewReplicaSet(t, pgtest.ReplicaSetConfig{Async: true})
+	local := pgtest.NewReplicaSet(t, pgtest.ReplicaSetConfig{SynchronousCommit: "local"})
 
-	s, err := postgres.Open(t.Context(), postgres.Config{DSN: sync.DSN(), Schema: "ha", RequireSyncStandby: true})
+	s, err := postgres.Open(t.Context(), postgres.Config{DSN: synchronous.DSN(), Schema: "ha", RequireSyncStandby: true})
 	if err != nil {
 		t.Fatalf("a synchronous standby is configured: %v", err)
 	}
@@ -271,7 +252,7 @@ func TestRequireSyncStandby(t *testing.T) {
 // call run on a claim the next primary may not have.
 func TestUnreplicatedCommitIsUnknown(t *testing.T) {
 	t.Parallel()
-	rs := replicaSet(t, pgtest.ReplicaSetConfig{})
+	rs := pgtest.NewReplicaSet(t, pgtest.ReplicaSetConfig{})
 	for _, batched := range []bool{true, false} {
 		t.Run(fmt.Sprintf("batched=%v", batched), func(t *testing.T) {
 			schema := fmt.Sprintf("unreplicated_%v", batched)
@@ -319,7 +300,7 @@ func TestUnreplicatedCommitIsUnknown(t *testing.T) {
 // standby is promoted the same store writes there, with no restart.
 func TestFencedPrimary(t *testing.T) {
 	t.Parallel()
-	rs := replicaSet(t, pgtest.ReplicaSetConfig{})
+	rs := pgtest.NewReplicaSet(t, pgtest.ReplicaSetConfig{})
 	first := fmt.Sprintf("postgres://postgres@127.0.0.1:%d,127.0.0.1:%d/postgres?sslmode=disable", rs.Standby().Port(), rs.Primary().Port())
 	s, err := postgres.Open(t.Context(), postgres.Config{DSN: first, Schema: "fenced", NoBatch: true})
 	if err != nil {

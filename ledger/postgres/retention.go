@@ -63,7 +63,7 @@ func (s *Store) Delete(ctx context.Context, tenant, id string, rev int64) (err e
 		return err
 	}
 	var deleted, stored *int64
-	err = s.write(ctx, func(c *pgx.Conn) error {
+	err = s.writeAlone(ctx, func(c *pgx.Conn) error {
 		return c.QueryRow(ctx, `WITH del AS (
 			DELETE FROM actions WHERE tenant = $1 AND id = $2 AND rev = $3 RETURNING rev
 		), cur AS (
