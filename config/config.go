@@ -348,8 +348,10 @@ func (c *Config) check() []Problem {
 	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
 		bad("listen", "%q is not host:port (e.g. 127.0.0.1:8080)", c.Listen)
 	}
-	if _, err := LedgerDSN(c.Ledger); err != nil {
+	if l, err := LedgerDSN(c.Ledger); err != nil {
 		bad("ledger", "%v", err)
+	} else if c.LedgerHA && l.Kind != "postgres" {
+		bad("ledger_ha", "true needs a postgres:// ledger with a synchronous standby; %s has no standby", l.Kind)
 	}
 	if c.TombstoneRetention < c.Retention {
 		path := "tombstone_retention"

@@ -18,16 +18,18 @@ type chaos struct {
 	replicas []*replica
 	ports    []*Port
 	db       Database
+	ha       HA
 	progress func() float64 // share of actions started
 	rng      *rand.Rand
 
 	mu                            sync.Mutex
 	kills, partitions, dbRestarts int
+	failovers                     []Failover
 }
 
 type event struct {
 	at   float64
-	kind string // kill, partition, db
+	kind string // kill, partition, db, failover
 }
 
 func (c *chaos) schedule() []event {
@@ -42,6 +44,9 @@ func (c *chaos) schedule() []event {
 	spread(c.cfg.Partitions, "partition")
 	if c.db != nil && c.cfg.DBRestarts > 0 {
 		evs = append(evs, event{at: 0.4 + 0.2*c.rng.Float64(), kind: "db"})
+	}
+	if c.ha != nil {
+		spread(c.cfg.Failovers, "failover")
 	}
 	sort.Slice(evs, func(i, j int) bool { return evs[i].at < evs[j].at })
 	return evs
@@ -89,6 +94,10 @@ func (c *chaos) run(ctx context.Context) error {
 				return fmt.Errorf("restart the database: %w", err)
 			}
 			c.count(&c.dbRestarts)
+		case "failover":
+			if err := c.failover(ctx); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -104,4 +113,5 @@ func (c *chaos) fill(r *Report) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	r.Kills, r.Partitions, r.DBRestarts = c.kills, c.partitions, c.dbRestarts
+	r.Failovers = append([]Failover(nil), c.failovers...)
 }

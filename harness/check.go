@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -16,7 +17,11 @@ type ledgerAction struct {
 	NeedsOperator bool   `json:"needs_operator"`
 	ArgsDigest    string `json:"args_digest"`
 	Attempts      int    `json:"attempts"`
-	History       []struct {
+	Result        *struct {
+		StatusCode int             `json:"status_code"`
+		Body       json.RawMessage `json:"body"`
+	} `json:"result"`
+	History []struct {
 		From string    `json:"from"`
 		To   string    `json:"to"`
 		At   time.Time `json:"at"`
@@ -128,6 +133,8 @@ func downstreamKey(key string) string { return "default:" + key }
 // check compares what the clients were told, what the ledger holds and what
 // the downstream did, and records every violation in rep.
 func check(rep *Report, plans []*plan, led map[string]*ledgerAction, effects []effect) {
+	rep.acked = map[string]bool{}
+	defer rep.countLost()
 	byKey := map[string][]effect{}
 	for _, e := range effects {
 		byKey[e.IdempotencyKey] = append(byKey[e.IdempotencyKey], e)
@@ -153,6 +160,9 @@ func check(rep *Report, plans []*plan, led map[string]*ledgerAction, effects []e
 		acked := false
 		for _, f := range p.flows {
 			acked = acked || f.known
+			if f.acked {
+				rep.acked[p.key] = true
+			}
 			switch f.kind {
 			case duplicate:
 				rep.Duplicates++
@@ -247,6 +257,8 @@ func checkFlow(rep *Report, f *flow, a *ledgerAction, effs []effect, v func(kind
 	case fa.terminal() && fa.state == "succeeded":
 		if a.State != "succeeded" {
 			v("ack differs from ledger", "the %s was told succeeded; the ledger says %s", f.kind, a.State)
+		} else {
+			checkResult(f, a, v)
 		}
 		if len(effs) == 1 && fa.refundID != effs[0].RefundID {
 			v("ack differs from effect", "the %s was told refund %q; the downstream applied %s", f.kind, fa.refundID, effs[0].RefundID)
@@ -254,10 +266,46 @@ func checkFlow(rep *Report, f *flow, a *ledgerAction, effs []effect, v func(kind
 	case fa.terminal() && fa.state == "rejected":
 		if a.State != "rejected" {
 			v("ack differs from ledger", "the %s was told rejected; the ledger says %s", f.kind, a.State)
+		} else {
+			checkResult(f, a, v)
 		}
 	case fa.code == "attempts_exhausted":
 		rep.Exhausted++
 	default:
 		v("unexpected answer", "the %s ended with %s", f.kind, fa)
 	}
+}
+
+// checkResult compares the result a client was given for a terminal action
+// with the one the ledger holds: the same status and the same body.
+func checkResult(f *flow, a *ledgerAction, v func(kind, format string, args ...any)) {
+	fa := f.final
+	if a.Result == nil {
+		v("result differs from ack", "the %s was told %d; the ledger holds no result", f.kind, fa.status)
+		return
+	}
+	if a.Result.StatusCode != fa.status || !sameBody(fa.body, a.Result.Body) {
+		v("result differs from ack", "the %s was told %d %s; the ledger holds %d %s", f.kind, fa.status, clip(fa.body), a.Result.StatusCode, clip(a.Result.Body))
+	}
+}
+
+// sameBody compares a body as a client got it with the ledger's rendering
+// of the stored body: JSON (compacted) as JSON, other text as a string.
+func sameBody(got []byte, stored json.RawMessage) bool {
+	if json.Valid(got) {
+		var a, b bytes.Buffer
+		return json.Compact(&a, got) == nil && json.Compact(&b, stored) == nil && bytes.Equal(a.Bytes(), b.Bytes())
+	}
+	var str string
+	if len(stored) == 0 {
+		return len(got) == 0
+	}
+	return json.Unmarshal(stored, &str) == nil && str == string(got)
+}
+
+func clip(b []byte) string {
+	if len(b) > 80 {
+		return string(b[:80]) + "…"
+	}
+	return string(b)
 }

@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"encoding/json"
 	"sort"
 	"strings"
 	"testing"
@@ -9,17 +10,34 @@ import (
 func TestCheck(t *testing.T) {
 	t.Parallel()
 	args := refundArgs{OrderID: "ord_harness0001", AmountMinor: 10, Currency: "EUR", Reason: "customer_request"}
-	ok := answer{status: 201, state: "succeeded", refundID: "re_000001"}
+	okBody := `{"refund_id": "re_000001", "status": "issued"}`
+	ok := answer{status: 201, state: "succeeded", refundID: "re_000001", body: []byte(okBody)}
+	rejected := answer{status: 422, state: "rejected", body: []byte(`{"code":"CURRENCY_MISMATCH"}`)}
 	eff := effect{RefundID: "re_000001", IdempotencyKey: "default:k1", OrderID: args.OrderID, AmountMinor: 10}
+	withResult := func(a *ledgerAction, status int, body string) map[string]*ledgerAction {
+		a.Result = &struct {
+			StatusCode int             `json:"status_code"`
+			Body       json.RawMessage `json:"body"`
+		}{status, json.RawMessage(body)}
+		return map[string]*ledgerAction{"k1": a}
+	}
 	led := func(state string, needsOp bool) map[string]*ledgerAction {
-		return map[string]*ledgerAction{"k1": {ID: "k1", State: state, NeedsOperator: needsOp, ArgsDigest: args.digest()}}
+		a := &ledgerAction{ID: "k1", State: state, NeedsOperator: needsOp, ArgsDigest: args.digest()}
+		switch state {
+		case "succeeded":
+			// Compacted, as GET /v1/actions renders a JSON body.
+			return withResult(a, 201, `{"refund_id":"re_000001","status":"issued"}`)
+		case "rejected":
+			return withResult(a, 422, `{"code":"CURRENCY_MISMATCH"}`)
+		}
+		return map[string]*ledgerAction{"k1": a}
 	}
 	fl := func(kind flowKind, final answer) *flow {
 		a := args
 		if kind == conflicting {
 			a.AmountMinor++
 		}
-		return &flow{kind: kind, key: "k1", args: a, final: final, finished: true, known: true}
+		return &flow{kind: kind, key: "k1", args: a, final: final, finished: true, known: true, acked: final.acknowledges()}
 	}
 	tests := []struct {
 		name    string
@@ -27,23 +45,33 @@ func TestCheck(t *testing.T) {
 		ledger  map[string]*ledgerAction
 		effects []effect
 		want    []string // violation kinds, sorted
+		lost    int      // acknowledged actions lost
 	}{
 		{name: "clean success", flows: []*flow{fl(original, ok)}, ledger: led("succeeded", false), effects: []effect{eff}},
-		{name: "clean rejection", flows: []*flow{fl(original, answer{status: 422, state: "rejected"})}, ledger: led("rejected", false)},
+		{name: "clean rejection", flows: []*flow{fl(original, rejected)}, ledger: led("rejected", false)},
 		{name: "duplicate and conflict", flows: []*flow{fl(original, ok), fl(duplicate, ok), fl(conflicting, answer{status: 409, code: "idempotency_key_reused"})},
 			ledger: led("succeeded", false), effects: []effect{eff}},
 		{name: "two effects", flows: []*flow{fl(original, ok)}, ledger: led("succeeded", false), effects: []effect{eff, eff},
 			want: []string{"duplicate effect", "succeeded without one effect"}},
 		{name: "acked success without effect", flows: []*flow{fl(original, ok)}, ledger: led("succeeded", false),
 			want: []string{"succeeded without one effect"}},
-		{name: "ack names another refund", flows: []*flow{fl(original, answer{status: 201, state: "succeeded", refundID: "re_000002"})},
-			ledger: led("succeeded", false), effects: []effect{eff}, want: []string{"ack differs from effect"}},
-		{name: "rejected with effect", flows: []*flow{fl(original, answer{status: 422, state: "rejected"})}, ledger: led("rejected", false),
+		{name: "ack names another refund", flows: []*flow{fl(original, answer{status: 201, state: "succeeded", refundID: "re_000002", body: []byte(`{"refund_id":"re_000002","status":"issued"}`)})},
+			ledger: led("succeeded", false), effects: []effect{eff}, want: []string{"ack differs from effect", "result differs from ack"}, lost: 1},
+		{name: "rejected with effect", flows: []*flow{fl(original, rejected)}, ledger: led("rejected", false),
 			effects: []effect{eff}, want: []string{"rejected with an effect"}},
 		{name: "acked but missing", flows: []*flow{fl(original, ok)}, ledger: map[string]*ledgerAction{}, effects: []effect{eff},
-			want: []string{"effect without action", "missing from ledger"}},
+			want: []string{"effect without action", "missing from ledger"}, lost: 1},
 		{name: "unknown left", flows: []*flow{fl(original, ok)}, ledger: led("unknown", false), effects: []effect{eff},
-			want: []string{"ack differs from ledger", "unknown not reconciled"}},
+			want: []string{"ack differs from ledger", "unknown not reconciled"}, lost: 1},
+		{name: "acked result replaced", flows: []*flow{fl(original, ok)}, effects: []effect{eff},
+			ledger: withResult(&ledgerAction{ID: "k1", State: "succeeded", ArgsDigest: args.digest()}, 200, `{"refund_id":"re_000001","found":true}`),
+			want:   []string{"result differs from ack"}, lost: 1},
+		{name: "acked rejection lost", flows: []*flow{fl(original, rejected)}, ledger: led("pending", false),
+			want: []string{"ack differs from ledger"}, lost: 1},
+		{name: "in progress acknowledged, then missing", flows: []*flow{fl(original, answer{status: 409, code: "action_in_progress", state: "running"})},
+			ledger: map[string]*ledgerAction{}, want: []string{"missing from ledger"}, lost: 1},
+		{name: "504 is no acknowledgement", flows: []*flow{fl(original, answer{status: 504, code: "outcome_unknown", state: "unknown"})},
+			ledger: map[string]*ledgerAction{}, want: []string{"missing from ledger"}},
 		{name: "needs operator is allowed", flows: []*flow{{kind: original, key: "k1", args: args}}, ledger: led("unknown", true),
 			want: []string{"no final answer"}},
 		{name: "conflict executed", flows: []*flow{fl(original, ok), fl(conflicting, ok)}, ledger: led("succeeded", false), effects: []effect{eff},
@@ -68,6 +96,9 @@ func TestCheck(t *testing.T) {
 			sort.Strings(got)
 			if strings.Join(got, ",") != strings.Join(tc.want, ",") {
 				t.Fatalf("violations %q, want %q\n%s", got, tc.want, rep.Table(0))
+			}
+			if rep.LostAcked != tc.lost {
+				t.Fatalf("%d acknowledged actions lost, want %d\n%s", rep.LostAcked, tc.lost, rep.Table(0))
 			}
 		})
 	}

@@ -48,6 +48,20 @@ type Config struct {
 	Postgres string // DSN of the shared ledger (its search_path names a schema); "" = SQLite in WorkDir
 	Database Database
 
+	// HA is the primary + standby that Postgres names (both hosts), failed
+	// over Failovers times, spread over the load like the kills. Each
+	// failover stalls the standby's replication for StallBeforeKill (0:
+	// no stall), SIGKILLs the primary and promotes the standby at once;
+	// with Rejoin (forced for more than one failover) the old primary then
+	// rejoins as the standby. HAName describes the topology in the report.
+	HA              HA
+	HAName          string
+	Failovers       int
+	StallBeforeKill time.Duration
+	Rejoin          bool
+	// LedgerHA runs the replicas with ledger_ha: true.
+	LedgerHA bool
+
 	Actions    int     // distinct actions (keys)
 	Orders     int     // sandbox orders the refunds spread over
 	Duplicates float64 // share of actions that get a concurrent duplicate (same key, same arguments)
@@ -133,6 +147,8 @@ func (c *Config) validate() error {
 		return errors.New("harness: Binary, ToolsDir and WorkDir are required")
 	case c.Postgres == "" && c.Replicas != 1:
 		return errors.New("harness: a SQLite ledger serves exactly one replica")
+	case c.Failovers > 0 && (c.HA == nil || c.Postgres == ""):
+		return errors.New("harness: failovers need HA and a PostgreSQL DSN naming both of its servers")
 	case c.Faults.Late > 0 && c.Faults.LateBy >= c.SettleAfter+c.DownstreamTimeout:
 		// A request that lands after settle_after has passed since the
 		// gateway gave up breaks the settle rule's assumption: that is a
@@ -158,7 +174,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	began := time.Now()
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0x5eed))
-	rep := &Report{Store: "sqlite", Replicas: cfg.Replicas}
+	rep := &Report{Store: "sqlite", Replicas: cfg.Replicas, HA: cfg.HAName}
 	if cfg.Postgres != "" {
 		rep.Store = "postgres"
 	}
@@ -229,7 +245,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	plans := makePlans(&cfg, rng)
 	ld := &loader{cfg: &cfg, replicas: reps, rng: rand.New(rand.NewPCG(cfg.Seed+2, 7)),
 		client: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 2 * cfg.Concurrency}}}
-	ch := &chaos{cfg: &cfg, replicas: reps, ports: ports, db: cfg.Database, progress: func() float64 {
+	ch := &chaos{cfg: &cfg, replicas: reps, ports: ports, db: cfg.Database, ha: cfg.HA, progress: func() float64 {
 		return float64(ld.issued.Load()) / float64(cfg.Actions)
 	}, rng: rand.New(rand.NewPCG(cfg.Seed+3, 11))}
 	proxy.SetFaults(cfg.Faults)
@@ -268,6 +284,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	ch.fill(rep)
+	measureFailovers(rep.Failovers, ld)
 	ps := proxy.Stats()
 	rep.ResetsBefore, rep.ResetsAfter, rep.LateDeliveries, rep.Blackholed = ps.ResetsBefore, ps.ResetsAfter, ps.Late, ps.Blackholed
 	rep.NotForwarded = ps.Unavailable

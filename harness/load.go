@@ -50,7 +50,13 @@ type answer struct {
 	state    string // Toolgate-Action-State
 	retry    time.Duration
 	refundID string // of a 2xx tool answer
+	replayed bool   // Idempotent-Replayed: true
+	body     []byte // of a tool answer (a terminal action's result)
 }
+
+// acknowledges reports an answer that tells the client the action exists
+// in some state: a 2xx or 4xx answer carrying Toolgate-Action-State.
+func (a answer) acknowledges() bool { return a.state != "" && a.status < 500 }
 
 func (a answer) String() string {
 	if a.code != "" {
@@ -73,6 +79,7 @@ type flow struct {
 	final    answer
 	finished bool     // ended with a final answer
 	known    bool     // some answer proved the ledger has the action
+	acked    bool     // some answer acknowledged the action (see answer.acknowledges)
 	answers  []string // distinct answers seen, for the report
 	requests int
 }
@@ -94,7 +101,15 @@ type loader struct {
 
 	mu  sync.Mutex
 	rng *rand.Rand
+
+	// For the failover report (failover.go).
+	timesMu     sync.Mutex
+	fresh       []span      // answers succeeded, not replayed: the action ran in that request
+	unavailable []time.Time // when a 503 ledger_unavailable arrived
 }
+
+// span is when one request was sent and its answer arrived.
+type span struct{ sent, got time.Time }
 
 func (l *loader) intn(n int) int {
 	l.mu.Lock()
@@ -200,6 +215,7 @@ func (l *loader) runFlow(ctx context.Context, f *flow) {
 	backoff := 50 * time.Millisecond
 	body, _ := json.Marshal(map[string]any{"arguments": f.args})
 	for ctx.Err() == nil {
+		sent := time.Now()
 		a, err := l.post(ctx, f.key, body)
 		f.requests++
 		if err != nil {
@@ -209,6 +225,8 @@ func (l *loader) runFlow(ctx context.Context, f *flow) {
 		}
 		backoff = 50 * time.Millisecond
 		f.note(a)
+		f.acked = f.acked || a.acknowledges()
+		l.noteTimes(a, sent)
 		switch {
 		case a.terminal():
 			f.known = true
@@ -270,7 +288,8 @@ func (l *loader) post(ctx context.Context, key string, body []byte) (answer, err
 	if err != nil {
 		return answer{}, err
 	}
-	a := answer{status: resp.StatusCode, state: resp.Header.Get("Toolgate-Action-State")}
+	a := answer{status: resp.StatusCode, state: resp.Header.Get("Toolgate-Action-State"),
+		replayed: resp.Header.Get("Idempotent-Replayed") == "true"}
 	if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil {
 		a.retry = time.Duration(s) * time.Second
 	}
@@ -283,12 +302,17 @@ func (l *loader) post(ctx context.Context, key string, body []byte) (answer, err
 		if a.code == "" {
 			a.code = "problem"
 		}
-	} else if a.status/100 == 2 {
-		var rec struct {
-			RefundID string `json:"refund_id"`
+	} else {
+		if a.terminal() {
+			a.body = rb
 		}
-		json.Unmarshal(rb, &rec)
-		a.refundID = rec.RefundID
+		if a.status/100 == 2 {
+			var rec struct {
+				RefundID string `json:"refund_id"`
+			}
+			json.Unmarshal(rb, &rec)
+			a.refundID = rec.RefundID
+		}
 	}
 	return a, nil
 }
@@ -299,5 +323,20 @@ func sleep(ctx context.Context, d time.Duration) {
 	select {
 	case <-t.C:
 	case <-ctx.Done():
+	}
+}
+
+// noteTimes records what the failover report measures: when an action ran
+// to success within one request, and when the ledger was unavailable.
+func (l *loader) noteTimes(a answer, sent time.Time) {
+	switch {
+	case a.terminal() && a.state == "succeeded" && !a.replayed:
+		l.timesMu.Lock()
+		l.fresh = append(l.fresh, span{sent, time.Now()})
+		l.timesMu.Unlock()
+	case a.code == "ledger_unavailable":
+		l.timesMu.Lock()
+		l.unavailable = append(l.unavailable, time.Now())
+		l.timesMu.Unlock()
 	}
 }

@@ -146,6 +146,7 @@ func writeConfig(path string, c *Config, listen, ledger, downstream string) erro
 	cfg := fmt.Sprintf(`listen: %s
 tools_dir: %s
 ledger: %q
+ledger_ha: %v
 lease: %s
 reconcile_interval: %s
 join_timeout: %s
@@ -158,7 +159,7 @@ bindings:
     not_started_statuses: [503]
     settle_after: %s
     hold_after: %s
-`, listen, c.ToolsDir, ledger, c.Lease, c.ReconcileInterval, c.JoinTimeout,
+`, listen, c.ToolsDir, ledger, c.LedgerHA, c.Lease, c.ReconcileInterval, c.JoinTimeout,
 		downstream, c.DownstreamTimeout, downstream, c.MaxAttempts, c.SettleAfter, c.HoldAfter)
 	return os.WriteFile(path, []byte(cfg), 0o600)
 }

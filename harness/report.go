@@ -35,13 +35,44 @@ type Report struct {
 	Unfinished                                  int // flows without a final answer
 	Effects                                     int
 
+	// Acknowledged counts the actions some client got a 2xx or 4xx answer
+	// carrying an action state for; LostAcked those of them the ledger
+	// does not hold as acknowledged at the end (missing, in another state,
+	// or with another result): the recovery point, 0 when nothing is lost.
+	Acknowledged, LostAcked int
+	DuplicateEffects        int // downstream keys with more than one effect
+
+	HA        string     // the PostgreSQL topology failed over, e.g. "primary + synchronous standby"
+	Failovers []Failover // in order
+
 	Violations []Violation
 	LoadTime   time.Duration
 	Duration   time.Duration
+
+	acked map[string]bool // keys acknowledged, set by check
 }
 
 // OK reports a run without violations.
 func (r *Report) OK() bool { return len(r.Violations) == 0 }
+
+// lostKinds are the violations that mean an acknowledged action was lost.
+var lostKinds = map[string]bool{"missing from ledger": true, "ack differs from ledger": true, "result differs from ack": true}
+
+// countLost sets Acknowledged, LostAcked and DuplicateEffects from the
+// violations.
+func (r *Report) countLost() {
+	r.Acknowledged = len(r.acked)
+	lost, dups := map[string]bool{}, map[string]bool{}
+	for _, v := range r.Violations {
+		if lostKinds[v.Kind] && r.acked[v.Key] {
+			lost[v.Key] = true
+		}
+		if v.Kind == "duplicate effect" {
+			dups[v.Key] = true
+		}
+	}
+	r.LostAcked, r.DuplicateEffects = len(lost), len(dups)
+}
 
 // Table is the summary as a Markdown table, followed by up to max
 // violations (max <= 0: all of them).
@@ -68,6 +99,10 @@ func (r *Report) Table(max int) string {
 		row("longest unknown → settled", fmt.Sprintf("%s (%s)", r.LongestUnknown.Round(10*time.Millisecond), r.LongestUnknownKey))
 	}
 	row("attempts exhausted", r.Exhausted)
+	r.failoverRows(row)
+	row("acknowledged actions (2xx/4xx with an action state)", r.Acknowledged)
+	row("acknowledged actions lost", r.LostAcked)
+	row("duplicate downstream effects", r.DuplicateEffects)
 	row("effects", r.Effects)
 	row("violations", len(r.Violations))
 	row("load / total time", fmt.Sprintf("%s / %s", r.LoadTime.Round(100*time.Millisecond), r.Duration.Round(100*time.Millisecond)))

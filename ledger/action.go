@@ -74,6 +74,11 @@ var (
 	// ErrBadCursor reports a List cursor that the store did not issue: a
 	// client's mistake, not a store failure.
 	ErrBadCursor = errors.New("bad list cursor")
+	// ErrUnavailable reports a store that cannot serve for now (its
+	// database restarts, fails over, or is out of connections): answer 503
+	// with Retry-After and try again later. A write that failed so may or
+	// may not have been stored; re-read before acting on it.
+	ErrUnavailable = errors.New("ledger unavailable")
 )
 
 // Filter selects actions for List. The zero value lists a tenant's newest actions.

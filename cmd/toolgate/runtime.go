@@ -71,7 +71,7 @@ func startGatewayWith(ctx context.Context, cfg *config.Config, tools fs.FS, logw
 	case "sqlite":
 		store, err = sqlite.Open(ctx, sqlite.Config{Path: ld.Location})
 	case "postgres":
-		store, err = postgres.Open(ctx, postgres.Config{DSN: ld.Location})
+		store, err = postgres.Open(ctx, postgres.Config{DSN: ld.Location, RequireSyncStandby: cfg.LedgerHA, StartWithoutPrimary: true, Logf: logger.Printf})
 	default:
 		err = fmt.Errorf("ledger %s: the %s store is not available in this build", cfg.Ledger, ld.Kind)
 	}

@@ -26,13 +26,18 @@ import (
 type Cluster struct {
 	DSN string // superuser "postgres", database "postgres", trust auth
 
-	bin  string // the directory of initdb and postgres
-	dir  string // removed by Stop
+	bin  string   // the directory of initdb and postgres
+	dir  string   // removed by Stop
+	args []string // the postmaster's settings (-c name=value …)
 	port int
 	cred *syscall.Credential // nil when not running as root
 	proc *exec.Cmd
 	done chan error // the postmaster's exit
 }
+
+// fastSettings tune a throwaway cluster for speed, not durability.
+var fastSettings = []string{"-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
+	"-c", "max_connections=300", "-c", "shared_buffers=64MB"}
 
 // BinDir returns the newest /usr/lib/postgresql/*/bin that has initdb and
 // postgres, or an error saying none is installed.
@@ -66,7 +71,7 @@ func StartCluster() (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Cluster{bin: bin, dir: dir}
+	c := &Cluster{bin: bin, dir: dir, args: fastSettings}
 	if err := c.init(); err != nil {
 		os.RemoveAll(dir)
 		return nil, err
@@ -79,6 +84,16 @@ func StartCluster() (*Cluster, error) {
 }
 
 func (c *Cluster) init() error {
+	if err := c.prepare(); err != nil {
+		return err
+	}
+	return c.run("initdb", "-D", c.data(), "-U", "postgres",
+		"--auth=trust", "--encoding=UTF8", "--locale=C", "--no-sync")
+}
+
+// prepare hands c.dir to the server user (when running as root) and picks
+// a free loopback port.
+func (c *Cluster) prepare() error {
 	if os.Geteuid() == 0 {
 		cred, err := serverUser()
 		if err != nil {
@@ -96,16 +111,23 @@ func (c *Cluster) init() error {
 	c.port = l.Addr().(*net.TCPAddr).Port
 	l.Close()
 	c.DSN = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", c.port)
+	return nil
+}
 
-	cmd := exec.Command(filepath.Join(c.bin, "initdb"), "-D", c.data(), "-U", "postgres",
-		"--auth=trust", "--encoding=UTF8", "--locale=C", "--no-sync")
+// run runs one of the server's programs (initdb, pg_ctl, …) as the server
+// user, in c.dir.
+func (c *Cluster) run(prog string, args ...string) error {
+	cmd := exec.Command(filepath.Join(c.bin, prog), args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: c.cred, Pdeathsig: syscall.SIGKILL}
 	cmd.Dir = c.dir
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("initdb: %v: %s", err, lastLines(string(out), 10))
+		return fmt.Errorf("%s: %v: %s", prog, err, lastLines(string(out), 10))
 	}
 	return nil
 }
+
+// Port is the loopback port the server listens on.
+func (c *Cluster) Port() int { return c.port }
 
 func (c *Cluster) data() string { return filepath.Join(c.dir, "data") }
 func (c *Cluster) log() string  { return filepath.Join(c.dir, "postgres.log") }
@@ -143,10 +165,8 @@ func (c *Cluster) start() error {
 	if c.cred != nil {
 		os.Chown(c.log(), int(c.cred.Uid), int(c.cred.Gid))
 	}
-	cmd := exec.Command(filepath.Join(c.bin, "postgres"), "-D", c.data(),
-		"-p", strconv.Itoa(c.port), "-h", "127.0.0.1", "-k", "",
-		"-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
-		"-c", "max_connections=300", "-c", "shared_buffers=64MB")
+	cmd := exec.Command(filepath.Join(c.bin, "postgres"), append([]string{"-D", c.data(),
+		"-p", strconv.Itoa(c.port), "-h", "127.0.0.1", "-k", ""}, c.args...)...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// The postmaster dies with this process even when the tests are killed.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: c.cred, Pdeathsig: syscall.SIGKILL}
@@ -222,9 +242,87 @@ func (c *Cluster) Start() error {
 	return c.start()
 }
 
+// kill SIGKILLs the postmaster and every process it started. Each of them
+// runs in a session of its own (PostgreSQL calls setsid), so they are
+// found by their parent: the postmaster is stopped first, so that it
+// forks nothing more, then its children and it are killed.
 func (c *Cluster) kill() {
-	c.proc.Process.Kill()
+	pm := c.proc.Process.Pid
+	syscall.Kill(pm, syscall.SIGSTOP)
+	kids := children(pm)
+	for _, pid := range kids {
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+	syscall.Kill(pm, syscall.SIGKILL)
 	<-c.done
+	// A process dies on its way back to user space after SIGKILL; wait
+	// until each is gone (or a zombie), so that none serves any more.
+	deadline := time.Now().Add(5 * time.Second)
+	for _, pid := range kids {
+		for alive(pid) && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
+	}
+}
+
+// alive reports a process that exists and is not a zombie.
+func alive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i >= 0 && i+2 < len(s) && s[i+2] != 'Z' && s[i+2] != 'X'
+}
+
+// children lists the processes whose parent is pid, from
+// /proc/PID/task/PID/children (one read), or else by scanning /proc.
+func children(pid int) []int {
+	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid)); err == nil {
+		var out []int
+		for _, f := range strings.Fields(string(b)) {
+			if n, err := strconv.Atoi(f); err == nil {
+				out = append(out, n)
+			}
+		}
+		return out
+	}
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	var out []int
+	for _, st := range stats {
+		b, err := os.ReadFile(st)
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid …; comm may hold spaces and parentheses.
+		s := string(b)
+		i := strings.LastIndexByte(s, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(s[i+1:])
+		if len(f) < 2 {
+			continue
+		}
+		if ppid, _ := strconv.Atoi(f[1]); ppid == pid {
+			child, _ := strconv.Atoi(filepath.Base(filepath.Dir(st)))
+			out = append(out, child)
+		}
+	}
+	return out
+}
+
+// Kill SIGKILLs every process of the server at once (the postmaster, its
+// backends, the WAL writer and senders), as a machine that dies would
+// stop: nothing is flushed, no connection is closed politely. The data
+// stays for Start (which runs crash recovery).
+func (c *Cluster) Kill() {
+	if c.proc == nil {
+		return
+	}
+	c.kill()
+	c.proc = nil
 }
 
 // Restart is Shutdown then Start.

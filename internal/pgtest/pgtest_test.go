@@ -1,6 +1,11 @@
 package pgtest
 
-import "testing"
+import (
+	"os/exec"
+	"syscall"
+	"testing"
+	"time"
+)
 
 func TestWithParam(t *testing.T) {
 	t.Parallel()
@@ -20,5 +25,24 @@ func TestWithParam(t *testing.T) {
 				t.Fatalf("WithParam(%q, %q, %q) = %q, want %q", tt.dsn, tt.key, tt.value, got, tt.want)
 			}
 		})
+	}
+}
+
+func TestChildren(t *testing.T) {
+	t.Parallel()
+	cmd := exec.Command("sh", "-c", "sleep 30 & sleep 30 & wait")
+	if err := cmd.Start(); err != nil {
+		t.Skip(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	var kids []int
+	for deadline := time.Now().Add(5 * time.Second); len(kids) < 2 && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		kids = children(cmd.Process.Pid)
+	}
+	if len(kids) != 2 {
+		t.Fatalf("children(%d) = %v, want the two sleeps", cmd.Process.Pid, kids)
+	}
+	for _, k := range kids {
+		syscall.Kill(k, syscall.SIGKILL)
 	}
 }

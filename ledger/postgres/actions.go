@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/toolgate/toolgate/ledger"
 )
 
@@ -28,8 +29,11 @@ const insertSQL = `INSERT INTO actions (` + columns + `)
 // and CreatedAt are required. Concurrent writes share transactions (see
 // batch.go) unless Config.NoBatch is set.
 func (s *Store) Insert(ctx context.Context, a *ledger.Action) (err error) {
-	ctx, finish := s.op(ctx)
+	ctx, finish, err := s.op(ctx)
 	defer finish(&err)
+	if err != nil {
+		return err
+	}
 	if a.Tenant == "" || a.ID == "" {
 		return fmt.Errorf("insert action: tenant and id are required")
 	}
@@ -51,7 +55,11 @@ func (s *Store) Insert(ctx context.Context, a *ledger.Action) (err error) {
 			return nil
 		}
 	}
-	tag, err := s.pool.Exec(ctx, insertSQL, vals...)
+	var tag pgconn.CommandTag
+	err = s.writeAlone(ctx, func(c *pgx.Conn) (err error) {
+		tag, err = c.Exec(ctx, insertSQL, vals...)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("insert action %s: %w", a.ID, translate(err))
 	}
@@ -65,8 +73,11 @@ func (s *Store) Insert(ctx context.Context, a *ledger.Action) (err error) {
 
 // Get returns the tenant's action id, or ledger.ErrNotFound.
 func (s *Store) Get(ctx context.Context, tenant, id string) (_ *ledger.Action, err error) {
-	ctx, finish := s.op(ctx)
+	ctx, finish, err := s.op(ctx)
 	defer finish(&err)
+	if err != nil {
+		return nil, err
+	}
 	row := s.pool.QueryRow(ctx, `SELECT `+columns+` FROM actions WHERE tenant = $1 AND id = $2`, tenant, id)
 	a, err := scan(row)
 	if err != nil {
@@ -105,8 +116,11 @@ SELECT (SELECT rev FROM upd), (SELECT rev FROM cur), (SELECT state FROM cur)`
 // batch.go) unless Config.NoBatch is set.
 func (s *Store) Update(ctx context.Context, a *ledger.Action) (err error) {
 	parent := ctx
-	ctx, finish := s.op(ctx)
+	ctx, finish, err := s.op(ctx)
 	defer finish(&err)
+	if err != nil {
+		return err
+	}
 	vals, err := values(a, a.Rev)
 	if err != nil {
 		return fmt.Errorf("update action %s: %w", a.ID, err)
@@ -126,7 +140,9 @@ func (s *Store) Update(ctx context.Context, a *ledger.Action) (err error) {
 	}
 	var written, stored *int64
 	var was *string
-	if err := s.pool.QueryRow(ctx, updateSQL, vals...).Scan(&written, &stored, &was); err != nil {
+	if err := s.writeAlone(ctx, func(c *pgx.Conn) error {
+		return c.QueryRow(ctx, updateSQL, vals...).Scan(&written, &stored, &was)
+	}); err != nil {
 		return fmt.Errorf("update action %s: %w", a.ID, translate(err))
 	}
 	switch {
@@ -148,8 +164,11 @@ func (s *Store) Update(ctx context.Context, a *ledger.Action) (err error) {
 // lease end first of all). It is a plain read: whoever acts on the result
 // writes with Update, whose compare-and-set lets one replica win.
 func (s *Store) Expired(ctx context.Context, now time.Time, limit int) (_ []*ledger.Action, err error) {
-	ctx, finish := s.op(ctx)
+	ctx, finish, err := s.op(ctx)
 	defer finish(&err)
+	if err != nil {
+		return nil, err
+	}
 	as, err := s.query(ctx, `SELECT `+columns+` FROM actions
 		WHERE state = 'running' AND (lease_until IS NULL OR lease_until <= $1)
 		ORDER BY lease_until NULLS FIRST, tenant, id LIMIT $2`, now.UnixNano(), defaultLimit(limit))
@@ -163,8 +182,11 @@ func (s *Store) Expired(ctx context.Context, now time.Time, limit int) (_ []*led
 // whose NextCheckAt is at or before now, most overdue first (never scheduled
 // first of all). Like Expired it is a plain read.
 func (s *Store) DueChecks(ctx context.Context, now time.Time, limit int) (_ []*ledger.Action, err error) {
-	ctx, finish := s.op(ctx)
+	ctx, finish, err := s.op(ctx)
 	defer finish(&err)
+	if err != nil {
+		return nil, err
+	}
 	as, err := s.query(ctx, `SELECT `+columns+` FROM actions
 		WHERE state = 'unknown' AND (next_check_at IS NULL OR next_check_at <= $1)
 		ORDER BY next_check_at NULLS FIRST, tenant, id LIMIT $2`, now.UnixNano(), defaultLimit(limit))
@@ -177,8 +199,11 @@ func (s *Store) DueChecks(ctx context.Context, now time.Time, limit int) (_ []*l
 // CountByState counts the actions of all tenants per state. Every state of
 // ledger.States is in the map, with 0 when no action is in it.
 func (s *Store) CountByState(ctx context.Context) (_ map[ledger.State]int64, err error) {
-	ctx, finish := s.op(ctx)
+	ctx, finish, err := s.op(ctx)
 	defer finish(&err)
+	if err != nil {
+		return nil, err
+	}
 	rows, err := s.pool.Query(ctx, `SELECT state, count(*) FROM actions GROUP BY state`)
 	if err != nil {
 		return nil, fmt.Errorf("count by state: %w", translate(err))

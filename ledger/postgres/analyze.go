@@ -35,11 +35,14 @@ type freshTable struct {
 	ran    chan struct{} // closed once the ANALYZE has run (or failed)
 }
 
+func (f *freshTable) init() {
+	f.ran = make(chan struct{})
+	f.ctx, f.cancel = context.WithCancel(context.Background())
+}
+
 // watchFresh arms the one ANALYZE when the table is fresh. A failing
 // catalog query leaves it unarmed: autovacuum still gets there.
 func (s *Store) watchFresh(ctx context.Context) {
-	s.fresh.ran = make(chan struct{})
-	s.fresh.ctx, s.fresh.cancel = context.WithCancel(context.Background())
 	var tuples float64
 	err := s.pool.QueryRow(ctx, `SELECT reltuples FROM pg_class WHERE oid = to_regclass($1)`,
 		quoteIdent(s.schema)+".actions").Scan(&tuples)

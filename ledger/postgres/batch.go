@@ -279,7 +279,7 @@ func (b *batcher) commit(batch []*write) {
 	default:
 		if !IsUnavailable(err) {
 			// The batch was sent and its outcome is unknown.
-			err = &unavailableError{fmt.Errorf("batch outcome unknown: %w", err)}
+			err = &unavailableError{err: fmt.Errorf("batch outcome unknown: %w", err)}
 		}
 		for _, w := range batch {
 			w.err = fmt.Errorf("%s action %s: %w", w.verb(), w.a.ID, err)
@@ -328,6 +328,8 @@ func (b *batcher) send(ctx context.Context, batch []*write) error {
 		return &notSentError{translate(err)}
 	}
 	defer conn.Release()
+	pc := conn.Conn().PgConn()
+	clearWarning(pc)
 	var pb pgx.Batch
 	pb.Queue(`SELECT set_config('lock_timeout', $1, true)`, b.lockTimeout)
 	for _, w := range batch {
@@ -356,7 +358,8 @@ func (b *batcher) send(ctx context.Context, batch []*write) error {
 		err = cerr
 	}
 	if err == nil {
-		return nil
+		// Committed, but perhaps not on the synchronous standby.
+		return unreplicated(pc)
 	}
 	var pe *pgconn.PgError
 	var pre pgx.ErrPreprocessingBatch

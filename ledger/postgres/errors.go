@@ -16,8 +16,9 @@ import (
 
 // ErrUnavailable reports that the database could not be reached or refused
 // work for a reason that passes (restart, failover, connection limit). Test
-// with errors.Is(err, ErrUnavailable) or IsUnavailable(err).
-var ErrUnavailable = errors.New("ledger database unavailable")
+// with errors.Is(err, ErrUnavailable) or IsUnavailable(err). It is
+// ledger.ErrUnavailable, so code that knows no driver can test for it too.
+var ErrUnavailable = ledger.ErrUnavailable
 
 // ErrBadCursor reports a List cursor that this store did not issue.
 var ErrBadCursor = ledger.ErrBadCursor
@@ -38,7 +39,12 @@ func IsUnavailable(err error) bool {
 // unavailableError marks a driver error as ErrUnavailable while keeping the
 // driver error (and any context error under it) in the chain. Its
 // Unavailable method lets callers that do not import this package classify it.
-type unavailableError struct{ err error }
+// stale marks an error after which the pool's other connections are likely
+// useless too (see Store.dropStale).
+type unavailableError struct {
+	err   error
+	stale bool
+}
 
 func (e *unavailableError) Error() string     { return ErrUnavailable.Error() + ": " + e.err.Error() }
 func (e *unavailableError) Unwrap() []error   { return []error{ErrUnavailable, e.err} }
@@ -60,14 +66,30 @@ func translate(err error) error {
 		case pe.Code == "23505": // unique_violation
 			return ledger.ErrExists
 		case unavailableState(pe.Code):
-			return &unavailableError{fmt.Errorf("%s (SQLSTATE %s)", pe.Message, pe.Code)}
+			return &unavailableError{err: fmt.Errorf("%s (SQLSTATE %s)", pe.Message, pe.Code), stale: staleState(pe.Code)}
 		}
 		return fmt.Errorf("postgres: %s (SQLSTATE %s)", pe.Message, pe.Code)
 	}
 	if unreachable(err) {
-		return &unavailableError{err}
+		var ce *pgconn.ConnectError
+		return &unavailableError{err: err, stale: !errors.As(err, &ce) && lostConnection(err)}
 	}
 	return err
+}
+
+// staleState reports the SQLSTATEs that say the server behind a pooled
+// connection cannot take the store's work any more: it shuts down, it
+// crashed, or it is read-only (a standby, or a primary turned read-only).
+// The pool's other connections go to the same server.
+func staleState(code string) bool {
+	return code == "57P01" || code == "57P02" || code == "25006"
+}
+
+// lostConnection reports an established connection that broke (closed or
+// reset by the peer), as when its server died; not a timeout.
+func lostConnection(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
 
 // unavailableState reports the SQLSTATEs that mean "not now" rather than
@@ -82,7 +104,7 @@ func unavailableState(code string) bool {
 		return true
 	case strings.HasPrefix(code, "57P"): // admin/crash shutdown, cannot_connect_now, database_dropped
 		return true
-	case code == "25006": // read_only_sql_transaction
+	case code == "25006": // read_only_sql_transaction: a standby, or a primary set read-only
 		return true
 	}
 	return false

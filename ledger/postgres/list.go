@@ -23,8 +23,11 @@ const (
 // paging never shift a page: every action that existed when paging began is
 // listed exactly once. A cursor this store did not issue is ErrBadCursor.
 func (s *Store) List(ctx context.Context, f ledger.Filter) (_ ledger.Page, err error) {
-	ctx, finish := s.op(ctx)
+	ctx, finish, err := s.op(ctx)
 	defer finish(&err)
+	if err != nil {
+		return ledger.Page{}, err
+	}
 	if f.Tenant == "" {
 		return ledger.Page{}, errors.New("list actions: tenant is required")
 	}

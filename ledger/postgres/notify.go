@@ -90,6 +90,9 @@ func (s *Store) Listen(ctx context.Context, fn func(Completion)) error {
 }
 
 func (s *Store) listenConn(ctx context.Context) (*pgx.Conn, error) {
+	if !s.up.Load() {
+		return nil, s.notUp()
+	}
 	conn, err := pgx.ConnectConfig(ctx, s.pool.Config().ConnConfig.Copy())
 	if err != nil {
 		return nil, translate(err)

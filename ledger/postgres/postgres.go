@@ -31,6 +31,8 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -82,6 +84,28 @@ type Config struct {
 	// commit per batch, each with its own exact result (see "Write
 	// batching" in docs/postgres.md).
 	NoBatch bool
+	// RequireSyncStandby makes the store refuse a primary whose commits do
+	// not wait for a synchronous standby (synchronous_standby_names empty,
+	// or synchronous_commit off or local in the store's sessions), so that
+	// every write it reports committed survives the loss of the primary.
+	// It is toolgate.yaml's ledger_ha. Defaults to false: the durability
+	// is logged and reported (Durability) with its warnings, not required.
+	RequireSyncStandby bool
+	// StartWithoutPrimary lets Open return a Store while no read-write
+	// server answers (every host down, or only standbys up). Every
+	// operation then fails as unavailable until the store reaches a
+	// primary, which it retries in the background at most a second apart;
+	// there it migrates and checks durability as Open would. A failure
+	// that is not unavailability (a wrong password, an unknown database, a
+	// schema newer than the binary, RequireSyncStandby not met) still
+	// fails Open when Open meets it; met later, it fails every operation
+	// as unavailable, is logged, and is re-checked every 5 seconds.
+	// Defaults to false: Open fails when no read-write server answers.
+	StartWithoutPrimary bool
+	// Logf receives the store's durability report when it connects (the
+	// settings, then one line per warning) and the changes of its
+	// connection state. Defaults to discarding them.
+	Logf func(format string, args ...any)
 }
 
 // Defaults for Config.
@@ -113,13 +137,19 @@ func callerDone(parent context.Context, err *error) {
 	}
 }
 
-// op bounds one operation by the store's QueryTimeout. The returned finish
-// turns the error of an operation that ran out of that time, while parent
-// still had time, into an unavailable error; the caller's own deadline or
-// cancellation stays what it is.
-func (s *Store) op(parent context.Context) (context.Context, func(*error)) {
+// op starts one operation: it fails at once, as unavailable, while the
+// store has not reached a usable primary (see Config.StartWithoutPrimary),
+// and otherwise bounds the operation by the store's QueryTimeout. The
+// returned finish turns the error of an operation that ran out of that
+// time, while parent still had time, into an unavailable error (the
+// caller's own deadline or cancellation stays what it is), and drops the
+// pool's connections when the error says their server cannot serve.
+func (s *Store) op(parent context.Context) (context.Context, func(*error), error) {
+	if !s.up.Load() {
+		return parent, func(*error) {}, s.notUp()
+	}
 	if s.timeout <= 0 {
-		return parent, func(err *error) { callerDone(parent, err) }
+		return parent, func(err *error) { callerDone(parent, err); s.dropStale(*err) }, nil
 	}
 	ctx, cancel := context.WithTimeoutCause(parent, s.timeout, errNoAnswer)
 	return ctx, func(err *error) {
@@ -128,9 +158,10 @@ func (s *Store) op(parent context.Context) (context.Context, func(*error)) {
 		// Whatever shape the failure took (the driver's deadline error or
 		// the server's "canceling statement"), the store ran out of time.
 		if *err != nil && parent.Err() == nil && context.Cause(ctx) == errNoAnswer && !IsUnavailable(*err) {
-			*err = &unavailableError{fmt.Errorf("no answer within %s: %w", s.timeout, *err)}
+			*err = &unavailableError{err: fmt.Errorf("no answer within %s: %w", s.timeout, *err)}
 		}
-	}
+		s.dropStale(*err)
+	}, nil
 }
 
 // Store is a ledger.Store on a PostgreSQL database. It is safe for concurrent
@@ -138,11 +169,20 @@ func (s *Store) op(parent context.Context) (context.Context, func(*error)) {
 // database.
 type Store struct {
 	pool     *pgxpool.Pool
-	schema   string // the schema the tables are in, as the server resolved it
+	where    string // host:port/db, for errors and logs
+	cfg      Config
+	schema   string // the schema the tables are in, as the server resolved it (set before up)
 	noNotify bool
 	timeout  time.Duration // per operation; 0 for none
 	batch    *batcher      // nil with Config.NoBatch
 	fresh    freshTable    // analyze.go
+
+	up        atomic.Bool  // migrated and checked: operations may run (ha.go)
+	downMu    sync.Mutex   //
+	downErr   error        // why not up
+	lastReset atomic.Int64 // unix nanos of the last pool reset (dropStale)
+	stopUp    context.CancelFunc
+	upDone    chan struct{} // closed when the background set-up ends
 }
 
 var _ ledger.Store = (*Store)(nil)
@@ -199,17 +239,28 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		return &pgconn.CancelRequestContextWatcherHandler{Conn: c, DeadlineDelay: time.Second}
 	}
 
+	if err := requireReadWrite(pc.ConnConfig); err != nil {
+		return nil, fmt.Errorf("open ledger %s: %w", where, err)
+	}
+	// A commit whose wait for the synchronous standby was cancelled is
+	// reported by a warning, not an error (see unreplicated).
+	pc.ConnConfig.OnNotice = noteWarning
+
 	pool, err := pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {
 		return nil, fmt.Errorf("open ledger %s: %w", where, translate(err))
 	}
-	schema, err := migrate(ctx, pool, cfg.Schema)
-	if err != nil {
-		pool.Close()
-		return nil, fmt.Errorf("open ledger %s: %w", where, err)
+	s := &Store{pool: pool, where: where, cfg: cfg, noNotify: cfg.NoNotify, timeout: max(timeout, 0)}
+	s.fresh.init()
+	if err := s.setUp(ctx); err != nil {
+		if !cfg.StartWithoutPrimary || !IsUnavailable(err) || ctx.Err() != nil {
+			pool.Close()
+			return nil, fmt.Errorf("open ledger %s: %w", where, err)
+		}
+		s.setDown(err)
+		s.logf("ledger %s: no read-write server reached yet (%v); operations fail as unavailable until one is", where, err)
+		s.keepSettingUp()
 	}
-	s := &Store{pool: pool, schema: schema, noNotify: cfg.NoNotify, timeout: max(timeout, 0)}
-	s.watchFresh(ctx)
 	if !cfg.NoBatch {
 		s.batch = newBatcher(s, min(batchWorkers, max(1, int(pool.Config().MaxConns)/2)))
 	}
@@ -220,6 +271,10 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 // flight (queued writes are committed first). Every write already returned
 // is durable.
 func (s *Store) Close() error {
+	if s.stopUp != nil {
+		s.stopUp()
+		<-s.upDone
+	}
 	if s.batch != nil {
 		s.batch.close()
 	}
@@ -228,14 +283,23 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// Schema returns the schema the store's tables live in.
-func (s *Store) Schema() string { return s.schema }
+// Schema returns the schema the store's tables live in (before the store
+// first reached its primary: Config.Schema).
+func (s *Store) Schema() string {
+	if !s.up.Load() {
+		return s.cfg.Schema
+	}
+	return s.schema
+}
 
 // Ping checks that the database answers, for readiness probes. Its error
 // satisfies IsUnavailable when the server cannot be reached.
 func (s *Store) Ping(ctx context.Context) (err error) {
-	ctx, finish := s.op(ctx)
+	ctx, finish, err := s.op(ctx)
 	defer finish(&err)
+	if err != nil {
+		return err
+	}
 	if err := s.pool.Ping(ctx); err != nil {
 		return fmt.Errorf("ping ledger: %w", translate(err))
 	}

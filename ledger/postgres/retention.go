@@ -6,6 +6,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/toolgate/toolgate/ledger"
 )
 
@@ -15,8 +16,11 @@ import (
 // purge on another replica, a write in flight) are skipped, not waited for:
 // the next call gets them.
 func (s *Store) Purge(ctx context.Context, cutoff time.Time, limit int) (_ int, err error) {
-	ctx, finish := s.op(ctx)
+	ctx, finish, err := s.op(ctx)
 	defer finish(&err)
+	if err != nil {
+		return 0, err
+	}
 	tag, err := s.pool.Exec(ctx, `UPDATE actions
 		SET arguments = NULL, result_body = NULL, provider_calls = NULL, rev = rev + 1
 		WHERE (tenant, id) IN (SELECT tenant, id FROM actions
@@ -33,8 +37,11 @@ func (s *Store) Purge(ctx context.Context, cutoff time.Time, limit int) (_ int, 
 // Forget deletes up to limit (default 50) terminal actions created before
 // cutoff, oldest first, skipping rows another session holds locked.
 func (s *Store) Forget(ctx context.Context, cutoff time.Time, limit int) (_ int, err error) {
-	ctx, finish := s.op(ctx)
+	ctx, finish, err := s.op(ctx)
 	defer finish(&err)
+	if err != nil {
+		return 0, err
+	}
 	tag, err := s.pool.Exec(ctx, `DELETE FROM actions
 		WHERE (tenant, id) IN (SELECT tenant, id FROM actions
 			WHERE state IN ('succeeded', 'rejected') AND created_at < $1
@@ -50,15 +57,20 @@ func (s *Store) Forget(ctx context.Context, cutoff time.Time, limit int) (_ int,
 // conditional DELETE; ledger.ErrStale when it changed, ledger.ErrNotFound
 // when it is gone.
 func (s *Store) Delete(ctx context.Context, tenant, id string, rev int64) (err error) {
-	ctx, finish := s.op(ctx)
+	ctx, finish, err := s.op(ctx)
 	defer finish(&err)
+	if err != nil {
+		return err
+	}
 	var deleted, stored *int64
-	err = s.pool.QueryRow(ctx, `WITH del AS (
+	err = s.writeAlone(ctx, func(c *pgx.Conn) error {
+		return c.QueryRow(ctx, `WITH del AS (
 			DELETE FROM actions WHERE tenant = $1 AND id = $2 AND rev = $3 RETURNING rev
 		), cur AS (
 			SELECT rev FROM actions WHERE tenant = $1 AND id = $2
 		)
 		SELECT (SELECT rev FROM del), (SELECT rev FROM cur)`, tenant, id, rev).Scan(&deleted, &stored)
+	})
 	switch {
 	case err != nil:
 		return fmt.Errorf("delete action %s: %w", id, translate(err))
