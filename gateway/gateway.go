@@ -287,13 +287,36 @@ func (s *Server) authenticate(h http.Header) *Principal {
 	return found
 }
 
+// durabilityLines says, after /readyz's "ready", whether an acknowledged
+// action survives a crash and a failover, as the store reports it: one line,
+// then one line per warning. Empty for a store that does not report it.
+func durabilityLines(d *ledger.Durability) string {
+	if d == nil {
+		return ""
+	}
+	var b strings.Builder
+	switch {
+	case d.Replicated && d.SyncStandbys > 0:
+		fmt.Fprintf(&b, "durability: replicated (%d synchronous standby connected)\n", d.SyncStandbys)
+	case d.Replicated:
+		b.WriteString("durability: replicated (every commit waits for a synchronous standby)\n")
+	default:
+		b.WriteString("durability: local (no synchronous standby: a failover can lose acknowledged actions)\n")
+	}
+	for _, w := range d.Warnings {
+		fmt.Fprintf(&b, "warning: %s\n", w)
+	}
+	return b.String()
+}
+
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request, _ *Principal) error {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
-	if err := s.calls.Ready(ctx); err != nil {
+	d, err := s.calls.Ready(ctx)
+	if err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	w.Write([]byte("ready\n"))
+	w.Write([]byte("ready\n" + durabilityLines(d)))
 	return nil
 }

@@ -35,7 +35,7 @@ const (
 // shows the key's allowed tools and tools/call runs through the call service
 // (ledger, decision log, metrics) like every other front end.
 func (s *Server) mcpRoutes(m *http.ServeMux) {
-	api := &mcpAPI{s: s, ex: newExports(s.cfg.Registry), servers: map[*Principal]*mcp.Server{}}
+	api := &mcpAPI{s: s, ex: newExports(s.cfg.Registry, s.cfg.Bindings), servers: map[*Principal]*mcp.Server{}}
 	h := mcp.NewStreamableHTTPHandler(api.server, &mcp.StreamableHTTPOptions{
 		Stateless:           true,
 		MaxRequestBodyBytes: s.cfg.MaxBodyBytes,

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/toolgate/toolgate/contract"
+	"github.com/toolgate/toolgate/invoke"
 	"github.com/toolgate/toolgate/ledger"
 	"github.com/toolgate/toolgate/provider"
 	"github.com/toolgate/toolgate/toolcall"
@@ -15,7 +16,7 @@ import (
 // providerRoutes registers the provider-shaped call endpoints (SPEC 3.3):
 // POST /v1/calls/openai and POST /v1/calls/anthropic, and GET /v1/export.
 func (s *Server) providerRoutes(m *http.ServeMux) {
-	api := &providerAPI{s: s, ex: newExports(s.cfg.Registry)}
+	api := &providerAPI{s: s, ex: newExports(s.cfg.Registry, s.cfg.Bindings)}
 	m.Handle("GET /v1/export", s.wrap(agents, api.getExport))
 	m.Handle("POST /v1/calls/openai", api.frontDoor(provider.ParseOpenAICall))
 	m.Handle("POST /v1/calls/anthropic", api.frontDoor(provider.ParseAnthropicCall))
@@ -33,13 +34,16 @@ type providerAPI struct {
 // exports caches provider.Export per format; the registry does not change
 // while a Server runs.
 type exports struct {
-	reg *contract.Registry
-	mu  sync.Mutex
-	by  map[string]*provider.Exported
+	reg   *contract.Registry
+	bound func(toolID string) bool
+	mu    sync.Mutex
+	by    map[string]*provider.Exported
 }
 
-func newExports(reg *contract.Registry) *exports {
-	return &exports{reg: reg, by: map[string]*provider.Exported{}}
+// newExports offers the tools of reg that have a binding: a tool without one
+// can only answer 503 tool_not_bound, so agents are not shown it.
+func newExports(reg *contract.Registry, bindings map[string]invoke.Binding) *exports {
+	return &exports{reg: reg, bound: func(id string) bool { _, ok := bindings[id]; return ok }, by: map[string]*provider.Exported{}}
 }
 
 func (e *exports) get(format string) (*provider.Exported, error) {
@@ -48,7 +52,7 @@ func (e *exports) get(format string) (*provider.Exported, error) {
 	if x, ok := e.by[format]; ok {
 		return x, nil
 	}
-	x, err := provider.Export(e.reg, format)
+	x, err := provider.ExportSelected(e.reg, format, e.bound)
 	if err != nil {
 		return nil, err
 	}

@@ -123,11 +123,11 @@ func (s *Server) uiVersionOf(p *Principal, toolID, version string) (*contract.To
 	}
 	t := s.cfg.Registry.Tool(toolID)
 	if t == nil {
-		return nil, nil, problem(toolcall.CodeToolNotFound, "no tool %q in the registry", toolID)
+		return nil, nil, problem(toolcall.CodeToolNotFound, "%s", s.cfg.Registry.ToolNotFoundDetailFor(toolID, p.Visible()))
 	}
 	v := t.Version(version)
 	if v == nil {
-		return nil, nil, problem(toolcall.CodeVersionNotFound, "%s has no version %q", toolID, version)
+		return nil, nil, problem(toolcall.CodeVersionNotFound, "%s", t.VersionNotFoundDetail(version))
 	}
 	return t, v, nil
 }

@@ -206,6 +206,17 @@ func TestGatewayOnStandbyOnly(t *testing.T) {
 	if n := sb.Requests("/refunds"); n != 1 {
 		t.Fatalf("%d downstream requests, want 1", n)
 	}
+	// The promoted server has no standby of its own: ready, but /readyz says
+	// that a failover now could lose acknowledged actions.
+	resp, err := probeClient.Get(gw + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ready, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(string(ready), "ready\ndurability: local") {
+		t.Errorf("/readyz on the promoted server: %d %q, want ready with durability: local", resp.StatusCode, ready)
+	}
 	for _, want := range []string{"no read-write server reached yet", "durability: fsync=on", "reached a read-write server"} {
 		if !strings.Contains(logs.String(), want) {
 			t.Errorf("the gateway's log lacks %q:\n%s", want, logs.String())

@@ -66,7 +66,7 @@ func (c *call) oneShot(ctx context.Context) error {
 		return Errorf(CodeToolNotAllowed, "key %q may not call %s", c.p.Name, id)
 	}
 	if c.tool = c.s.cfg.Registry.Tool(id); c.tool == nil {
-		return Errorf(CodeToolNotFound, "no tool %q in the registry", id)
+		return c.s.toolNotFound(c.p, id)
 	}
 	c.facts().ToolID = c.tool.ID
 	if err := c.readBody(); err != nil {
@@ -118,7 +118,7 @@ func (c *call) readBody() error {
 	c.body = body
 	if body.Version != "" {
 		if c.version = c.tool.Version(body.Version); c.version == nil {
-			return Errorf(CodeVersionNotFound, "%s has no version %q", c.tool.ID, body.Version)
+			return versionNotFound(c.tool, body.Version)
 		}
 	}
 	if c.canon, c.digest, err = canonicalize(body.Arguments); err != nil {

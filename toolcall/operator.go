@@ -22,10 +22,10 @@ func (s *Service) Prepare(ctx context.Context, p *Principal, id string, spec led
 	}
 	tool := s.cfg.Registry.Tool(spec.ToolID)
 	if tool == nil {
-		return nil, false, Errorf(CodeToolNotFound, "no tool %q in the registry", spec.ToolID)
+		return nil, false, s.toolNotFound(p, spec.ToolID)
 	}
 	if spec.Version != "" && tool.Version(spec.Version) == nil {
-		return nil, false, Errorf(CodeVersionNotFound, "%s has no version %q", tool.ID, spec.Version)
+		return nil, false, versionNotFound(tool, spec.Version)
 	}
 	if !ValidKey(id) {
 		return nil, false, Errorf(CodeKeyInvalid, "an action id must be 8 to 255 visible ASCII characters")

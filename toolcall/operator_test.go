@@ -209,10 +209,11 @@ func TestErrorsMapToProblemsOnce(t *testing.T) {
 	if p.RetryAfter != 1 || p.Cause == nil || strings.Contains(p.Wire().Detail, "connection refused") || ans.Facts.ActionID != "errors-key-0001" {
 		t.Fatalf("outage problem %+v, facts %+v", p, ans.Facts)
 	}
-	wantProblem(t, g.svc.Ready(ctx), toolcall.CodeLedgerUnavailable, 503, decisionlog.OutcomeUnreachable)
+	_, err = g.svc.Ready(ctx)
+	wantProblem(t, err, toolcall.CodeLedgerUnavailable, 503, decisionlog.OutcomeUnreachable)
 	st.outage = false
-	if err := g.svc.Ready(ctx); err != nil {
-		t.Fatalf("ready: %v", err)
+	if d, err := g.svc.Ready(ctx); err != nil || d != nil {
+		t.Fatalf("ready: %v, durability %+v (SQLite reports none)", err, d)
 	}
 	// A pending action whose every claim loses the race: 409, retry.
 	g.fault(sandbox.Fault{Path: "/refunds", Fault: "status_before", Status: 503})

@@ -255,11 +255,28 @@ func ledgerUnavailable(err error) *Problem {
 
 // Ready reports whether the ledger answers: nil, or a ledger_unavailable
 // problem (GET /readyz).
-func (s *Service) Ready(ctx context.Context) error {
+func (s *Service) Ready(ctx context.Context) (*ledger.Durability, error) {
 	// A read of an id no tenant can have (tenants are never empty) proves the
 	// ledger answers, on every store.
 	if _, err := s.cfg.Ledger.Get(ctx, "", "readyz-probe"); err != nil && !errors.Is(err, ledger.ErrNotFound) {
-		return Errorf(CodeLedgerUnavailable, "the ledger does not answer").withRetry(1).withCause(err)
+		return nil, Errorf(CodeLedgerUnavailable, "the ledger does not answer").withRetry(1).withCause(err)
 	}
-	return nil
+	dr, ok := s.cfg.Ledger.Store.(ledger.DurabilityReporter)
+	if !ok {
+		return nil, nil
+	}
+	d, err := dr.Durability(ctx)
+	switch {
+	case errors.Is(err, ledger.ErrUnavailable):
+		return nil, Errorf(CodeLedgerUnavailable, "the ledger does not answer").withRetry(1).withCause(err)
+	case err != nil:
+		// The settings could not be read (a role without the right to); the
+		// ledger itself answers.
+		return nil, nil
+	case d.Replicated && d.SyncStandbys == 0:
+		// Every commit waits for a standby that is not there: a claim would
+		// hang until one connects.
+		return &d, Errorf(CodeLedgerUnavailable, "no synchronous standby is connected: every commit waits until one named in synchronous_standby_names connects").withRetry(5)
+	}
+	return &d, nil
 }

@@ -130,6 +130,27 @@ func (p *Principal) Operator() bool { return p.Role == "operator" }
 // Allows reports whether the principal may call tool id.
 func (p *Principal) Allows(id string) bool { return p.all || p.tools[id] }
 
+// Visible is the filter of the tools the principal may see: nil when it may
+// see every tool, else Allows.
+func (p *Principal) Visible() func(toolID string) bool {
+	if p.all {
+		return nil
+	}
+	return p.Allows
+}
+
+// toolNotFound is the tool_not_found problem for id, naming the nearest tools
+// the principal may call (never one outside its allow-list).
+func (s *Service) toolNotFound(p *Principal, id string) *Problem {
+	return Errorf(CodeToolNotFound, "%s", s.cfg.Registry.ToolNotFoundDetailFor(id, p.Visible()))
+}
+
+// versionNotFound is the version_not_found problem for version v of tool t,
+// naming the versions it has, nearest first.
+func versionNotFound(t *contract.Tool, v string) *Problem {
+	return Errorf(CodeVersionNotFound, "%s", t.VersionNotFoundDetail(v))
+}
+
 // Input is one tool call as a front end received it.
 type Input struct {
 	// ToolID is the tool the call names (a one-shot call).

@@ -220,7 +220,7 @@ func actionsList(ctx context.Context, e env, args []string) int {
 	fs, c := newActionsFlags(e, "list", "[--state S] [--tool ID] [--limit N] [--cursor C] [--all] [--format text|json]")
 	state := fs.String("state", "", "only actions in this state ("+statesList()+")")
 	tool := fs.String("tool", "", "only actions of this tool id")
-	limit := fs.Int("limit", 0, "page size, 1 to 500 (default: the gateway's)")
+	limit := fs.Int("limit", 0, fmt.Sprintf("page size, 1 to %d (default: the gateway's)", ledger.MaxListLimit))
 	cursor := fs.String("cursor", "", "start at this next_cursor of an earlier page")
 	all := fs.Bool("all", false, "follow next_cursor to the last page")
 	if _, code, ok := c.parse(e, fs, args, 0); !ok {
@@ -230,8 +230,8 @@ func actionsList(ctx context.Context, e env, args []string) int {
 		c.usageErr(e, fs, "--state %q is not one of %s", *state, statesList())
 		return exitUsage
 	}
-	if *limit < 0 || *limit > 500 {
-		c.usageErr(e, fs, "--limit must be from 1 to 500")
+	if *limit < 0 || *limit > ledger.MaxListLimit {
+		c.usageErr(e, fs, "--limit must be from 1 to %d", ledger.MaxListLimit)
 		return exitUsage
 	}
 	cl, base := c.client()

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/config"
+	"github.com/toolgate/toolgate/examples"
 	"github.com/toolgate/toolgate/sandbox"
 )
 
@@ -37,11 +38,6 @@ func runDemo(ctx context.Context, e env) int {
 		return exitUsage
 	}
 	defer os.RemoveAll(dir)
-	tools, err := extractExamples(dir)
-	if err != nil {
-		fmt.Fprintf(e.Stderr, "toolgate demo: %v\n", err)
-		return exitUsage
-	}
 	sb := sandbox.New(sandbox.Config{Orders: []sandbox.Order{{OrderID: "ord_8Xk2Lm9Q", TotalMinor: 500_000, Currency: "EUR"}}})
 	sln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -54,7 +50,6 @@ func runDemo(ctx context.Context, e env) int {
 
 	cfg := config.Default()
 	cfg.Listen = "127.0.0.1:0"
-	cfg.ToolsDir = tools
 	cfg.Ledger = "sqlite://" + filepath.Join(dir, "demo.db")
 	cfg.ReconcileInterval = 200 * time.Millisecond
 	cfg.Bindings = sandboxBindings("http://" + sln.Addr().String())
@@ -68,7 +63,7 @@ func runDemo(ctx context.Context, e env) int {
 	if *verbose {
 		logw = e.Stderr
 	}
-	rt, err := startGateway(ctx, cfg, logw)
+	rt, err := startGatewayWith(ctx, cfg, examples.AgentTools(), logw)
 	if err != nil {
 		fmt.Fprintf(e.Stderr, "toolgate demo: %v\n", err)
 		return exitUsage

@@ -10,13 +10,11 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/contract"
-	"github.com/toolgate/toolgate/examples"
 	"github.com/toolgate/toolgate/gateway"
 	"github.com/toolgate/toolgate/invoke"
 	"github.com/toolgate/toolgate/ledger"
@@ -219,13 +217,4 @@ func sandboxBindings(base string) map[string]config.Binding {
 		"payments.issue_refund": refund,
 		"orders.get_order":      {URL: base + "/orders/{args.order_id}", Method: "GET"},
 	}
-}
-
-// extractExamples writes the bundled example tools into dir/agent-tools.
-func extractExamples(dir string) (string, error) {
-	out := filepath.Join(dir, "agent-tools")
-	if err := os.CopyFS(out, examples.AgentTools()); err != nil {
-		return "", fmt.Errorf("extract the bundled examples: %w", err)
-	}
-	return out, nil
 }
