@@ -344,9 +344,10 @@ func (d *differ) renamed(r, a propEvent, kind string) {
 	}
 	if d.effective(c) == Input && a.required && !a.defaults {
 		d.add(c, a.ptr, kind, TierMajor, detail+"; now required without a default")
-		return
+	} else {
+		d.add(c, a.ptr, kind, TierHighRisk, detail)
 	}
-	d.add(c, a.ptr, kind, TierHighRisk, detail)
+	d.changes[len(d.changes)-1].from = r.ptr
 }
 
 func parentOf(ptr string) string {

@@ -20,7 +20,17 @@ const (
 // any, in the given direction (Input or Output). It never loops on recursive $refs and
 // never panics on malformed schemas. The report has no declared bump.
 func DiffSchemas(oldSchema, newSchema any, dir Direction, opts Options) Report {
-	return finish(diffSchema(oldSchema, newSchema, dir, ""), opts, nil)
+	return finish(diffSchemaSets(oldSchema, newSchema, dir, ""), opts, nil)
+}
+
+// diffSchemaSets is the structural walk (which names the changes) followed by the
+// subschema check (which decides their tiers).
+func diffSchemaSets(oldSchema, newSchema any, dir Direction, prefix string) []Change {
+	ch := diffSchema(oldSchema, newSchema, dir, prefix)
+	if dir != Input && dir != Output {
+		return ch
+	}
+	return applySets(ch, compareSets(oldSchema, newSchema, dir), dir, prefix)
 }
 
 // diffSchema walks one pair of documents and returns the unraised changes; prefix is
@@ -94,12 +104,8 @@ func (d *differ) effective(c cursor) Direction {
 	return d.dir
 }
 
-// add records a change; inside an `if` nothing is better than high_risk.
+// add records a change.
 func (d *differ) add(c cursor, ptr, kind string, t Tier, detail string) {
-	if c.cond && t.Rank() < TierHighRisk.Rank() {
-		t = TierHighRisk
-		detail += " (inside an if condition)"
-	}
 	d.changes = append(d.changes, Change{Kind: kind, Pointer: ptr, Direction: d.dir, Tier: t, Detail: detail, impact: c.impact})
 }
 
