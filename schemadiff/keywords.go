@@ -21,6 +21,87 @@ var known = map[string]bool{
 	"propertyNames": true, "dependentRequired": true, "dependentSchemas": true, "unevaluatedProperties": true,
 	"items": true, "prefixItems": true, "additionalItems": true, "contains": true, "unevaluatedItems": true,
 	"allOf": true, "anyOf": true, "oneOf": true, "not": true, "if": true, "then": true, "else": true,
+	"dependencies": true,
+}
+
+// sinceDraft is the first draft that defines a keyword, where it is not draft-04; the
+// validator ignores a keyword in documents of an earlier draft.
+var sinceDraft = map[string]int{
+	"const": draft6, "contains": draft6, "propertyNames": draft6, "examples": draft6,
+	"if": draft7, "then": draft7, "else": draft7, "$comment": draft7, "readOnly": draft7,
+	"writeOnly": draft7, "contentMediaType": draft7, "contentEncoding": draft7,
+	"dependentRequired": draft2019, "dependentSchemas": draft2019, "unevaluatedItems": draft2019,
+	"unevaluatedProperties": draft2019, "minContains": draft2019, "maxContains": draft2019,
+	"$anchor": draft2019, "deprecated": draft2019, "contentSchema": draft2019, "$defs": draft2019,
+	"prefixItems": draft2020, "$dynamicAnchor": draft2020,
+}
+
+// untilDraft is the last draft that defines a keyword.
+var untilDraft = map[string]int{"additionalItems": draft2019, "definitions": draft2019}
+
+// inactive reports whether the validator ignores kw in a document of draft dr ($defs and
+// definitions only hold schemas for $ref, so they are never ignored).
+func inactive(kw string, dr int) bool {
+	if dr == 0 || kw == "$defs" || kw == "definitions" {
+		return false
+	}
+	if s, ok := sinceDraft[kw]; ok && dr < s {
+		return true
+	}
+	if u, ok := untilDraft[kw]; ok && dr > u {
+		return true
+	}
+	return false
+}
+
+// inactiveSplit separates the keywords of m the validator ignores for the draft: those
+// the draft does not define, and before 2019-09 everything beside a $ref.
+func inactiveSplit(m map[string]any, dr int) (active, off map[string]any) {
+	_, isRef := m["$ref"].(string)
+	refOnly := isRef && dr != 0 && dr < draft2019
+	ignored := func(k string) bool {
+		return inactive(k, dr) || refOnly && k != "$ref" && !inertBesideRef[k] && !isExtension(k) && k != "description"
+	}
+	some := false
+	for k := range m {
+		if ignored(k) {
+			some = true
+			break
+		}
+	}
+	if !some {
+		return m, nil
+	}
+	active, off = map[string]any{}, map[string]any{}
+	for k, v := range m {
+		if ignored(k) {
+			off[k] = v
+		} else {
+			active[k] = v
+		}
+	}
+	return active, off
+}
+
+// compareInactive reports changes to keywords the validator ignores: they change nothing
+// it checks, but may be a check someone meant to add.
+func (d *differ) compareInactive(om, nm map[string]any, c cursor) {
+	for _, kw := range sortedKeys(om, nm) {
+		ov, oOK := om[kw]
+		nv, nOK := nm[kw]
+		if oOK == nOK && equalJSON(ov, nv) {
+			continue
+		}
+		dr := d.newDraft
+		if !nOK {
+			dr = d.oldDraft
+		}
+		why := "not a keyword of " + draftName(dr) + "; the validator ignores it"
+		if !inactive(kw, dr) {
+			why = "ignored beside $ref before 2019-09"
+		}
+		d.risky(c, c.ptr+"/"+escape(kw), "keyword_changed", kw+" "+show(ov, oOK)+" → "+show(nv, nOK)+" ("+why+")")
+	}
 }
 
 // annotations change nothing a validator or a model relies on.

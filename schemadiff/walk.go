@@ -37,18 +37,21 @@ func diffSchemaSets(oldSchema, newSchema any, dir Direction, prefix string) []Ch
 // prepended to every pointer ("/parameters" for a contract's parameters).
 func diffSchema(oldSchema, newSchema any, dir Direction, prefix string) []Change {
 	d := &differ{oldRoot: oldSchema, newRoot: newSchema, dir: dir, seen: map[pairKey]bool{}}
+	d.oldDraft, _ = draftOf(oldSchema)
+	d.newDraft, _ = draftOf(newSchema)
 	d.compare(oldSchema, newSchema, cursor{ptr: prefix})
 	d.settleProperties()
 	return d.changes
 }
 
 type differ struct {
-	oldRoot, newRoot any
-	rootsEqual       int // 0 unknown, 1 equal, 2 different
-	dir              Direction
-	changes          []Change
-	seen             map[pairKey]bool
-	added, removed   []propEvent
+	oldRoot, newRoot   any
+	oldDraft, newDraft int
+	rootsEqual         int // 0 unknown, 1 equal, 2 different
+	dir                Direction
+	changes            []Change
+	seen               map[pairKey]bool
+	added, removed     []propEvent
 }
 
 // pairKey identifies a visit: the two document positions plus the context that can change
@@ -315,6 +318,12 @@ func (d *differ) compare(o, n any, c cursor) {
 
 	om, oClosed, oBad := asSchema(o)
 	nm, nClosed, nBad := asSchema(n)
+	var oOff, nOff map[string]any
+	om, oOff = inactiveSplit(om, d.oldDraft)
+	nm, nOff = inactiveSplit(nm, d.newDraft)
+	if len(oOff)+len(nOff) > 0 {
+		d.compareInactive(oOff, nOff, c)
+	}
 	if oBad || nBad {
 		if !equalJSON(o, n) {
 			d.risky(c, c.ptr, "schema_changed", "not a JSON Schema object or boolean; compared as a whole")
@@ -406,7 +415,7 @@ var groupOf = map[string]uint16{
 	"multipleOf": gBounds, "uniqueItems": gBounds,
 	"pattern": gStrings, "format": gStrings, "default": gStrings,
 	"properties": gObject, "required": gObject, "additionalProperties": gObject, "patternProperties": gObject,
-	"propertyNames": gObject, "dependentRequired": gObject, "dependentSchemas": gObject, "unevaluatedProperties": gObject,
+	"propertyNames": gObject, "dependentRequired": gObject, "dependentSchemas": gObject, "dependencies": gObject, "unevaluatedProperties": gObject,
 	"items": gArray, "prefixItems": gArray, "additionalItems": gArray, "contains": gArray, "unevaluatedItems": gArray,
 	"allOf": gCombinator, "anyOf": gCombinator, "oneOf": gCombinator, "not": gNot,
 	"if": gConditional, "then": gConditional, "else": gConditional,
