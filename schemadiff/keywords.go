@@ -54,14 +54,38 @@ func inactive(kw string, dr int) bool {
 	return false
 }
 
-// inactiveSplit separates the keywords of m the validator ignores for the draft: those
-// the draft does not define, and before 2019-09 everything beside a $ref.
-func inactiveSplit(m map[string]any, dr int) (active, off map[string]any) {
-	_, isRef := m["$ref"].(string)
-	refOnly := isRef && dr != 0 && dr < draft2019
-	ignored := func(k string) bool {
-		return inactive(k, dr) || refOnly && k != "$ref" && !inertBesideRef[k] && !isExtension(k) && k != "description"
+// refSiblings splits, before 2019-09, the keywords beside a $ref (which the validator
+// ignores) from the reference itself.
+func refSiblings(v any, dr int) (any, map[string]any) {
+	m, ok := v.(map[string]any)
+	if !ok || dr == 0 || dr >= draft2019 {
+		return v, nil
 	}
+	if _, isRef := m["$ref"].(string); !isRef {
+		return v, nil
+	}
+	var off map[string]any
+	kept := map[string]any{}
+	for k, x := range m {
+		if k == "$ref" || inertBesideRef[k] || isExtension(k) || k == "description" {
+			kept[k] = x
+			continue
+		}
+		if off == nil {
+			off = map[string]any{}
+		}
+		off[k] = x
+	}
+	if off == nil {
+		return v, nil
+	}
+	return kept, off
+}
+
+// inactiveSplit separates the keywords of m the draft does not define, which the
+// validator ignores.
+func inactiveSplit(m map[string]any, dr int) (active, off map[string]any) {
+	ignored := func(k string) bool { return inactive(k, dr) }
 	some := false
 	for k := range m {
 		if ignored(k) {
@@ -366,6 +390,18 @@ func (d *differ) compareBounds(om, nm map[string]any, c cursor) {
 			continue
 		}
 		ptr := c.ptr + "/" + b.kw
+		_, oBool := ov.(bool)
+		_, nBool := nv.(bool)
+		if (oBool || !oOK) && (nBool || !nOK) {
+			// draft-04: exclusiveMinimum/exclusiveMaximum are flags on minimum/maximum
+			switch wasEx, isEx := ov == true, nv == true; {
+			case !wasEx && isEx:
+				d.narrow(c, ptr, "bound_tightened", b.kw+" true: the bound itself is now excluded")
+			case wasEx && !isEx:
+				d.widen(c, ptr, "bound_relaxed", b.kw+" no longer true: the bound itself is accepted again")
+			}
+			continue
+		}
 		of, oNum := number(ov)
 		nf, nNum := number(nv)
 		if oOK && !oNum || nOK && !nNum {

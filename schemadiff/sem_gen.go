@@ -111,6 +111,21 @@ func (e *engine) gen(t term) (out []any) {
 			break
 		}
 	}
+	if len(out) == 0 && e.gdepth <= 2 {
+		// A negation the values above happen to match: a value outside the negated schema
+		// is a counterexample of "the rest is included in it", which sub builds.
+		for i, l := range t.lits {
+			if !l.neg || l.n == nil {
+				continue
+			}
+			rest := append(append(conj(nil), t.lits[:i]...), t.lits[i+1:]...)
+			for _, f := range e.sub(rest, []bref{{n: l.n}}, 0) {
+				if keep(f.cands) {
+					return out
+				}
+			}
+		}
+	}
 	return out
 }
 

@@ -323,39 +323,10 @@ func (d *sdoc) refTarget(ref string) (string, bool) {
 		}
 		return frag, true
 	}
-	// $anchor
-	var found string
-	var walk func(v any, ptr string, depth int)
-	walk = func(v any, ptr string, depth int) {
-		if found != "" || depth > 64 {
-			return
-		}
-		switch x := v.(type) {
-		case map[string]any:
-			if a, _ := x["$anchor"].(string); a == frag {
-				found = ptr
-				return
-			}
-			for _, k := range sortedKeys(x) {
-				if k == "enum" || k == "const" || k == "default" || k == "examples" {
-					continue
-				}
-				walk(x[k], ptr+"/"+escape(k), depth+1)
-			}
-		case []any:
-			for i, e := range x {
-				walk(e, ptr+"/"+strconv.Itoa(i), depth+1)
-			}
-		}
+	if p, ok := anchorPointer(d.root, frag); ok {
+		return p, true
 	}
-	walk(d.root, "", 0)
-	if found == "" {
-		if a, _ := asMap(d.root)["$anchor"].(string); a == frag {
-			return "", true
-		}
-		return "", false
-	}
-	return found, true
+	return "", false
 }
 
 func (d *sdoc) parse(n *snode) {

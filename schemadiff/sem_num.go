@@ -317,6 +317,9 @@ func numbersJSON(rs []*big.Rat) []any {
 }
 
 // numSub compares the numbers of A with a B keyword group, one numeric kind at a time.
+// Each B keyword is checked by looking for a value of A that violates it: the violation
+// is a synthetic constraint added to A, so values are built inside it, checked with the
+// validator, and when none exists that is proven from the intervals.
 func (e *engine) numSub(t term, g *plain, at string) []finding {
 	var fs []finding
 	mask := termTypes(t)
@@ -324,42 +327,50 @@ func (e *engine) numSub(t term, g *plain, at string) []finding {
 		if mask&tb == 0 {
 			continue
 		}
-		s := numsOf(t, tb)
-		if s.empty() {
+		if numsOf(t, tb).empty() {
 			continue
 		}
+		viol := func(p *plain, where, why string) {
+			p.types = tb
+			fs = append(fs, e.violation(withPlain(t, p), where, why)...)
+		}
 		if g.types&tb == 0 {
-			fs = append(fs, e.numFinding(s, at+"/type", "type "+g.types.String()+" refuses "+kindName(tb))...)
+			viol(typePlain(tb), at+"/type", "type "+g.types.String()+" refuses "+kindName(tb))
 			continue
 		}
 		if g.hasEnum {
-			v := s
-			for _, x := range g.enum {
-				if r := ratOf(x); r != nil {
-					v.excluded = append(v.excluded, r)
-				}
-			}
-			fs = append(fs, e.numFinding(v, at+"/"+g.kwEnum, "a value outside the allowed values")...)
+			p := typePlain(tb)
+			p.excluded = g.enum
+			viol(p, at+"/"+g.kwEnum, "a value outside the allowed values")
 			continue
 		}
 		if g.min != nil {
-			v := s.restrict(nil, false, g.min, !g.minEx)
-			fs = append(fs, e.numFinding(v, at+"/"+g.minKW, "a value below "+g.minKW+" "+g.min.RatString())...)
+			p := typePlain(tb)
+			p.max, p.maxEx = g.min, !g.minEx
+			viol(p, at+"/"+g.minKW, "a value below "+g.minKW+" "+ratText(g.min))
 		}
 		if g.max != nil {
-			v := s.restrict(g.max, !g.maxEx, nil, false)
-			fs = append(fs, e.numFinding(v, at+"/"+g.maxKW, "a value above "+g.maxKW+" "+g.max.RatString())...)
+			p := typePlain(tb)
+			p.min, p.minEx = g.max, !g.maxEx
+			viol(p, at+"/"+g.maxKW, "a value above "+g.maxKW+" "+ratText(g.max))
 		}
 		for _, m := range g.mult {
-			if s.step != nil && isMultiple(s.step, m) {
+			if s := numsOf(t, tb); s.step != nil && isMultiple(s.step, m) {
 				continue
 			}
-			v := s
-			v.notMult = append(append([]*big.Rat(nil), v.notMult...), m)
-			fs = append(fs, e.numFinding(v, at+"/multipleOf", "a value that is not a multiple of "+m.RatString())...)
+			p := typePlain(tb)
+			p.notMult = m
+			viol(p, at+"/multipleOf", "a value that is not a multiple of "+ratText(m))
 		}
 	}
 	return fs
+}
+
+func ratText(r *big.Rat) string {
+	if j, ok := ratJSON(r); ok {
+		return string(j)
+	}
+	return r.RatString()
 }
 
 func kindName(tb tmask) string {
@@ -367,21 +378,4 @@ func kindName(tb tmask) string {
 		return "integers"
 	}
 	return "numbers with a fractional part"
-}
-
-// numFinding reports the violating set v, unless it is provably empty.
-func (e *engine) numFinding(v numSet, at, why string) []finding {
-	if v.empty() {
-		return nil
-	}
-	if pts, ok := v.finitePoints(256); ok {
-		if len(pts) == 0 {
-			return nil
-		}
-		return []finding{{at: at, v: vNo, why: why, cands: numbersJSON(pts[:min(len(pts), 3)])}}
-	}
-	if c := v.pick(3); len(c) > 0 {
-		return []finding{{at: at, v: vNo, why: why, cands: numbersJSON(c)}}
-	}
-	return unknownAt(at, "cannot decide whether "+why+" exists")
 }

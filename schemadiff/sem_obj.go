@@ -563,5 +563,29 @@ func (e *engine) buildObject(t term, opts objOpts) []any {
 			break
 		}
 	}
+	if len(opts.set) == 0 && e.gdepth <= 1 && hasNegLit(t) {
+		ok := false
+		for _, c := range out {
+			if e.member(t.lits, c) {
+				ok = true
+				break
+			}
+		}
+		if !ok {
+			// the plain objects match a schema the term negates: search inside the negation
+			p := typePlain(tObj)
+			p.required, p.absent, p.minProps = opts.require, opts.absent, opts.count
+			out = append(out, e.gen(withPlain(t, p))...)
+		}
+	}
 	return out
+}
+
+func hasNegLit(t term) bool {
+	for _, l := range t.lits {
+		if l.neg {
+			return true
+		}
+	}
+	return false
 }

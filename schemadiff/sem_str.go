@@ -196,75 +196,72 @@ func stringsJSON(ss []string) []any {
 	return out
 }
 
-// strSub compares the strings of A with a B keyword group.
+// strSub compares the strings of A with a B keyword group: as for numbers, each B
+// keyword becomes a synthetic violation added to A (patterns the value must not match,
+// lengths outside the bounds), searched with the automata.
 func (e *engine) strSub(t term, g *plain, at string) []finding {
 	s := stringsOf(t)
-	violation := func(v strSet, minLen, maxLen int, where, why string) []finding {
-		got, exhausted := e.genStrings(v, minLen, maxLen, 2)
-		if len(got) > 0 {
-			return []finding{{at: where, v: vNo, why: why, cands: stringsJSON(got)}}
-		}
-		if exhausted {
-			return nil
-		}
-		return unknownAt(where, "cannot decide whether "+why+" exists")
+	viol := func(p *plain, where, why string) []finding {
+		p.types = tStr
+		return e.violation(withPlain(t, p), where, why)
 	}
 	if g.types&tStr == 0 {
-		return violation(s, 0, -1, at+"/type", "type "+g.types.String()+" refuses strings")
+		return viol(typePlain(tStr), at+"/type", "type "+g.types.String()+" refuses strings")
+	}
+	if g.hasEnum {
+		p := typePlain(tStr)
+		p.excluded = g.enum
+		return viol(p, at+"/"+g.kwEnum, "a string outside the allowed values")
 	}
 	var fs []finding
-	if g.hasEnum {
-		v := s
-		for _, x := range g.enum {
-			if str, ok := x.(string); ok {
-				v.excluded = append(append([]string(nil), v.excluded...), str)
-			}
-		}
-		return violation(v, 0, -1, at+"/"+g.kwEnum, "a string outside the allowed values")
-	}
 	if g.minLen > s.minLen {
-		fs = append(fs, violation(s, 0, g.minLen-1, at+"/minLength", "a string shorter than minLength "+strconv.Itoa(g.minLen))...)
+		p := typePlain(tStr)
+		p.maxLen = g.minLen - 1
+		fs = append(fs, viol(p, at+"/minLength", "a string shorter than minLength "+strconv.Itoa(g.minLen))...)
 	}
 	if g.maxLen >= 0 && (s.maxLen < 0 || s.maxLen > g.maxLen) {
-		fs = append(fs, violation(s, g.maxLen+1, -1, at+"/maxLength", "a string longer than maxLength "+strconv.Itoa(g.maxLen))...)
+		p := typePlain(tStr)
+		p.minLen = g.maxLen + 1
+		fs = append(fs, viol(p, at+"/maxLength", "a string longer than maxLength "+strconv.Itoa(g.maxLen))...)
 	}
 	for _, q := range g.patterns {
 		if contains(s.patterns, q) {
 			continue
 		}
-		v := s
-		v.notPatterns = append(append([]string(nil), s.notPatterns...), q)
-		fs = append(fs, e.patternViolation(v, q, at+"/pattern")...)
+		p := typePlain(tStr)
+		p.notPatterns = []string{q}
+		got := viol(p, at+"/pattern", "a string not matching "+strconv.Quote(q))
+		for i := range got {
+			if got[i].v == vUnknown {
+				got[i].why = e.patternReason(s, q)
+			}
+		}
+		fs = append(fs, got...)
 	}
 	for _, f := range g.formats {
 		if contains(s.formats, f) {
 			continue
 		}
-		fs = append(fs, e.formatViolation(s, f, at+"/format")...)
+		fs = append(fs, e.formatViolation(t, s, f, at+"/format")...)
 	}
 	return fs
 }
 
-func (e *engine) patternViolation(v strSet, q, at string) []finding {
-	why := "a string not matching " + strconv.Quote(q)
-	got, exhausted := e.genStrings(v, 0, -1, 2)
-	if len(got) > 0 {
-		return []finding{{at: at, v: vNo, why: why, cands: stringsJSON(got)}}
-	}
-	if exhausted {
-		return nil
-	}
+// patternReason says why a pattern comparison is undecided.
+func (e *engine) patternReason(s strSet, q string) string {
 	reason := "cannot decide whether every string also matches " + strconv.Quote(q)
-	for _, p := range append(append([]string(nil), v.patterns...), q) {
+	for _, p := range append(append([]string(nil), s.patterns...), q) {
 		if _, bad := e.rc.compile(p); bad != "" {
-			reason += " (" + strconv.Quote(p) + ": " + bad + ")"
-			break
+			return reason + " (" + strconv.Quote(p) + ": " + bad + ")"
 		}
 	}
-	return unknownAt(at, reason)
+	if len(s.formats) > 0 {
+		return reason + " (the values are also restricted by format " + strings.Join(s.formats, ", ") + ")"
+	}
+	return reason
 }
 
-func (e *engine) formatViolation(s strSet, f, at string) []finding {
+func (e *engine) formatViolation(t term, s strSet, f, at string) []finding {
 	var pool []string
 	if len(s.formats) > 0 {
 		for _, sf := range s.formats {
@@ -282,7 +279,7 @@ func (e *engine) formatViolation(s strSet, f, at string) []finding {
 		if !e.stringOK(s, str) {
 			continue
 		}
-		if ok, known := e.fmts.check(f, str); known && !ok {
+		if ok, known := e.fmts.check(f, str); known && !ok && e.member(t.lits, str) {
 			return []finding{{at: at, v: vNo, why: "a string that is not a valid " + f, cands: []any{str}}}
 		}
 	}

@@ -986,8 +986,19 @@ func (e *engine) emptyOfType(t term, tb tmask) bool {
 	case tb == tNull || tb == tBool:
 		return false
 	case tb&tNum != 0:
-		ns := numsOf(t, tb)
-		return ns.empty()
+		for _, k := range []tmask{tInt, tFrac} {
+			if tb&k == 0 {
+				continue
+			}
+			ns := numsOf(t, k)
+			if ns.empty() {
+				continue
+			}
+			if pts, ok := ns.finitePoints(256); !ok || len(pts) > 0 {
+				return false
+			}
+		}
+		return true
 	case tb == tStr:
 		ss := stringsOf(t)
 		if ss.minLen > ss.maxLen && ss.maxLen >= 0 {

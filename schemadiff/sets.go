@@ -15,6 +15,9 @@ type Counterexample struct {
 	Error      string `json:"error"` // the refusing version's first error: "/path: keyword: message"
 }
 
+// maxInstanceBytes bounds a counterexample shown in a report.
+const maxInstanceBytes = 16 << 10
+
 // setKinds are the change kinds about which values a schema accepts: their tier comes
 // from the subschema check. The other kinds (descriptions, defaults, extensions,
 // unknown keywords) are toolgate's own policy and keep their tier.
@@ -128,6 +131,9 @@ func (r setResult) counterexample(f finding, dir Direction) *Counterexample {
 	var best *Counterexample
 	bestN := 0
 	for _, c := range f.cands {
+		if len(canon(c)) > maxInstanceBytes {
+			continue
+		}
 		ok, known := r.writer.val.valid("", c)
 		if !known || !ok {
 			continue
@@ -243,6 +249,8 @@ func attach(c *Change, f finding, cex *Counterexample) {
 		c.NoCounterexample = "undecided: " + f.why
 	case len(f.cands) == 0:
 		c.NoCounterexample = "no counterexample could be built for " + f.why
+	case largeOnly(f.cands):
+		c.NoCounterexample = "a counterexample for " + f.why + " exists but is larger than 16 KB"
 	default:
 		c.NoCounterexample = "the counterexamples built for " + f.why + " did not validate as expected under both versions"
 	}
@@ -265,6 +273,15 @@ func relatedAny(c Change, at string, also []string, prefix string) bool {
 		}
 	}
 	return false
+}
+
+func largeOnly(cands []any) bool {
+	for _, c := range cands {
+		if len(canon(c)) <= maxInstanceBytes {
+			return false
+		}
+	}
+	return true
 }
 
 // related reports whether a change's pointer and a finding's location are about the

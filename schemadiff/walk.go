@@ -213,6 +213,9 @@ func lookup(root any, ref string) (any, bool) {
 		return root, true
 	}
 	if !strings.HasPrefix(frag, "/") {
+		if ptr, ok := anchorPointer(root, frag); ok {
+			return lookup(root, "#"+ptr)
+		}
 		return nil, false
 	}
 	cur := root
@@ -236,6 +239,37 @@ func lookup(root any, ref string) (any, bool) {
 		}
 	}
 	return cur, true
+}
+
+// anchorPointer finds the subschema that declares `$anchor: name`.
+func anchorPointer(root any, name string) (string, bool) {
+	var found string
+	ok := false
+	var walk func(v any, ptr string, depth int)
+	walk = func(v any, ptr string, depth int) {
+		if ok || depth > 64 {
+			return
+		}
+		switch x := v.(type) {
+		case map[string]any:
+			if a, _ := x["$anchor"].(string); a == name {
+				found, ok = ptr, true
+				return
+			}
+			for _, k := range sortedKeys(x) {
+				if k == "enum" || k == "const" || k == "default" || k == "examples" {
+					continue
+				}
+				walk(x[k], ptr+"/"+escape(k), depth+1)
+			}
+		case []any:
+			for i, e := range x {
+				walk(e, ptr+"/"+strconv.Itoa(i), depth+1)
+			}
+		}
+	}
+	walk(root, "", 0)
+	return found, ok
 }
 
 // asSchema turns a schema value into keywords: true and {} are the empty map, false is
@@ -299,6 +333,12 @@ func (d *differ) compare(o, n any, c cursor) {
 			d.risky(c, c.ptr, "schema_changed", "nesting deeper than "+strconv.Itoa(maxDepth)+" levels changed; compared as a whole")
 		}
 		return
+	}
+	var oSib, nSib map[string]any
+	o, oSib = refSiblings(o, d.oldDraft)
+	n, nSib = refSiblings(n, d.newDraft)
+	if len(oSib)+len(nSib) > 0 {
+		d.compareInactive(oSib, nSib, c)
 	}
 	o, c.opos = resolve(d.oldRoot, o, c.opos)
 	n, c.npos = resolve(d.newRoot, n, c.npos)
