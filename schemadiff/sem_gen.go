@@ -20,15 +20,16 @@ func (e *engine) plainSub(t term, g *plain, at string, depth int) []finding {
 			fs = append(fs, e.violation(tt, at+"/type", "type "+g.types.String()+" refuses "+tmask(tb).String()+" values")...)
 			continue
 		}
-		switch {
-		case tb == tStr:
-			fs = append(fs, e.strSub(tt, g, at)...)
-		case g.hasEnum:
+		if g.hasEnum && tb != tStr {
 			v := withPlain(tt, &plain{types: tAll, maxLen: -1, maxItems: -1, maxC: -1, maxProps: -1, minC: 1, excluded: g.enum})
 			fs = append(fs, e.violation(v, at+"/"+g.kwEnum, "a value outside the allowed values")...)
-		case tb == tArr:
+		}
+		switch tb {
+		case tStr:
+			fs = append(fs, e.strSub(tt, g, at)...)
+		case tArr:
 			fs = append(fs, e.arrSub(tt, g, at, depth)...)
-		case tb == tObj:
+		case tObj:
 			fs = append(fs, e.objSub(tt, g, at, depth)...)
 		}
 	}

@@ -123,11 +123,120 @@ func newSDoc(name string, root any, fmts *formatChecker) *sdoc {
 		d.opaque = "it has more than " + strconv.Itoa(maxSchemas) + " subschemas"
 		return d
 	}
+	if ptr, ok := inPlaceCycle(root); ok {
+		d.opaque = "a $ref cycle at " + strconv.Quote(ptr) + " returns to the same value without descending into it"
+		return d
+	}
 	d.val = newValidator(root, name)
 	if d.val.err != nil {
 		d.opaque = "it does not compile: " + oneLine(d.val.err.Error())
 	}
 	return d
+}
+
+// inPlaceCycle finds a schema that applies itself to the same value through $ref and
+// the in-place applicators (allOf, anyOf, oneOf, not, if/then/else, dependent schemas).
+// How a validator breaks such a cycle is its own choice, so the check does not reason
+// about these documents.
+func inPlaceCycle(root any) (string, bool) {
+	const (
+		white = iota
+		grey
+		black
+	)
+	color := map[string]int{}
+	var found string
+	var visit func(ptr string, depth int) bool
+	visit = func(ptr string, depth int) bool {
+		switch color[ptr] {
+		case grey:
+			found = ptr
+			return true
+		case black:
+			return false
+		}
+		if depth > maxDepth {
+			return false
+		}
+		color[ptr] = grey
+		v, _ := lookup(root, "#"+ptr)
+		m, _ := v.(map[string]any)
+		var next []string
+		if r, ok := m["$ref"].(string); ok {
+			if t, ok := refPointer(root, r); ok {
+				next = append(next, t)
+			}
+		}
+		for _, kw := range []string{"allOf", "anyOf", "oneOf"} {
+			if l, ok := m[kw].([]any); ok {
+				for i := range l {
+					next = append(next, ptr+"/"+kw+"/"+strconv.Itoa(i))
+				}
+			}
+		}
+		for _, kw := range []string{"not", "if", "then", "else"} {
+			if _, ok := m[kw]; ok {
+				next = append(next, ptr+"/"+kw)
+			}
+		}
+		for _, kw := range []string{"dependentSchemas", "dependencies"} {
+			for _, k := range sortedKeys(asMap(m[kw])) {
+				if _, isList := asMap(m[kw])[k].([]any); !isList {
+					next = append(next, ptr+"/"+kw+"/"+escape(k))
+				}
+			}
+		}
+		for _, nx := range next {
+			if visit(nx, depth+1) {
+				return true
+			}
+		}
+		color[ptr] = black
+		return false
+	}
+	var all []string
+	var collect func(v any, ptr string, depth int)
+	collect = func(v any, ptr string, depth int) {
+		if depth > maxDepth || len(all) > maxSchemas {
+			return
+		}
+		switch x := v.(type) {
+		case map[string]any:
+			all = append(all, ptr)
+			for _, k := range sortedKeys(x) {
+				if k == "enum" || k == "const" || k == "default" || k == "examples" {
+					continue
+				}
+				collect(x[k], ptr+"/"+escape(k), depth+1)
+			}
+		case []any:
+			for i, e := range x {
+				collect(e, ptr+"/"+strconv.Itoa(i), depth+1)
+			}
+		}
+	}
+	collect(root, "", 0)
+	for _, p := range all {
+		if visit(p, 0) {
+			return found, true
+		}
+	}
+	return "", false
+}
+
+// refPointer resolves a same-document $ref to a pointer.
+func refPointer(root any, ref string) (string, bool) {
+	if !strings.HasPrefix(ref, "#") {
+		return "", false
+	}
+	frag, err := url.PathUnescape(ref[1:])
+	if err != nil {
+		return "", false
+	}
+	if frag == "" || strings.HasPrefix(frag, "/") {
+		return frag, true
+	}
+	return anchorPointer(root, frag)
 }
 
 func oneLine(s string) string {
@@ -273,6 +382,7 @@ type plain struct {
 	excluded    []any
 	absent      []string
 	notMult     *big.Rat
+	key         string // synKey's cache
 }
 
 type patProp struct {

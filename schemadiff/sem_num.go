@@ -342,7 +342,6 @@ func (e *engine) numSub(t term, g *plain, at string) []finding {
 			p := typePlain(tb)
 			p.excluded = g.enum
 			viol(p, at+"/"+g.kwEnum, "a value outside the allowed values")
-			continue
 		}
 		if g.min != nil {
 			p := typePlain(tb)

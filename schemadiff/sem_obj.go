@@ -201,7 +201,7 @@ func (e *engine) objSub(t term, g *plain, at string, depth int) []finding {
 		if s, ok := g.depSch[n]; ok && present {
 			covered := false
 			for _, p := range o.ps {
-				if s2, ok := p.depSch[n]; ok && len(e.sub(pos(s2), []bref{{n: s}}, depth+1)) == 0 {
+				if s2, ok := p.depSch[n]; ok && len(e.sub(pos(s2), []bref{{n: s}}, depth)) == 0 {
 					covered = true
 				}
 			}
@@ -399,7 +399,7 @@ func (e *engine) genericNames(t term, o objView, g *plain, names []string, at st
 				nameTerm = append(nameTerm, lit{n: p.propNames})
 			}
 		}
-		for _, f := range e.sub(nameTerm, []bref{{n: g.propNames, path: at + "/propertyNames"}}, depth+1) {
+		for _, f := range e.sub(nameTerm, []bref{{n: g.propNames, path: at + "/propertyNames"}}, depth) {
 			var lifted []any
 			for _, c := range f.cands {
 				if name, ok := c.(string); ok {
@@ -487,14 +487,25 @@ func (e *engine) buildObject(t term, opts objOpts) []any {
 		for k, v := range opts.set {
 			obj[k] = v
 		}
-		want := append(append([]string(nil), o.required...), opts.require...)
+		var want []string
+		inWant := map[string]bool{}
+		addWant := func(ns ...string) {
+			for _, n := range ns {
+				if !inWant[n] {
+					inWant[n] = true
+					want = append(want, n)
+				}
+			}
+		}
+		addWant(o.required...)
+		addWant(opts.require...)
 		for i := 0; i < len(want); i++ {
 			n := want[i]
 			if contains(opts.absent, n) {
 				return out
 			}
 			for _, p := range o.ps {
-				want = append(want, p.depReq[n]...)
+				addWant(p.depReq[n]...)
 			}
 		}
 		ok := true

@@ -208,12 +208,12 @@ func (e *engine) strSub(t term, g *plain, at string) []finding {
 	if g.types&tStr == 0 {
 		return viol(typePlain(tStr), at+"/type", "type "+g.types.String()+" refuses strings")
 	}
+	var fs []finding
 	if g.hasEnum {
 		p := typePlain(tStr)
 		p.excluded = g.enum
-		return viol(p, at+"/"+g.kwEnum, "a string outside the allowed values")
+		fs = append(fs, viol(p, at+"/"+g.kwEnum, "a string outside the allowed values")...)
 	}
-	var fs []finding
 	if g.minLen > s.minLen {
 		p := typePlain(tStr)
 		p.maxLen = g.minLen - 1

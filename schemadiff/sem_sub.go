@@ -189,7 +189,7 @@ func conjKey(c conj) string {
 	for _, l := range c {
 		switch {
 		case l.syn != nil:
-			parts = append(parts, "s"+hashOf(plainKey(l.syn)))
+			parts = append(parts, "s"+synKey(l.syn))
 		case l.neg:
 			parts = append(parts, "!"+l.n.d.name+l.n.ptr)
 		default:
@@ -209,24 +209,39 @@ func brefKey(b []bref) string {
 	return strings.Join(parts, "&")
 }
 
-func plainKey(p *plain) map[string]any {
-	m := map[string]any{"t": int(p.types), "np": p.notPatterns, "ab": p.absent, "req": p.required}
+// synKey is a cheap identity for a synthetic plain, computed once.
+func synKey(p *plain) string {
+	if p.key != "" {
+		return p.key
+	}
+	var b strings.Builder
+	b.WriteString(strconv.Itoa(int(p.types)))
+	w := func(tag string, parts ...string) {
+		b.WriteString(";" + tag)
+		for _, x := range parts {
+			b.WriteString("," + x)
+		}
+	}
 	if p.min != nil {
-		m["min"] = p.min.RatString() + strconv.FormatBool(p.minEx)
+		w("lo", p.min.RatString(), strconv.FormatBool(p.minEx))
 	}
 	if p.max != nil {
-		m["max"] = p.max.RatString() + strconv.FormatBool(p.maxEx)
+		w("hi", p.max.RatString(), strconv.FormatBool(p.maxEx))
 	}
 	if p.notMult != nil {
-		m["nm"] = p.notMult.RatString()
+		w("nm", p.notMult.RatString())
 	}
+	w("np", p.notPatterns...)
+	w("ab", p.absent...)
+	w("rq", p.required...)
+	w("len", strconv.Itoa(p.minLen), strconv.Itoa(p.maxLen))
+	w("it", strconv.Itoa(p.minItems), strconv.Itoa(p.maxItems))
+	w("pr", strconv.Itoa(p.minProps), strconv.Itoa(p.maxProps))
 	if len(p.excluded) > 0 {
-		m["ex"] = canon(p.excluded)
+		w("ex", canon(p.excluded))
 	}
-	m["len"] = [2]int{p.minLen, p.maxLen}
-	m["items"] = [2]int{p.minItems, p.maxItems}
-	m["props"] = [2]int{p.minProps, p.maxProps}
-	return m
+	p.key = b.String()
+	return p.key
 }
 
 func dedupeFindings(fs []finding) []finding {
@@ -286,10 +301,17 @@ func (e *engine) expand(c conj) []term {
 	terms := []term{t}
 	pend := [][]disj{pending}
 	for i := 0; i < len(terms); i++ {
-		for len(pend[i]) > 0 && len(terms) < maxTerms {
+		for len(pend[i]) > 0 && len(terms) < maxTerms && e.steps <= e.budget {
 			d := pend[i][0]
 			rest := pend[i][1:]
 			base := terms[i]
+			if chose(base, d.owner) || len(base.lits) > 24 {
+				// the same node met again at the same value (a $ref back to itself): its
+				// choice is made already; or the term is too large to refine further
+				pend[i] = rest
+				continue
+			}
+			e.steps++
 			var alts []term
 			var altPend [][]disj
 			addAlt := func(idx int, ls ...lit) {
@@ -344,6 +366,15 @@ func (e *engine) expand(c conj) []term {
 	return terms
 }
 
+func chose(t term, owner *snode) bool {
+	for _, c := range t.choices {
+		if c.owner == owner {
+			return true
+		}
+	}
+	return false
+}
+
 func copyTerm(t term) term {
 	return term{
 		choices: append([]choice(nil), t.choices...),
@@ -380,6 +411,11 @@ func (e *engine) flat(t *term, l lit, record bool, pending *[]disj, visiting map
 	}
 	if visiting[n] {
 		return // an unguarded $ref cycle: ignoring it only widens A
+	}
+	for _, id := range t.idents {
+		if id == n {
+			return // already part of the term: X and X is X
+		}
 	}
 	visiting[n] = true
 	defer delete(visiting, n)
@@ -596,37 +632,54 @@ func (e *engine) refuseAll(t term, at, why string) []finding {
 
 // member reports whether v satisfies every literal (false when unsure).
 func (e *engine) member(c conj, v any) bool {
+	in, known := e.memberOf(c, v)
+	return in && known
+}
+
+// memberOf is member with "unsure" told apart: known is false when the validator could
+// not answer for some literal and no other literal refuses v.
+func (e *engine) memberOf(c conj, v any) (in, known bool) {
+	known = true
 	for _, l := range c {
-		if !e.accepts(l, v) {
-			return false
+		ok, k := e.acceptsOf(l, v)
+		if !k {
+			known = false
+			continue
+		}
+		if !ok {
+			return false, true
 		}
 	}
-	return true
+	return known, known
 }
 
 func (e *engine) accepts(l lit, v any) bool {
+	ok, known := e.acceptsOf(l, v)
+	return ok && known
+}
+
+func (e *engine) acceptsOf(l lit, v any) (ok, known bool) {
 	e.steps++
 	if l.syn != nil {
-		return e.plainAccepts(l.syn, v)
+		return e.plainAccepts(l.syn, v), true
 	}
 	n := l.n
-	var ok bool
 	switch {
 	case n.top:
 		ok = true
 	case n.bottom:
 		ok = false
 	default:
-		valid, known := n.d.val.valid(n.ptr, v)
-		if !known {
-			return false
+		valid, k := n.d.val.valid(n.ptr, v)
+		if !k {
+			return false, false
 		}
 		ok = valid
 	}
 	if l.neg {
-		return !ok
+		return !ok, true
 	}
-	return ok
+	return ok, true
 }
 
 // refusedBy reports whether B refuses v (true only when the validator says so).
@@ -686,7 +739,10 @@ func termTypes(t term) tmask {
 func (e *engine) finiteSub(t term, vals []any, b bref) []finding {
 	var fs []finding
 	for _, v := range vals {
-		if !e.member(t.lits, v) {
+		if in, known := e.memberOf(t.lits, v); !known {
+			fs = append(fs, finding{at: b.path, v: vUnknown, why: "the validator cannot check " + canon(v)})
+			continue
+		} else if !in {
 			continue
 		}
 		valid, known := b.n.d.val.valid(b.n.ptr, v)
@@ -952,14 +1008,15 @@ func (e *engine) emptyTerm(t term, depth int) bool {
 	}
 	if vals, ok := e.finite(t); ok {
 		for _, v := range vals {
-			if e.member(t.lits, v) {
+			if in, known := e.memberOf(t.lits, v); in || !known {
 				return false
 			}
 		}
 		return true
 	}
-	// a negated schema that holds all of the rest empties the term
-	if len(t.negs) > 0 && depth < 8 {
+	// a negated schema that holds all of the rest empties the term (same value, so the
+	// same instance depth: a coinductive hypothesis must never be taken without descending)
+	if len(t.negs) > 0 {
 		var posLits conj
 		for _, l := range t.lits {
 			if !l.neg {
@@ -967,7 +1024,7 @@ func (e *engine) emptyTerm(t term, depth int) bool {
 			}
 		}
 		for _, n := range t.negs {
-			if len(e.sub(posLits, []bref{{n: n}}, depth+1)) == 0 {
+			if len(e.sub(posLits, []bref{{n: n}}, depth)) == 0 {
 				return true
 			}
 		}
