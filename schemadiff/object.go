@@ -318,6 +318,8 @@ func (d *differ) settleProperties() {
 			d.add(e.c, e.ptr, "required_property_added", TierMajor, "new required input "+q+" without a default: old agents cannot fill it")
 		case d.effective(e.c) == Input && e.required:
 			d.add(e.c, e.ptr, "required_property_added", TierMajor, "new required input "+q+": its default does not help old agents that omit it (required is checked before defaults)")
+		case d.effective(e.c) == Input && e.open:
+			d.add(e.c, e.ptr, "property_added", TierCompatible, "optional input "+q+" added to an open object: old agents could already send that name with any value")
 		case d.effective(e.c) == Input:
 			d.add(e.c, e.ptr, "property_added", TierCompatible, "optional input "+q+" added")
 		default:

@@ -213,7 +213,7 @@ func applySets(changes []Change, r setResult, dir Direction, prefix string) []Ch
 		}
 		if c.Tier.Rank() < TierHighRisk.Rank() {
 			c.Tier = TierHighRisk
-			c.Detail += " (" + fs[best].f.why + ")"
+			c.Detail += " (breaks: " + fs[best].f.why + ")"
 		}
 		attach(&c, fs[best].f, fs[best].cex)
 		out = append(out, c)
