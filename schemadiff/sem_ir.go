@@ -125,13 +125,20 @@ func newSDoc(name string, root any, fmts *formatChecker) *sdoc {
 	}
 	if ptr, ok := inPlaceCycle(root); ok {
 		d.opaque = "a $ref cycle at " + strconv.Quote(ptr) + " returns to the same value without descending into it"
-		return d
 	}
-	d.val = newValidator(root, name)
+	return d
+}
+
+// compile builds the document's validator (costly: the library checks the document
+// against its metaschema), once the check needs it.
+func (d *sdoc) compile() {
+	if d.opaque != "" || d.val != nil {
+		return
+	}
+	d.val = newValidator(d.root, d.name)
 	if d.val.err != nil {
 		d.opaque = "it does not compile: " + oneLine(d.val.err.Error())
 	}
-	return d
 }
 
 // inPlaceCycle finds a schema that applies itself to the same value through $ref and
@@ -382,7 +389,8 @@ type plain struct {
 	excluded    []any
 	absent      []string
 	notMult     *big.Rat
-	key         string // synKey's cache
+	key         string   // synKey's cache
+	names       []string // declaredNames' cache
 }
 
 type patProp struct {

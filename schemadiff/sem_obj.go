@@ -74,13 +74,37 @@ func (o objView) valueOf(n string) conj {
 }
 
 func (o objView) declared() []string {
-	set := map[string]bool{}
+	var lists [][]string
 	for _, p := range o.ps {
-		for k := range p.props {
+		if len(p.props) > 0 {
+			lists = append(lists, p.declaredNames())
+		}
+	}
+	switch len(lists) {
+	case 0:
+		return nil
+	case 1:
+		return lists[0]
+	}
+	set := map[string]bool{}
+	for _, l := range lists {
+		for _, k := range l {
 			set[k] = true
 		}
 	}
 	return setList(set)
+}
+
+// declaredNames is the sorted property names of a group, computed once.
+func (p *plain) declaredNames() []string {
+	if p.names == nil {
+		p.names = make([]string, 0, len(p.props))
+		for k := range p.props {
+			p.names = append(p.names, k)
+		}
+		sort.Strings(p.names)
+	}
+	return p.names
 }
 
 func setList(set map[string]bool) []string {
