@@ -58,6 +58,7 @@ func ParseContract(data []byte) (Contract, error) {
 	}
 	var c Contract
 	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber() // numbers are compared exactly, as the validator compares them
 	if err := dec.Decode(&c); err != nil {
 		return Contract{}, fmt.Errorf("parse contract: %w", err)
 	}

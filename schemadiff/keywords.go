@@ -2,9 +2,8 @@ package schemadiff
 
 import (
 	"fmt"
-	"math"
+	"math/big"
 	"sort"
-	"strconv"
 	"strings"
 )
 
@@ -375,13 +374,6 @@ func setDiff(a, b []string) []string {
 	return out
 }
 
-func number(v any) (float64, bool) {
-	f, ok := v.(float64)
-	return f, ok && !math.IsNaN(f)
-}
-
-func fmtNum(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
-
 func (d *differ) compareBounds(om, nm map[string]any, c cursor) {
 	for _, b := range bounds {
 		ov, oOK := om[b.kw]
@@ -402,21 +394,22 @@ func (d *differ) compareBounds(om, nm map[string]any, c cursor) {
 			}
 			continue
 		}
-		of, oNum := number(ov)
-		nf, nNum := number(nv)
-		if oOK && !oNum || nOK && !nNum {
+		of, nf := ratOf(ov), ratOf(nv)
+		if oOK && of == nil || nOK && nf == nil {
 			d.risky(c, ptr, "keyword_changed", b.kw+" "+show(ov, oOK)+" → "+show(nv, nOK))
 			continue
 		}
 		switch {
 		case !oOK:
-			d.narrow(c, ptr, "bound_tightened", b.kw+" "+fmtNum(nf)+" added")
+			d.narrow(c, ptr, "bound_tightened", b.kw+" "+ratText(nf)+" added")
 		case !nOK:
-			d.widen(c, ptr, "bound_relaxed", b.kw+" "+fmtNum(of)+" removed")
-		case (nf > of) == b.tighterWhenLarger:
-			d.narrow(c, ptr, "bound_tightened", b.kw+" "+fmtNum(of)+" → "+fmtNum(nf))
+			d.widen(c, ptr, "bound_relaxed", b.kw+" "+ratText(of)+" removed")
+		case of.Cmp(nf) == 0:
+			// the same number written another way
+		case (nf.Cmp(of) > 0) == b.tighterWhenLarger:
+			d.narrow(c, ptr, "bound_tightened", b.kw+" "+ratText(of)+" → "+ratText(nf))
 		default:
-			d.widen(c, ptr, "bound_relaxed", b.kw+" "+fmtNum(of)+" → "+fmtNum(nf))
+			d.widen(c, ptr, "bound_relaxed", b.kw+" "+ratText(of)+" → "+ratText(nf))
 		}
 	}
 	// multipleOf: a multiple of the old divisor accepts less, a divisor of it accepts more.
@@ -424,18 +417,19 @@ func (d *differ) compareBounds(om, nm map[string]any, c cursor) {
 	nv, nOK := nm["multipleOf"]
 	if oOK || nOK {
 		ptr := c.ptr + "/multipleOf"
-		of, _ := number(ov)
-		nf, _ := number(nv)
+		of, nf := ratOf(ov), ratOf(nv)
+		pos := func(r *big.Rat) bool { return r != nil && r.Sign() > 0 }
 		switch {
 		case oOK == nOK && equalJSON(ov, nv):
 		case !oOK:
 			d.narrow(c, ptr, "bound_tightened", "multipleOf "+show(nv, true)+" added")
 		case !nOK:
 			d.widen(c, ptr, "bound_relaxed", "multipleOf "+show(ov, true)+" removed")
-		case of > 0 && nf > 0 && isWhole(nf/of):
-			d.narrow(c, ptr, "bound_tightened", "multipleOf "+fmtNum(of)+" → "+fmtNum(nf))
-		case of > 0 && nf > 0 && isWhole(of/nf):
-			d.widen(c, ptr, "bound_relaxed", "multipleOf "+fmtNum(of)+" → "+fmtNum(nf))
+		case pos(of) && pos(nf) && of.Cmp(nf) == 0:
+		case pos(of) && pos(nf) && isMultiple(nf, of):
+			d.narrow(c, ptr, "bound_tightened", "multipleOf "+ratText(of)+" → "+ratText(nf))
+		case pos(of) && pos(nf) && isMultiple(of, nf):
+			d.widen(c, ptr, "bound_relaxed", "multipleOf "+ratText(of)+" → "+ratText(nf))
 		default:
 			d.risky(c, ptr, "bound_changed", "multipleOf "+show(ov, true)+" → "+show(nv, true))
 		}
@@ -447,11 +441,6 @@ func (d *differ) compareBounds(om, nm map[string]any, c cursor) {
 	case ou && !nu:
 		d.widen(c, c.ptr+"/uniqueItems", "bound_relaxed", "uniqueItems no longer required")
 	}
-}
-
-// isWhole reports whether f is an integer, allowing for binary rounding (0.01/0.001).
-func isWhole(f float64) bool {
-	return !math.IsInf(f, 0) && !math.IsNaN(f) && math.Abs(f-math.Round(f)) <= 1e-9*math.Max(1, math.Abs(f))
 }
 
 // compareStrings handles pattern, format and default.

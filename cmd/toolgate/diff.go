@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -109,14 +110,30 @@ func diffArgs(oldArg, newArg, dir string, direction schemadiff.Direction, consum
 	if direction == "" {
 		return schemadiff.Report{}, errors.New("plain JSON Schema documents need --direction input|output")
 	}
-	var oldS, newS any
-	if err := json.Unmarshal(oldData, &oldS); err != nil {
+	oldS, err := decodeSchema(oldData)
+	if err != nil {
 		return schemadiff.Report{}, fmt.Errorf("%s: %w", oldArg, err)
 	}
-	if err := json.Unmarshal(newData, &newS); err != nil {
+	newS, err := decodeSchema(newData)
+	if err != nil {
 		return schemadiff.Report{}, fmt.Errorf("%s: %w", newArg, err)
 	}
 	return schemadiff.DiffSchemas(oldS, newS, direction, schemadiff.Options{Consumers: max(consumers, 0)}), nil
+}
+
+// decodeSchema reads a plain JSON Schema document, keeping numbers exact (json.Number):
+// the diff compares bounds as the validator does, not as float64 rounds them.
+func decodeSchema(data []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	if dec.More() {
+		return nil, errors.New("more than one JSON value")
+	}
+	return v, nil
 }
 
 // isToolRef reports whether s reads as ID@VERSION and is not an existing file.
