@@ -452,6 +452,15 @@ func (d *differ) compareStrings(om, nm map[string]any, c cursor) {
 			continue
 		}
 		ptr := c.ptr + "/" + kw
+		if kw == "format" {
+			if name, ok := nv.(string); ok && !assertedFormats[name] {
+				// the validator accepts every value under a format it does not know: a
+				// typo here would switch the check off without anyone noticing
+				d.risky(c, ptr, "keyword_changed", "format "+show(ov, oOK)+" → "+show(nv, nOK)+
+					" (not a format the validator checks: it accepts every value; needs review)")
+				continue
+			}
+		}
 		switch {
 		case !oOK:
 			d.narrow(c, ptr, kw+"_added", kw+" "+show(nv, true)+" added")
