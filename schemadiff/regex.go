@@ -366,12 +366,14 @@ func (a *rnfa) state(id int) *rdstate {
 			}
 		}
 	}
-	var bounds []rune
+	consuming := make([]rstate, 0, len(set))
 	for _, s := range set {
-		st := a.states[s]
-		if st.kind != rRange && st.kind != rMatch {
-			continue
+		if st := a.states[s]; st.kind == rRange || st.kind == rMatch {
+			consuming = append(consuming, st)
 		}
+	}
+	var bounds []rune
+	for _, st := range consuming {
 		for i := 0; i+1 < len(st.ranges); i += 2 {
 			bounds = append(bounds, st.ranges[i], st.ranges[i+1]+1)
 		}
@@ -385,11 +387,7 @@ func (a *rnfa) state(id int) *rdstate {
 			continue
 		}
 		var next []int
-		for _, s := range set {
-			st := a.states[s]
-			if st.kind != rRange && st.kind != rMatch {
-				continue
-			}
+		for _, st := range consuming {
 			for j := 0; j+1 < len(st.ranges); j += 2 {
 				if st.ranges[j] <= lo && hi <= st.ranges[j+1] {
 					next = append(next, st.out)

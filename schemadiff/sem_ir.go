@@ -115,11 +115,11 @@ func newSDoc(name string, root any, fmts *formatChecker) *sdoc {
 		return d
 	}
 	d.draft = dr
-	if why := scanOpaque(root, "", true, 0); why != "" {
+	if why := scanOpaque(root); why != "" {
 		d.opaque = why
 		return d
 	}
-	if n := countSchemas(root, 0); n > maxSchemas {
+	if n := countSchemas(root); n > maxSchemas {
 		d.opaque = "it has more than " + strconv.Itoa(maxSchemas) + " subschemas"
 		return d
 	}
@@ -202,27 +202,10 @@ func inPlaceCycle(root any) (string, bool) {
 		return false
 	}
 	var all []string
-	var collect func(v any, ptr string, depth int)
-	collect = func(v any, ptr string, depth int) {
-		if depth > maxDepth || len(all) > maxSchemas {
-			return
-		}
-		switch x := v.(type) {
-		case map[string]any:
-			all = append(all, ptr)
-			for _, k := range sortedKeys(x) {
-				if k == "enum" || k == "const" || k == "default" || k == "examples" {
-					continue
-				}
-				collect(x[k], ptr+"/"+escape(k), depth+1)
-			}
-		case []any:
-			for i, e := range x {
-				collect(e, ptr+"/"+strconv.Itoa(i), depth+1)
-			}
-		}
-	}
-	collect(root, "", 0)
+	eachObject(root, func(ptr string, _ map[string]any) bool {
+		all = append(all, ptr)
+		return len(all) <= maxSchemas
+	})
 	for _, p := range all {
 		if visit(p, 0) {
 			return found, true
@@ -254,43 +237,67 @@ func oneLine(s string) string {
 	return s
 }
 
+// eachObject calls fn on every JSON object of a document, depth first in sorted key
+// order, with its pointer; the values of enum, const, default and examples are data and
+// are not entered. It stops when fn returns false or past maxDepth (deep reports that).
+func eachObject(v any, fn func(ptr string, m map[string]any) bool) (deep bool) {
+	var walk func(v any, ptr string, depth int) bool
+	walk = func(v any, ptr string, depth int) bool {
+		if depth > maxDepth {
+			deep = true
+			return false
+		}
+		switch x := v.(type) {
+		case map[string]any:
+			if !fn(ptr, x) {
+				return false
+			}
+			for _, k := range sortedKeys(x) {
+				if k == "enum" || k == "const" || k == "default" || k == "examples" {
+					continue
+				}
+				if !walk(x[k], ptr+"/"+escape(k), depth+1) {
+					return false
+				}
+			}
+		case []any:
+			for i, e := range x {
+				if !walk(e, ptr+"/"+strconv.Itoa(i), depth+1) {
+					return false
+				}
+			}
+		}
+		return true
+	}
+	walk(v, "", 0)
+	return deep
+}
+
 // scanOpaque finds constructs that change how references resolve or that depend on the
 // dynamic scope: the check does not model them, so the document is judged as a whole.
-func scanOpaque(v any, ptr string, root bool, depth int) string {
-	if depth > maxDepth {
-		return "it is nested deeper than " + strconv.Itoa(maxDepth) + " levels"
-	}
-	switch x := v.(type) {
-	case map[string]any:
+func scanOpaque(root any) string {
+	why := ""
+	deep := eachObject(root, func(ptr string, x map[string]any) bool {
 		for _, kw := range []string{"$dynamicRef", "$recursiveRef"} {
 			if _, ok := x[kw]; ok {
-				return "it uses " + kw + " (" + ptr + ")"
+				why = "it uses " + kw + " (" + ptr + ")"
+				return false
 			}
 		}
-		if !root {
-			if _, ok := x["$id"]; ok {
-				return "it embeds a resource with its own $id (" + ptr + ")"
-			}
+		if _, ok := x["$id"]; ok && ptr != "" {
+			why = "it embeds a resource with its own $id (" + ptr + ")"
+			return false
 		}
 		if r, ok := x["$ref"].(string); ok && !strings.HasPrefix(r, "#") {
-			return "it has an external $ref " + strconv.Quote(r)
+			why = "it has an external $ref " + strconv.Quote(r)
+			return false
 		}
-		for _, k := range sortedKeys(x) {
-			if k == "enum" || k == "const" || k == "default" || k == "examples" {
-				continue
-			}
-			if why := scanOpaque(x[k], ptr+"/"+escape(k), false, depth+1); why != "" {
-				return why
-			}
-		}
-	case []any:
-		for i, e := range x {
-			if why := scanOpaque(e, ptr+"/"+strconv.Itoa(i), false, depth+1); why != "" {
-				return why
-			}
-		}
+		return true
+	})
+	if deep && why == "" {
+		why = "it is nested deeper than " + strconv.Itoa(maxDepth) + " levels"
 	}
-	return ""
+	return why
 }
 
 // maxSchemas bounds the documents the check compares by values (compiling a document
@@ -298,26 +305,12 @@ func scanOpaque(v any, ptr string, root bool, depth int) string {
 const maxSchemas = 8192
 
 // countSchemas counts the objects in a document, stopping past maxSchemas.
-func countSchemas(v any, n int) int {
-	switch x := v.(type) {
-	case map[string]any:
+func countSchemas(root any) int {
+	n := 0
+	eachObject(root, func(string, map[string]any) bool {
 		n++
-		for k, c := range x {
-			if n > maxSchemas {
-				return n
-			}
-			if k != "enum" && k != "const" && k != "default" && k != "examples" {
-				n = countSchemas(c, n)
-			}
-		}
-	case []any:
-		for _, c := range x {
-			if n > maxSchemas {
-				return n
-			}
-			n = countSchemas(c, n)
-		}
-	}
+		return n <= maxSchemas
+	})
 	return n
 }
 
@@ -426,25 +419,16 @@ func (d *sdoc) child(n *snode, segs ...string) *snode {
 	return d.node(p)
 }
 
-// refTarget resolves a same-document reference to a pointer.
+// refTarget resolves a same-document reference to a pointer that exists.
 func (d *sdoc) refTarget(ref string) (string, bool) {
-	if !strings.HasPrefix(ref, "#") {
+	p, ok := refPointer(d.root, ref)
+	if !ok {
 		return "", false
 	}
-	frag, err := url.PathUnescape(ref[1:])
-	if err != nil {
+	if _, ok := lookup(d.root, "#"+p); !ok {
 		return "", false
 	}
-	if frag == "" || strings.HasPrefix(frag, "/") {
-		if _, ok := lookup(d.root, "#"+frag); !ok {
-			return "", false
-		}
-		return frag, true
-	}
-	if p, ok := anchorPointer(d.root, frag); ok {
-		return p, true
-	}
-	return "", false
+	return p, true
 }
 
 func (d *sdoc) parse(n *snode) {
@@ -536,13 +520,11 @@ func (d *sdoc) parseMap(n *snode, m map[string]any) {
 		}
 	}
 	// strings
-	if i, ok := intOf(m["minLength"]); ok {
+	if readInt(m, "minLength", &p.minLen) {
 		used = true
-		p.minLen = i
 	}
-	if i, ok := intOf(m["maxLength"]); ok {
+	if readInt(m, "maxLength", &p.maxLen) {
 		used = true
-		p.maxLen = i
 	}
 	if s, ok := m["pattern"].(string); ok {
 		used = true
@@ -631,13 +613,11 @@ func (d *sdoc) parseArray(n *snode, m map[string]any, p *plain) bool {
 			p.rest, p.restKW = d.child(n, "items"), "items"
 		}
 	}
-	if i, ok := intOf(m["minItems"]); ok {
+	if readInt(m, "minItems", &p.minItems) {
 		used = true
-		p.minItems = i
 	}
-	if i, ok := intOf(m["maxItems"]); ok {
+	if readInt(m, "maxItems", &p.maxItems) {
 		used = true
-		p.maxItems = i
 	}
 	if m["uniqueItems"] == true {
 		used = true
@@ -690,13 +670,11 @@ func (d *sdoc) parseObject(n *snode, m map[string]any, p *plain) bool {
 			}
 		}
 	}
-	if i, ok := intOf(m["minProperties"]); ok {
+	if readInt(m, "minProperties", &p.minProps) {
 		used = true
-		p.minProps = i
 	}
-	if i, ok := intOf(m["maxProperties"]); ok {
+	if readInt(m, "maxProperties", &p.maxProps) {
 		used = true
-		p.maxProps = i
 	}
 	if _, ok := m["propertyNames"]; ok && d.draft >= draft6 {
 		used = true
@@ -895,6 +873,15 @@ func ratOf(v any) *big.Rat {
 		return nil
 	}
 	return r
+}
+
+// readInt stores m[kw] in dst when it is a non-negative integer.
+func readInt(m map[string]any, kw string, dst *int) bool {
+	i, ok := intOf(m[kw])
+	if ok {
+		*dst = i
+	}
+	return ok
 }
 
 func intOf(v any) (int, bool) {

@@ -61,7 +61,7 @@ func compareSets(oldS, newS any, dir Direction) setResult {
 	if dir == Output {
 		r.writer, r.reader = nd, od
 	}
-	if od.draft != 0 && od.draft == nd.draft && sameRaw(od, oldS, nd, newS, map[[2]string]bool{}, 0) {
+	if od.opaque == "" && nd.opaque == "" && od.draft == nd.draft && sameRaw(od, oldS, nd, newS, map[[2]string]bool{}, 0) {
 		// written the same way up to annotations and where $refs point
 		r.equivalent = true
 		return r

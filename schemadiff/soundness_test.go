@@ -231,7 +231,7 @@ func (m *mutator) mutate(root any) any {
 				}
 				sm["required"] = keep
 			} else {
-				sm["required"] = append(toAnyList(req), k)
+				sm["required"] = append(stringsJSON(req), k)
 			}
 			if len(stringList(sm["required"])) == 0 {
 				delete(sm, "required")
@@ -356,14 +356,6 @@ func (m *mutator) mutate(root any) any {
 	return root
 }
 
-func toAnyList(l []string) []any {
-	out := make([]any, len(l))
-	for i, s := range l {
-		out[i] = s
-	}
-	return out
-}
-
 // instGen makes instances from a schema without the diff's machinery: it follows the
 // keywords loosely and perturbs values at random; the validator sorts them out.
 type instGen struct {
@@ -397,14 +389,12 @@ func (g *instGen) random(depth int) any {
 }
 
 func num(v any) (float64, bool) {
-	switch x := v.(type) {
-	case float64:
-		return x, true
-	case json.Number:
-		f, err := x.Float64()
-		return f, err == nil
+	r := ratOf(v)
+	if r == nil {
+		return 0, false
 	}
-	return 0, false
+	f, _ := r.Float64()
+	return f, true
 }
 
 func (g *instGen) value(s any, depth int) any {

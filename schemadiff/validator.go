@@ -198,19 +198,23 @@ func leafMessage(k jsonschema.ErrorKind) string {
 	case *kind.MultipleOf:
 		return "multipleOf: got " + rat(x.Got) + ", want a multiple of " + rat(x.Want)
 	case *kind.MinLength:
-		return "minLength: got " + strconv.Itoa(x.Got) + ", want " + strconv.Itoa(x.Want)
+		return counts("minLength", x.Got, x.Want)
 	case *kind.MaxLength:
-		return "maxLength: got " + strconv.Itoa(x.Got) + ", want " + strconv.Itoa(x.Want)
+		return counts("maxLength", x.Got, x.Want)
 	case *kind.MinItems:
-		return "minItems: got " + strconv.Itoa(x.Got) + ", want " + strconv.Itoa(x.Want)
+		return counts("minItems", x.Got, x.Want)
 	case *kind.MaxItems:
-		return "maxItems: got " + strconv.Itoa(x.Got) + ", want " + strconv.Itoa(x.Want)
+		return counts("maxItems", x.Got, x.Want)
 	case *kind.MinProperties:
-		return "minProperties: got " + strconv.Itoa(x.Got) + ", want " + strconv.Itoa(x.Want)
+		return counts("minProperties", x.Got, x.Want)
 	case *kind.MaxProperties:
-		return "maxProperties: got " + strconv.Itoa(x.Got) + ", want " + strconv.Itoa(x.Want)
+		return counts("maxProperties", x.Got, x.Want)
 	}
 	return oneLine(k.LocalizedString(errPrinter))
+}
+
+func counts(kw string, got, want int) string {
+	return kw + ": got " + strconv.Itoa(got) + ", want " + strconv.Itoa(want)
 }
 
 // leafLocation is the document pointer of the keyword an error is about.

@@ -16,9 +16,11 @@ const (
 	maxDepth   = 4096 // deeper nesting is compared as a whole (a stack guard; $ref cycles end earlier)
 )
 
-// DiffSchemas compares two JSON Schema 2020-12 documents, decoded with encoding/json into
-// any, in the given direction (Input or Output). It never loops on recursive $refs and
-// never panics on malformed schemas. The report has no declared bump.
+// DiffSchemas compares two JSON Schema documents (2020-12 unless their `$schema` names an
+// older draft), decoded with encoding/json into any (json.Number keeps bounds exact), in
+// the given direction (Input or Output): the walk names the changes, the subschema check
+// gives them their tiers and counterexamples. It never loops on recursive $refs and never
+// panics on malformed schemas. The report has no declared bump.
 func DiffSchemas(oldSchema, newSchema any, dir Direction, opts Options) Report {
 	return finish(diffSchemaSets(oldSchema, newSchema, dir, ""), opts, nil)
 }
@@ -243,32 +245,14 @@ func lookup(root any, ref string) (any, bool) {
 
 // anchorPointer finds the subschema that declares `$anchor: name`.
 func anchorPointer(root any, name string) (string, bool) {
-	var found string
-	ok := false
-	var walk func(v any, ptr string, depth int)
-	walk = func(v any, ptr string, depth int) {
-		if ok || depth > 64 {
-			return
+	found, ok := "", false
+	eachObject(root, func(ptr string, x map[string]any) bool {
+		if a, _ := x["$anchor"].(string); a == name {
+			found, ok = ptr, true
+			return false
 		}
-		switch x := v.(type) {
-		case map[string]any:
-			if a, _ := x["$anchor"].(string); a == name {
-				found, ok = ptr, true
-				return
-			}
-			for _, k := range sortedKeys(x) {
-				if k == "enum" || k == "const" || k == "default" || k == "examples" {
-					continue
-				}
-				walk(x[k], ptr+"/"+escape(k), depth+1)
-			}
-		case []any:
-			for i, e := range x {
-				walk(e, ptr+"/"+strconv.Itoa(i), depth+1)
-			}
-		}
-	}
-	walk(root, "", 0)
+		return true
+	})
 	return found, ok
 }
 
