@@ -258,13 +258,6 @@ func (v *validator) errorCount(x any) (n int) {
 	return n
 }
 
-func firstLeaf(e *jsonschema.ValidationError) *jsonschema.ValidationError {
-	for len(e.Causes) > 0 {
-		e = e.Causes[0]
-	}
-	return e
-}
-
 func escapeAll(segs []string) []string {
 	out := make([]string, len(segs))
 	for i, s := range segs {
