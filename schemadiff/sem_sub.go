@@ -93,7 +93,7 @@ func (e *engine) enter(depth int) bool {
 
 func (e *engine) leave() { e.nest-- }
 
-const defaultBudget = 40000
+const defaultBudget = 20000
 
 // maxValueDepth bounds how deep into a value the check follows the schemas.
 const maxValueDepth = 1024
