@@ -42,6 +42,19 @@ func CompileSchema(data []byte) (*Schema, error) {
 	return s, nil
 }
 
+// CompileDocument compiles a plain JSON Schema document with the gateway's
+// validator settings (format asserted, no remote references, 2020-12 unless
+// $schema names another draft) but without toolgate's keyword strictness: for
+// tools that reason about any document, such as the schema diff's checks of
+// its counterexamples. A contract's schemas go through ParseSchema instead.
+func CompileDocument(data []byte) (*Schema, error) {
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
+	if err != nil {
+		return nil, err
+	}
+	return compileSchemaValue(doc, "urn:toolgate:schema")
+}
+
 // ParseSchema compiles a plain JSON Schema document read from path with the strictness
 // of a tool's parameters schema: every problem with its line and JSON pointer.
 func ParseSchema(path string, data []byte) (*Schema, []Problem) {

@@ -58,6 +58,7 @@ func ParseContract(data []byte) (Contract, error) {
 	}
 	var c Contract
 	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber() // numbers are compared exactly, as the validator compares them
 	if err := dec.Decode(&c); err != nil {
 		return Contract{}, fmt.Errorf("parse contract: %w", err)
 	}
@@ -89,8 +90,8 @@ func Diff(oldC, newC Contract, opts Options) Report {
 			tool("effect_changed", "/effect", TierHighRisk, what)
 		}
 	}
-	ch = append(ch, diffSchema(orTrue(oldC.Parameters, oldC.Parameters != nil), orTrue(newC.Parameters, newC.Parameters != nil), Input, "/parameters")...)
-	ch = append(ch, diffSchema(orTrue(oldC.Result, oldC.Result != nil), orTrue(newC.Result, newC.Result != nil), Output, "/result")...)
+	ch = append(ch, diffSchemaSets(orTrue(oldC.Parameters, oldC.Parameters != nil), orTrue(newC.Parameters, newC.Parameters != nil), Input, "/parameters")...)
+	ch = append(ch, diffSchemaSets(orTrue(oldC.Result, oldC.Result != nil), orTrue(newC.Result, newC.Result != nil), Output, "/result")...)
 	ch = append(ch, diffErrors(oldC.Errors, newC.Errors)...)
 	rules := diffRules(oldC.Rules, newC.Rules)
 	for i := range rules {

@@ -13,8 +13,8 @@ import (
 var Formats = []string{"text", "json", "markdown", "junit"}
 
 // Write renders a report as text, json, markdown or junit. The JSON form is exactly the
-// Report type: {"changes":[{"kind","pointer","direction","tier","detail"}],"tier",
-// "required_bump","declared_bump","bump_ok"}.
+// Report type: {"changes":[{"kind","pointer","direction","tier","detail",
+// "counterexample"?,"no_counterexample"?}],"tier","required_bump","declared_bump","bump_ok"}.
 func Write(w io.Writer, r Report, format string) error {
 	switch format {
 	case "text", "":
@@ -60,9 +60,55 @@ func writeText(w io.Writer, r Report) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(w, "\n%d change(s); tier: %s; required bump: %s; declared bump: %s; %s\n",
-		len(r.Changes), r.Tier, r.RequiredBump, declared(r), verdict(r))
+	if _, err := fmt.Fprintf(w, "\n%d change(s); tier: %s; required bump: %s; declared bump: %s; %s\n",
+		len(r.Changes), r.Tier, r.RequiredBump, declared(r), verdict(r)); err != nil {
+		return err
+	}
+	var b strings.Builder
+	for _, c := range r.Changes {
+		if c.Tier.Rank() < TierHighRisk.Rank() {
+			continue
+		}
+		if b.Len() == 0 {
+			b.WriteString("\nEvidence for high_risk and major changes:\n")
+		}
+		fmt.Fprintf(&b, "  %s %s %s\n", c.Tier, c.Kind, c.Pointer)
+		for _, line := range evidence(c) {
+			b.WriteString("    " + line + "\n")
+		}
+	}
+	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// evidence is what shows a change breaks: its validated counterexample, or why there is
+// none.
+func evidence(c Change) []string {
+	if x := c.Counterexample; x != nil {
+		return []string{
+			"counterexample: " + canonInstance(x.Instance),
+			x.AcceptedBy + " accepts it; " + x.RefusedBy + " refuses it: " + x.Error,
+		}
+	}
+	if c.NoCounterexample != "" {
+		return []string{"no counterexample: " + c.NoCounterexample}
+	}
+	return nil
+}
+
+// canonInstance writes an instance as compact JSON, cut when long.
+func canonInstance(v any) string {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if enc.Encode(v) != nil {
+		return "?"
+	}
+	s := strings.TrimSuffix(b.String(), "\n")
+	if len(s) > 400 {
+		s = s[:397] + "..."
+	}
+	return s
 }
 
 func mdCell(s string) string {
@@ -80,6 +126,23 @@ func writeMarkdown(w io.Writer, r Report) error {
 		b.WriteString("| tier | kind | direction | pointer | detail |\n|---|---|---|---|---|\n")
 		for _, c := range r.Changes {
 			fmt.Fprintf(&b, "| %s | `%s` | %s | `%s` | %s |\n", c.Tier, c.Kind, c.Direction, mdCell(c.Pointer), mdCell(c.Detail))
+		}
+	}
+	first := true
+	for _, c := range r.Changes {
+		if c.Tier.Rank() < TierHighRisk.Rank() {
+			continue
+		}
+		if first {
+			b.WriteString("\n### Evidence\n\n")
+			first = false
+		}
+		fmt.Fprintf(&b, "- **%s** `%s` at `%s`\n", c.Tier, c.Kind, mdCell(c.Pointer))
+		if x := c.Counterexample; x != nil {
+			fmt.Fprintf(&b, "  - counterexample: `%s`\n  - %s accepts it; %s refuses it: %s\n",
+				strings.ReplaceAll(canonInstance(x.Instance), "`", "'"), x.AcceptedBy, x.RefusedBy, mdCell(x.Error))
+		} else if c.NoCounterexample != "" {
+			fmt.Fprintf(&b, "  - no counterexample: %s\n", mdCell(c.NoCounterexample))
 		}
 	}
 	_, err := io.WriteString(w, b.String())
@@ -114,6 +177,9 @@ func writeJUnit(w io.Writer, r Report) error {
 	s := junitSuite{Name: "toolgate diff"}
 	for _, c := range r.Changes {
 		tc := junitCase{Name: c.Kind + " " + c.Pointer, ClassName: "schemadiff." + string(c.Direction), SystemOut: string(c.Tier) + ": " + c.Detail}
+		if ev := evidence(c); len(ev) > 0 {
+			tc.SystemOut += "\n" + strings.Join(ev, "\n")
+		}
 		fails := false
 		if !r.BumpOK {
 			if r.DeclaredBump == nil {
@@ -123,7 +189,7 @@ func writeJUnit(w io.Writer, r Report) error {
 			}
 		}
 		if fails {
-			tc.Failure = &junitFailure{Message: string(c.Tier) + " change", Type: c.Kind, Text: c.Detail}
+			tc.Failure = &junitFailure{Message: string(c.Tier) + " change", Type: c.Kind, Text: strings.Join(append([]string{c.Detail}, evidence(c)...), "\n")}
 			s.Failures++
 		}
 		s.Cases = append(s.Cases, tc)

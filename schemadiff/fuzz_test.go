@@ -29,8 +29,8 @@ func within(t *testing.T, f func()) {
 	go func() { defer close(done); f() }()
 	select {
 	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("diff did not finish within 10s")
+	case <-time.After(30 * time.Second):
+		t.Fatal("diff did not finish within 30s")
 	}
 }
 

@@ -2,9 +2,8 @@ package schemadiff
 
 import (
 	"fmt"
-	"math"
+	"math/big"
 	"sort"
-	"strconv"
 	"strings"
 )
 
@@ -21,6 +20,111 @@ var known = map[string]bool{
 	"propertyNames": true, "dependentRequired": true, "dependentSchemas": true, "unevaluatedProperties": true,
 	"items": true, "prefixItems": true, "additionalItems": true, "contains": true, "unevaluatedItems": true,
 	"allOf": true, "anyOf": true, "oneOf": true, "not": true, "if": true, "then": true, "else": true,
+	"dependencies": true,
+}
+
+// sinceDraft is the first draft that defines a keyword, where it is not draft-04; the
+// validator ignores a keyword in documents of an earlier draft.
+var sinceDraft = map[string]int{
+	"const": draft6, "contains": draft6, "propertyNames": draft6, "examples": draft6,
+	"if": draft7, "then": draft7, "else": draft7, "$comment": draft7, "readOnly": draft7,
+	"writeOnly": draft7, "contentMediaType": draft7, "contentEncoding": draft7,
+	"dependentRequired": draft2019, "dependentSchemas": draft2019, "unevaluatedItems": draft2019,
+	"unevaluatedProperties": draft2019, "minContains": draft2019, "maxContains": draft2019,
+	"$anchor": draft2019, "deprecated": draft2019, "contentSchema": draft2019, "$defs": draft2019,
+	"prefixItems": draft2020, "$dynamicAnchor": draft2020,
+}
+
+// untilDraft is the last draft that defines a keyword.
+var untilDraft = map[string]int{"additionalItems": draft2019, "definitions": draft2019}
+
+// inactive reports whether the validator ignores kw in a document of draft dr ($defs and
+// definitions only hold schemas for $ref, so they are never ignored).
+func inactive(kw string, dr int) bool {
+	if dr == 0 || kw == "$defs" || kw == "definitions" {
+		return false
+	}
+	if s, ok := sinceDraft[kw]; ok && dr < s {
+		return true
+	}
+	if u, ok := untilDraft[kw]; ok && dr > u {
+		return true
+	}
+	return false
+}
+
+// refSiblings splits, before 2019-09, the keywords beside a $ref (which the validator
+// ignores) from the reference itself.
+func refSiblings(v any, dr int) (any, map[string]any) {
+	m, ok := v.(map[string]any)
+	if !ok || dr == 0 || dr >= draft2019 {
+		return v, nil
+	}
+	if _, isRef := m["$ref"].(string); !isRef {
+		return v, nil
+	}
+	var off map[string]any
+	kept := map[string]any{}
+	for k, x := range m {
+		if k == "$ref" || inertBesideRef[k] || isExtension(k) || k == "description" {
+			kept[k] = x
+			continue
+		}
+		if off == nil {
+			off = map[string]any{}
+		}
+		off[k] = x
+	}
+	if off == nil {
+		return v, nil
+	}
+	return kept, off
+}
+
+// inactiveSplit separates the keywords of m the draft does not define, which the
+// validator ignores.
+func inactiveSplit(m map[string]any, dr int) (active, off map[string]any) {
+	ignored := func(k string) bool { return inactive(k, dr) }
+	some := false
+	for k := range m {
+		if ignored(k) {
+			some = true
+			break
+		}
+	}
+	if !some {
+		return m, nil
+	}
+	active, off = map[string]any{}, map[string]any{}
+	for k, v := range m {
+		if ignored(k) {
+			off[k] = v
+		} else {
+			active[k] = v
+		}
+	}
+	return active, off
+}
+
+// compareInactive reports changes to keywords the validator ignores: they change nothing
+// it checks, but may be a check someone meant to add.
+func (d *differ) compareInactive(om, nm map[string]any, c cursor) {
+	for _, kw := range sortedKeys(om, nm) {
+		ov, oOK := om[kw]
+		nv, nOK := nm[kw]
+		if oOK == nOK && equalJSON(ov, nv) {
+			continue
+		}
+		dr := d.newDraft
+		if !nOK {
+			dr = d.oldDraft
+		}
+		why := "not a keyword of " + draftName(dr) + "; the validator ignores it"
+		if !inactive(kw, dr) {
+			why = "ignored beside $ref before 2019-09"
+		}
+		d.risky(c, c.ptr+"/"+escape(kw), "keyword_changed", kw+" "+show(ov, oOK)+" → "+show(nv, nOK)+" ("+why+")")
+	}
 }
 
 // annotations change nothing a validator or a model relies on.
@@ -270,13 +374,6 @@ func setDiff(a, b []string) []string {
 	return out
 }
 
-func number(v any) (float64, bool) {
-	f, ok := v.(float64)
-	return f, ok && !math.IsNaN(f)
-}
-
-func fmtNum(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
-
 func (d *differ) compareBounds(om, nm map[string]any, c cursor) {
 	for _, b := range bounds {
 		ov, oOK := om[b.kw]
@@ -285,21 +382,34 @@ func (d *differ) compareBounds(om, nm map[string]any, c cursor) {
 			continue
 		}
 		ptr := c.ptr + "/" + b.kw
-		of, oNum := number(ov)
-		nf, nNum := number(nv)
-		if oOK && !oNum || nOK && !nNum {
+		_, oBool := ov.(bool)
+		_, nBool := nv.(bool)
+		if (oBool || !oOK) && (nBool || !nOK) {
+			// draft-04: exclusiveMinimum/exclusiveMaximum are flags on minimum/maximum
+			switch wasEx, isEx := ov == true, nv == true; {
+			case !wasEx && isEx:
+				d.narrow(c, ptr, "bound_tightened", b.kw+" true: the bound itself is now excluded")
+			case wasEx && !isEx:
+				d.widen(c, ptr, "bound_relaxed", b.kw+" no longer true: the bound itself is accepted again")
+			}
+			continue
+		}
+		of, nf := ratOf(ov), ratOf(nv)
+		if oOK && of == nil || nOK && nf == nil {
 			d.risky(c, ptr, "keyword_changed", b.kw+" "+show(ov, oOK)+" → "+show(nv, nOK))
 			continue
 		}
 		switch {
 		case !oOK:
-			d.narrow(c, ptr, "bound_tightened", b.kw+" "+fmtNum(nf)+" added")
+			d.narrow(c, ptr, "bound_tightened", b.kw+" "+ratText(nf)+" added")
 		case !nOK:
-			d.widen(c, ptr, "bound_relaxed", b.kw+" "+fmtNum(of)+" removed")
-		case (nf > of) == b.tighterWhenLarger:
-			d.narrow(c, ptr, "bound_tightened", b.kw+" "+fmtNum(of)+" → "+fmtNum(nf))
+			d.widen(c, ptr, "bound_relaxed", b.kw+" "+ratText(of)+" removed")
+		case of.Cmp(nf) == 0:
+			// the same number written another way
+		case (nf.Cmp(of) > 0) == b.tighterWhenLarger:
+			d.narrow(c, ptr, "bound_tightened", b.kw+" "+ratText(of)+" → "+ratText(nf))
 		default:
-			d.widen(c, ptr, "bound_relaxed", b.kw+" "+fmtNum(of)+" → "+fmtNum(nf))
+			d.widen(c, ptr, "bound_relaxed", b.kw+" "+ratText(of)+" → "+ratText(nf))
 		}
 	}
 	// multipleOf: a multiple of the old divisor accepts less, a divisor of it accepts more.
@@ -307,18 +417,19 @@ func (d *differ) compareBounds(om, nm map[string]any, c cursor) {
 	nv, nOK := nm["multipleOf"]
 	if oOK || nOK {
 		ptr := c.ptr + "/multipleOf"
-		of, _ := number(ov)
-		nf, _ := number(nv)
+		of, nf := ratOf(ov), ratOf(nv)
+		pos := func(r *big.Rat) bool { return r != nil && r.Sign() > 0 }
 		switch {
 		case oOK == nOK && equalJSON(ov, nv):
 		case !oOK:
 			d.narrow(c, ptr, "bound_tightened", "multipleOf "+show(nv, true)+" added")
 		case !nOK:
 			d.widen(c, ptr, "bound_relaxed", "multipleOf "+show(ov, true)+" removed")
-		case of > 0 && nf > 0 && isWhole(nf/of):
-			d.narrow(c, ptr, "bound_tightened", "multipleOf "+fmtNum(of)+" → "+fmtNum(nf))
-		case of > 0 && nf > 0 && isWhole(of/nf):
-			d.widen(c, ptr, "bound_relaxed", "multipleOf "+fmtNum(of)+" → "+fmtNum(nf))
+		case pos(of) && pos(nf) && of.Cmp(nf) == 0:
+		case pos(of) && pos(nf) && isMultiple(nf, of):
+			d.narrow(c, ptr, "bound_tightened", "multipleOf "+ratText(of)+" → "+ratText(nf))
+		case pos(of) && pos(nf) && isMultiple(of, nf):
+			d.widen(c, ptr, "bound_relaxed", "multipleOf "+ratText(of)+" → "+ratText(nf))
 		default:
 			d.risky(c, ptr, "bound_changed", "multipleOf "+show(ov, true)+" → "+show(nv, true))
 		}
@@ -332,11 +443,6 @@ func (d *differ) compareBounds(om, nm map[string]any, c cursor) {
 	}
 }
 
-// isWhole reports whether f is an integer, allowing for binary rounding (0.01/0.001).
-func isWhole(f float64) bool {
-	return !math.IsInf(f, 0) && !math.IsNaN(f) && math.Abs(f-math.Round(f)) <= 1e-9*math.Max(1, math.Abs(f))
-}
-
 // compareStrings handles pattern, format and default.
 func (d *differ) compareStrings(om, nm map[string]any, c cursor) {
 	for _, kw := range []string{"pattern", "format"} {
@@ -346,6 +452,15 @@ func (d *differ) compareStrings(om, nm map[string]any, c cursor) {
 			continue
 		}
 		ptr := c.ptr + "/" + kw
+		if kw == "format" {
+			if name, ok := nv.(string); ok && !assertedFormats[name] {
+				// the validator accepts every value under a format it does not know: a
+				// typo here would switch the check off without anyone noticing
+				d.risky(c, ptr, "keyword_changed", "format "+show(ov, oOK)+" → "+show(nv, nOK)+
+					" (not a format the validator checks: it accepts every value; needs review)")
+				continue
+			}
+		}
 		switch {
 		case !oOK:
 			d.narrow(c, ptr, kw+"_added", kw+" "+show(nv, true)+" added")

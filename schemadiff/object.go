@@ -189,32 +189,49 @@ func (d *differ) compareObject(om, nm map[string]any, c cursor) {
 		}
 	}
 
-	odr, ndr := asMap(om["dependentRequired"]), asMap(nm["dependentRequired"])
-	for _, k := range sortedKeys(odr, ndr) {
-		ol, nl := stringList(odr[k]), stringList(ndr[k])
-		ptr := c.ptr + "/dependentRequired/" + escape(k)
-		for _, v := range setDiff(nl, ol) {
-			d.narrow(c, ptr, "dependent_required_added", strconv.Quote(v)+" now required when "+strconv.Quote(k)+" is present")
-		}
-		for _, v := range setDiff(ol, nl) {
-			d.widen(c, ptr, "dependent_required_removed", strconv.Quote(v)+" no longer required when "+strconv.Quote(k)+" is present")
-		}
+	for _, kw := range []string{"dependentRequired", "dependentSchemas", "dependencies"} {
+		d.compareDependencies(kw, asMap(om[kw]), asMap(nm[kw]), c)
 	}
-	ods, nds := asMap(om["dependentSchemas"]), asMap(nm["dependentSchemas"])
-	var dsc cursor
-	if len(ods)+len(nds) > 0 {
-		dsc = c.child("dependentSchemas")
+}
+
+// compareDependencies compares dependentRequired, dependentSchemas and the older
+// dependencies (whose values are either a list of names or a schema).
+func (d *differ) compareDependencies(kw string, od, nd map[string]any, c cursor) {
+	var dc cursor
+	if len(od)+len(nd) > 0 {
+		dc = c.child(kw)
 	}
-	for _, k := range sortedKeys(ods, nds) {
-		ov, inO := ods[k]
-		nv, inN := nds[k]
+	for _, k := range sortedKeys(od, nd) {
+		ov, inO := od[k]
+		nv, inN := nd[k]
+		ptr := dc.ptr + "/" + escape(k)
+		_, oList := ov.([]any)
+		_, nList := nv.([]any)
 		switch {
+		case inO && inN && oList && nList:
+			ol, nl := stringList(ov), stringList(nv)
+			for _, v := range setDiff(nl, ol) {
+				d.narrow(c, ptr, "dependent_required_added", strconv.Quote(v)+" now required when "+strconv.Quote(k)+" is present")
+			}
+			for _, v := range setDiff(ol, nl) {
+				d.widen(c, ptr, "dependent_required_removed", strconv.Quote(v)+" no longer required when "+strconv.Quote(k)+" is present")
+			}
+		case inO && inN && !oList && !nList:
+			d.compare(ov, nv, dc.child(k))
 		case inO && inN:
-			d.compare(ov, nv, dsc.child(k))
+			d.risky(c, ptr, "schema_changed", "dependency on "+strconv.Quote(k)+" changed between a list of names and a schema")
+		case inN && nList:
+			for _, v := range stringList(nv) {
+				d.narrow(c, ptr, "dependent_required_added", strconv.Quote(v)+" now required when "+strconv.Quote(k)+" is present")
+			}
 		case inN:
-			d.narrow(c, dsc.ptr+"/"+escape(k), "dependent_schema_added", "a schema now applies when "+strconv.Quote(k)+" is present")
+			d.narrow(c, ptr, "dependent_schema_added", "a schema now applies when "+strconv.Quote(k)+" is present")
+		case oList:
+			for _, v := range stringList(ov) {
+				d.widen(c, ptr, "dependent_required_removed", strconv.Quote(v)+" no longer required when "+strconv.Quote(k)+" is present")
+			}
 		default:
-			d.widen(c, dsc.ptr+"/"+escape(k), "dependent_schema_removed", "a schema no longer applies when "+strconv.Quote(k)+" is present")
+			d.widen(c, ptr, "dependent_schema_removed", "a schema no longer applies when "+strconv.Quote(k)+" is present")
 		}
 	}
 }
@@ -301,6 +318,8 @@ func (d *differ) settleProperties() {
 			d.add(e.c, e.ptr, "required_property_added", TierMajor, "new required input "+q+" without a default: old agents cannot fill it")
 		case d.effective(e.c) == Input && e.required:
 			d.add(e.c, e.ptr, "required_property_added", TierMajor, "new required input "+q+": its default does not help old agents that omit it (required is checked before defaults)")
+		case d.effective(e.c) == Input && e.open:
+			d.add(e.c, e.ptr, "property_added", TierCompatible, "optional input "+q+" added to an open object: old agents could already send that name with any value")
 		case d.effective(e.c) == Input:
 			d.add(e.c, e.ptr, "property_added", TierCompatible, "optional input "+q+" added")
 		default:
@@ -344,9 +363,10 @@ func (d *differ) renamed(r, a propEvent, kind string) {
 	}
 	if d.effective(c) == Input && a.required && !a.defaults {
 		d.add(c, a.ptr, kind, TierMajor, detail+"; now required without a default")
-		return
+	} else {
+		d.add(c, a.ptr, kind, TierHighRisk, detail)
 	}
-	d.add(c, a.ptr, kind, TierHighRisk, detail)
+	d.changes[len(d.changes)-1].from = r.ptr
 }
 
 func parentOf(ptr string) string {

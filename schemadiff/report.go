@@ -135,8 +135,14 @@ type Change struct {
 	Direction Direction `json:"direction"` // input, output or tool
 	Tier      Tier      `json:"tier"`
 	Detail    string    `json:"detail"` // human-readable explanation
+	// Counterexample is a validated instance that breaks, on high-risk and major changes
+	// about accepted values when one could be built.
+	Counterexample *Counterexample `json:"counterexample,omitempty"`
+	// NoCounterexample says why a high-risk or major change has no counterexample.
+	NoCounterexample string `json:"no_counterexample,omitempty"`
 
 	impact string // x-impact of the field the change touches, "" when none
+	from   string // for renames and moves: the old property's pointer
 }
 
 // Report is the result of a diff. Its JSON form is the `toolgate diff --format json` output.
@@ -177,6 +183,12 @@ func finish(changes []Change, opts Options, declared *Bump) Report {
 			c.Detail += " (raised to major: tool has " + strconv.Itoa(opts.Consumers) + " consumers)"
 		}
 	}
+	for i := range changes {
+		c := &changes[i]
+		if c.Tier.Rank() >= TierHighRisk.Rank() && c.Counterexample == nil && c.NoCounterexample == "" {
+			c.NoCounterexample = whyNoCounterexample(c.Kind)
+		}
+	}
 	sort.SliceStable(changes, func(i, j int) bool {
 		a, b := changes[i], changes[j]
 		if a.Pointer != b.Pointer {
@@ -203,4 +215,29 @@ func finish(changes []Change, opts Options, declared *Bump) Report {
 		r.BumpOK = declared.rank() >= r.RequiredBump.rank()
 	}
 	return r
+}
+
+// whyNoCounterexample explains, per kind, why a risky change has no instance to show.
+func whyNoCounterexample(kind string) string {
+	switch kind {
+	case "description_changed":
+		return "no value is refused: a description is prompt text the model reads, so changing it may change what agents send"
+	case "default_added", "default_removed", "default_changed":
+		return "no value is refused: a default changes what the tool does when the field is omitted"
+	case "extension_changed":
+		return "no value is refused: the change is to a toolgate marking, not to what the schema accepts"
+	case "keyword_changed":
+		return "the validator does not apply this keyword (unknown, or not part of the document's draft); it may be a typo that switched a check off"
+	case "schema_changed":
+		return "not a schema the validator can read"
+	case "ref_changed":
+		return "the $ref points outside the document; the validator does not load it"
+	case "name_changed", "tool_id_changed", "effect_changed":
+		return "a change to the tool itself, not to the values it accepts"
+	case "error_removed", "error_category_changed", "error_status_changed", "error_retryable_changed":
+		return "the error catalogue describes failures, not values"
+	case "rule_added", "rule_changed", "rule_outcome_changed":
+		return "CEL rules are not compared by the values they accept; contract replay decides"
+	}
+	return "no counterexample is available for this kind of change"
 }

@@ -16,29 +16,44 @@ const (
 	maxDepth   = 4096 // deeper nesting is compared as a whole (a stack guard; $ref cycles end earlier)
 )
 
-// DiffSchemas compares two JSON Schema 2020-12 documents, decoded with encoding/json into
-// any, in the given direction (Input or Output). It never loops on recursive $refs and
-// never panics on malformed schemas. The report has no declared bump.
+// DiffSchemas compares two JSON Schema documents (2020-12 unless their `$schema` names an
+// older draft), decoded with encoding/json into any (json.Number keeps bounds exact), in
+// the given direction (Input or Output): the walk names the changes, the subschema check
+// gives them their tiers and counterexamples. It never loops on recursive $refs and never
+// panics on malformed schemas. The report has no declared bump.
 func DiffSchemas(oldSchema, newSchema any, dir Direction, opts Options) Report {
-	return finish(diffSchema(oldSchema, newSchema, dir, ""), opts, nil)
+	return finish(diffSchemaSets(oldSchema, newSchema, dir, ""), opts, nil)
+}
+
+// diffSchemaSets is the structural walk (which names the changes) followed by the
+// subschema check (which decides their tiers).
+func diffSchemaSets(oldSchema, newSchema any, dir Direction, prefix string) []Change {
+	ch := diffSchema(oldSchema, newSchema, dir, prefix)
+	if dir != Input && dir != Output {
+		return ch
+	}
+	return applySets(ch, compareSets(oldSchema, newSchema, dir), dir, prefix)
 }
 
 // diffSchema walks one pair of documents and returns the unraised changes; prefix is
 // prepended to every pointer ("/parameters" for a contract's parameters).
 func diffSchema(oldSchema, newSchema any, dir Direction, prefix string) []Change {
 	d := &differ{oldRoot: oldSchema, newRoot: newSchema, dir: dir, seen: map[pairKey]bool{}}
+	d.oldDraft, _ = draftOf(oldSchema)
+	d.newDraft, _ = draftOf(newSchema)
 	d.compare(oldSchema, newSchema, cursor{ptr: prefix})
 	d.settleProperties()
 	return d.changes
 }
 
 type differ struct {
-	oldRoot, newRoot any
-	rootsEqual       int // 0 unknown, 1 equal, 2 different
-	dir              Direction
-	changes          []Change
-	seen             map[pairKey]bool
-	added, removed   []propEvent
+	oldRoot, newRoot   any
+	oldDraft, newDraft int
+	rootsEqual         int // 0 unknown, 1 equal, 2 different
+	dir                Direction
+	changes            []Change
+	seen               map[pairKey]bool
+	added, removed     []propEvent
 }
 
 // pairKey identifies a visit: the two document positions plus the context that can change
@@ -94,12 +109,8 @@ func (d *differ) effective(c cursor) Direction {
 	return d.dir
 }
 
-// add records a change; inside an `if` nothing is better than high_risk.
+// add records a change.
 func (d *differ) add(c cursor, ptr, kind string, t Tier, detail string) {
-	if c.cond && t.Rank() < TierHighRisk.Rank() {
-		t = TierHighRisk
-		detail += " (inside an if condition)"
-	}
 	d.changes = append(d.changes, Change{Kind: kind, Pointer: ptr, Direction: d.dir, Tier: t, Detail: detail, impact: c.impact})
 }
 
@@ -204,6 +215,9 @@ func lookup(root any, ref string) (any, bool) {
 		return root, true
 	}
 	if !strings.HasPrefix(frag, "/") {
+		if ptr, ok := anchorPointer(root, frag); ok {
+			return lookup(root, "#"+ptr)
+		}
 		return nil, false
 	}
 	cur := root
@@ -227,6 +241,19 @@ func lookup(root any, ref string) (any, bool) {
 		}
 	}
 	return cur, true
+}
+
+// anchorPointer finds the subschema that declares `$anchor: name`.
+func anchorPointer(root any, name string) (string, bool) {
+	found, ok := "", false
+	eachObject(root, func(ptr string, x map[string]any) bool {
+		if a, _ := x["$anchor"].(string); a == name {
+			found, ok = ptr, true
+			return false
+		}
+		return true
+	})
+	return found, ok
 }
 
 // asSchema turns a schema value into keywords: true and {} are the empty map, false is
@@ -291,6 +318,12 @@ func (d *differ) compare(o, n any, c cursor) {
 		}
 		return
 	}
+	var oSib, nSib map[string]any
+	o, oSib = refSiblings(o, d.oldDraft)
+	n, nSib = refSiblings(n, d.newDraft)
+	if len(oSib)+len(nSib) > 0 {
+		d.compareInactive(oSib, nSib, c)
+	}
 	o, c.opos = resolve(d.oldRoot, o, c.opos)
 	n, c.npos = resolve(d.newRoot, n, c.npos)
 	// The empty schema has no structure: one position for all of them, so that a walk
@@ -309,6 +342,12 @@ func (d *differ) compare(o, n any, c cursor) {
 
 	om, oClosed, oBad := asSchema(o)
 	nm, nClosed, nBad := asSchema(n)
+	var oOff, nOff map[string]any
+	om, oOff = inactiveSplit(om, d.oldDraft)
+	nm, nOff = inactiveSplit(nm, d.newDraft)
+	if len(oOff)+len(nOff) > 0 {
+		d.compareInactive(oOff, nOff, c)
+	}
 	if oBad || nBad {
 		if !equalJSON(o, n) {
 			d.risky(c, c.ptr, "schema_changed", "not a JSON Schema object or boolean; compared as a whole")
@@ -400,7 +439,7 @@ var groupOf = map[string]uint16{
 	"multipleOf": gBounds, "uniqueItems": gBounds,
 	"pattern": gStrings, "format": gStrings, "default": gStrings,
 	"properties": gObject, "required": gObject, "additionalProperties": gObject, "patternProperties": gObject,
-	"propertyNames": gObject, "dependentRequired": gObject, "dependentSchemas": gObject, "unevaluatedProperties": gObject,
+	"propertyNames": gObject, "dependentRequired": gObject, "dependentSchemas": gObject, "dependencies": gObject, "unevaluatedProperties": gObject,
 	"items": gArray, "prefixItems": gArray, "additionalItems": gArray, "contains": gArray, "unevaluatedItems": gArray,
 	"allOf": gCombinator, "anyOf": gCombinator, "oneOf": gCombinator, "not": gNot,
 	"if": gConditional, "then": gConditional, "else": gConditional,

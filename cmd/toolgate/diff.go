@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -117,22 +118,57 @@ func diffArgs(oldArg, newArg, dir string, direction schemadiff.Direction, consum
 	if direction == "" {
 		return schemadiff.Report{}, errors.New("plain JSON Schema documents need --direction input|output")
 	}
+	oldS, err := decodeSchema(oldData)
+	if err != nil {
+		return schemadiff.Report{}, fmt.Errorf("%s: %w", oldArg, err)
+	}
+	newS, err := decodeSchema(newData)
+	if err != nil {
+		return schemadiff.Report{}, fmt.Errorf("%s: %w", newArg, err)
+	}
+	// A 2020-12 document is held to a contract's strictness (a misspelt
+	// keyword is an error, not a check switched off); a document naming an
+	// older draft is read by that draft's rules, and the diff reports any
+	// keyword that draft does not know as a change needing review.
 	for _, f := range []struct {
 		path string
+		doc  any
 		data []byte
-	}{{oldArg, oldData}, {newArg, newData}} {
+	}{{oldArg, oldS, oldData}, {newArg, newS, newData}} {
+		if !names2020(f.doc) {
+			continue
+		}
 		if _, problems := contract.ParseSchema(f.path, f.data); len(problems) > 0 {
 			return schemadiff.Report{}, fmt.Errorf("%s does not load:\n%w", f.path, &contract.LoadError{Problems: problems})
 		}
 	}
-	var oldS, newS any
-	if err := json.Unmarshal(oldData, &oldS); err != nil {
-		return schemadiff.Report{}, fmt.Errorf("%s: %w", oldArg, err)
-	}
-	if err := json.Unmarshal(newData, &newS); err != nil {
-		return schemadiff.Report{}, fmt.Errorf("%s: %w", newArg, err)
-	}
 	return schemadiff.DiffSchemas(oldS, newS, direction, schemadiff.Options{Consumers: max(consumers, 0)}), nil
+}
+
+// decodeSchema reads a plain JSON Schema document, keeping numbers exact (json.Number):
+// the diff compares bounds as the validator does, not as float64 rounds them.
+func decodeSchema(data []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	if dec.More() {
+		return nil, errors.New("more than one JSON value")
+	}
+	return v, nil
+}
+
+// names2020 reports whether a plain schema document is read as JSON Schema
+// 2020-12: it names no $schema, or names 2020-12's.
+func names2020(doc any) bool {
+	m, ok := doc.(map[string]any)
+	if !ok {
+		return true
+	}
+	s, ok := m["$schema"].(string)
+	return !ok || strings.TrimSuffix(s, "#") == contract.Draft2020
 }
 
 // isToolRef reports whether s reads as ID@VERSION and is not an existing file.

@@ -17,6 +17,8 @@ func TestDiffCommand(t *testing.T) {
 	schemas := filepath.Join(tools, "refund.create_request", "schemas")
 	v210, v220, v230 := filepath.Join(schemas, "v2.1.0.json"), filepath.Join(schemas, "v2.2.0.json"), filepath.Join(schemas, "v2.3.0.json")
 	oldS, newS := filepath.Join(td, "old.schema.json"), filepath.Join(td, "new.schema.json")
+	old07, new07 := filepath.Join(td, "draft07.old.json"), filepath.Join(td, "draft07.new.json")
+	oldPat, newPat := filepath.Join(td, "pattern.old.json"), filepath.Join(td, "pattern.new.json")
 	tests := []struct {
 		name     string
 		args     []string
@@ -35,6 +37,9 @@ func TestDiffCommand(t *testing.T) {
 		{name: "plain schemas as input", args: []string{oldS, newS, "--direction", "input"}, code: exitNegative, golden: "schemas_input.text"},
 		{name: "plain schemas as output", args: []string{oldS, newS, "--direction", "output", "--format", "junit"}, code: exitNegative, golden: "schemas_output.junit"},
 		{name: "same schema", args: []string{oldS, oldS, "--direction", "output", "--format", "json"}, code: exitOK, golden: "same_schema.json"},
+		{name: "draft-07 schemas as input", args: []string{old07, new07, "--direction", "input"}, code: exitNegative, golden: "draft07_input.text"},
+		{name: "draft-07 schemas as output", args: []string{old07, new07, "--direction", "output", "--format", "json"}, code: exitNegative, golden: "draft07_output.json"},
+		{name: "undecided pattern", args: []string{oldPat, newPat, "--direction", "input", "--format", "markdown"}, code: exitNegative, golden: "pattern_undecided.markdown"},
 		{name: "help", args: []string{"--help"}, code: exitOK, golden: "help"},
 		{name: "no arguments", args: nil, code: exitUsage, inStderr: "need OLD and NEW"},
 		{name: "plain schemas need a direction", args: []string{oldS, newS}, code: exitUsage, inStderr: "--direction"},
