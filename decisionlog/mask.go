@@ -12,6 +12,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -42,7 +43,10 @@ func (a MaskAction) String() string {
 }
 
 // Rule is one sensitive location: an RFC 6901 pointer into a payload, whose
-// segment "*" matches every array item and every object member.
+// segment "*" (Wildcard) matches every array item and every object member and
+// whose segment "**" (AnyDepth) matches any number of segments, none included.
+// A member literally named "*" or "**" is matched as the wildcard: a rule may
+// select more than it names, never less.
 type Rule struct {
 	Pointer string
 	Action  MaskAction
@@ -152,6 +156,13 @@ func compile(part string, rs []Rule) ([]compiledRule, error) {
 // whole record unloggable: Apply returns an error wrapping ErrUnmaskable (in
 // digest mode the arguments are not written, so they need not be JSON).
 // A nil Masker masks nothing.
+//
+// In digest and masked modes every value the rules select (each string and
+// number inside it, at least MinScrubLength bytes long) is also replaced by
+// MaskToken wherever else it appears in the record's text: inside the other
+// strings of the payloads, in state_before_error and state_after_error, also
+// URL-escaped or quoted — so an error message or an echoing downstream
+// cannot carry a sensitive value past the masker.
 func (m *Masker) Apply(rec *Record, mode ArgumentsMode) error {
 	if m == nil {
 		m = &Masker{}
@@ -161,36 +172,52 @@ func (m *Masker) Apply(rec *Record, mode ArgumentsMode) error {
 		sum := sha256.Sum256(rec.Result)
 		rec.ResultHash = "sha256:" + hex.EncodeToString(sum[:])
 	}
-	var err error
 	switch mode {
-	case ModeDigest:
-		rec.Arguments, rec.Result = nil, nil
 	case ModeFull:
 		if !absent(rec.Arguments) && !json.Valid(rec.Arguments) {
 			return fmt.Errorf("%w: arguments are not JSON", ErrUnmaskable)
 		}
 		rec.Result = m.wholeOrErased(rec, "/result", rec.Result)
-	case ModeMasked:
-		if rec.Arguments, err = m.part(rec, "/arguments", rec.Arguments, m.args); err != nil {
-			return fmt.Errorf("%w: arguments: %v", ErrUnmaskable, err)
-		}
-		if rec.Result, err = m.part(rec, "/result", rec.Result, m.result); err != nil {
-			rec.Result = nil
-			rec.Erased = append(rec.Erased, "/result")
-		}
-	default:
-		return fmt.Errorf("decision log: unknown arguments mode %q", mode)
-	}
-	if mode == ModeFull {
 		rec.StateBefore = m.wholeOrErased(rec, "/state_before", rec.StateBefore)
 		rec.StateAfter = m.wholeOrErased(rec, "/state_after", rec.StateAfter)
 		return nil
+	case ModeDigest, ModeMasked:
+	default:
+		return fmt.Errorf("decision log: unknown arguments mode %q", mode)
 	}
-	if rec.StateBefore, err = m.part(rec, "/state_before", rec.StateBefore, m.state); err != nil {
+	sc := &scrubber{}
+	// In digest mode the arguments are not written, but their sensitive
+	// values are still looked for in the rest of the record.
+	args, argsErr := decodePart(rec.Arguments)
+	if argsErr != nil && mode == ModeMasked {
+		return fmt.Errorf("%w: arguments: %v", ErrUnmaskable, argsErr)
+	}
+	args = m.maskTree(rec, "/arguments", args, m.args, sc, mode == ModeMasked)
+	var result any
+	if mode == ModeMasked {
+		result = m.maskPart(rec, "/result", rec.Result, m.result, sc)
+	}
+	before := m.maskPart(rec, "/state_before", rec.StateBefore, m.state, sc)
+	after := m.maskPart(rec, "/state_after", rec.StateAfter, m.state, sc)
+	rec.StateBeforeError = sc.text(rec.StateBeforeError)
+	rec.StateAfterError = sc.text(rec.StateAfterError)
+	var err error
+	if mode == ModeDigest {
+		rec.Arguments, rec.Result = nil, nil
+	} else {
+		if rec.Arguments, err = sc.encode(args); err != nil {
+			return fmt.Errorf("%w: arguments: %v", ErrUnmaskable, err)
+		}
+		if rec.Result, err = sc.encode(result); err != nil {
+			rec.Result = nil
+			rec.Erased = append(rec.Erased, "/result")
+		}
+	}
+	if rec.StateBefore, err = sc.encode(before); err != nil {
 		rec.StateBefore = nil
 		rec.Erased = append(rec.Erased, "/state_before")
 	}
-	if rec.StateAfter, err = m.part(rec, "/state_after", rec.StateAfter, m.state); err != nil {
+	if rec.StateAfter, err = sc.encode(after); err != nil {
 		rec.StateAfter = nil
 		rec.Erased = append(rec.Erased, "/state_after")
 	}
@@ -214,40 +241,58 @@ func absent(raw json.RawMessage) bool {
 	return len(t) == 0 || string(t) == "null"
 }
 
-// part masks one payload by its rules and lists the concrete pointers it
-// touched, prefixed by prefix.
-func (m *Masker) part(rec *Record, prefix string, raw json.RawMessage, rs []compiledRule) (json.RawMessage, error) {
+// absentPart is the decoded form of a payload that is not there.
+var absentPart any = new(absentMarker)
+
+type absentMarker struct{ _ int }
+
+// decodePart decodes one payload into a fresh tree (absentPart when absent).
+// The tree is always re-encoded, even when no rule matches: the raw bytes may
+// hold a sensitive value in an earlier duplicate of a key that the decoder
+// (keeping the last) no longer shows.
+func decodePart(raw json.RawMessage) (any, error) {
 	if absent(raw) {
-		return nil, nil
+		return absentPart, nil
 	}
-	if len(rs) == 0 {
-		if !json.Valid(raw) {
-			return nil, errors.New("not valid JSON")
-		}
-		return raw, nil
-	}
-	root, err := decodeOne(raw)
+	return decodeOne(raw)
+}
+
+// maskPart decodes and masks a result or state body; one that is not JSON is
+// erased whole.
+func (m *Masker) maskPart(rec *Record, prefix string, raw json.RawMessage, rs []compiledRule, sc *scrubber) any {
+	v, err := decodePart(raw)
 	if err != nil {
-		return nil, err
+		rec.Erased = append(rec.Erased, prefix)
+		return absentPart
 	}
-	// Always re-encode the decoded copy, even when no rule matched: the raw
-	// bytes may hold a sensitive value in an earlier duplicate of a key that
-	// the decoder (keeping the last) no longer shows.
+	return m.maskTree(rec, prefix, v, rs, sc, true)
+}
+
+// maskTree masks a decoded payload by its rules, collecting the values it
+// replaces in sc; with list, it records the concrete pointers it touched,
+// prefixed by prefix. Without, it only collects (and returns root as it was).
+func (m *Masker) maskTree(rec *Record, prefix string, root any, rs []compiledRule, sc *scrubber, list bool) any {
+	if root == absentPart || len(rs) == 0 {
+		return root
+	}
 	hit := map[string]bool{}
 	for i := range rs {
 		r := &rs[i]
 		var hits []string
-		root = m.walk(root, r.p.segments, prefix, r, hit, &hits)
-		if r.erase {
+		w := walker{m: m, r: r, hit: hit, hits: &hits, sc: sc, collectOnly: !list}
+		root = w.walk(root, r.p.segments, prefix)
+		switch {
+		case !list:
+		case r.erase:
 			rec.Erased = append(rec.Erased, hits...)
-		} else {
+		default:
 			rec.Masked = append(rec.Masked, hits...)
 		}
 	}
 	if root == erasedRoot {
-		return nil, nil
+		return absentPart
 	}
-	return encodeValue(root)
+	return root
 }
 
 // erasedRoot is what walk returns for an erased location; the caller deletes
@@ -256,26 +301,56 @@ var erasedRoot any = new(erasedMarker)
 
 type erasedMarker struct{ _ int }
 
-// walk applies rule r at segs below node (found at path) and returns node's
-// new value. Locations already erased or masked by an earlier rule (in hit)
-// are left alone.
-func (m *Masker) walk(node any, segs []string, path string, r *compiledRule, hit map[string]bool, hits *[]string) any {
+// maskedValue is a value's replacement; the scrubber leaves it alone.
+type maskedValue string
+
+// walker applies one rule to a payload tree.
+type walker struct {
+	m           *Masker
+	r           *compiledRule
+	hit         map[string]bool // locations already erased or masked by an earlier rule
+	hits        *[]string       // locations this rule touched
+	sc          *scrubber
+	collectOnly bool // collect the values in sc, change nothing
+}
+
+// walk applies the rule's segments segs below node (found at path) and
+// returns node's new value.
+func (w *walker) walk(node any, segs []string, path string) any {
 	if len(segs) == 0 {
-		if hit[path] {
+		if w.hit[path] {
 			return node
 		}
-		hit[path] = true
-		*hits = append(*hits, path)
-		if r.erase {
+		w.hit[path] = true
+		w.sc.collect(node)
+		if w.collectOnly {
+			return node
+		}
+		*w.hits = append(*w.hits, path)
+		if w.r.erase {
 			return erasedRoot
 		}
-		return m.token(node)
+		return w.m.token(node)
 	}
 	seg, rest := segs[0], segs[1:]
+	if seg == AnyDepth {
+		// Zero segments here, then one or more below: every descendant.
+		if node = w.walk(node, rest, path); node == erasedRoot {
+			return node
+		}
+		return children(node, path, "", func(child any, childPath string) any { return w.walk(child, segs, childPath) })
+	}
+	return children(node, path, seg, func(child any, childPath string) any { return w.walk(child, rest, childPath) })
+}
+
+// children applies f to the children of node (found at path) that seg
+// names (every child for Wildcard or ""), deleting members and nulling items
+// f erases.
+func children(node any, path, seg string, f func(child any, childPath string) any) any {
 	switch n := node.(type) {
 	case map[string]any:
 		keys := []string{seg}
-		if seg == Wildcard {
+		if seg == Wildcard || seg == "" {
 			keys = slices.Sorted(maps.Keys(n))
 		}
 		for _, k := range keys {
@@ -283,8 +358,7 @@ func (m *Masker) walk(node any, segs []string, path string, r *compiledRule, hit
 			if !ok {
 				continue
 			}
-			nv := m.walk(child, rest, path+"/"+escapeSegment(k), r, hit, hits)
-			if nv == erasedRoot {
+			if nv := f(child, path+"/"+escapeSegment(k)); nv == erasedRoot {
 				delete(n, k)
 			} else {
 				n[k] = nv
@@ -292,13 +366,13 @@ func (m *Masker) walk(node any, segs []string, path string, r *compiledRule, hit
 		}
 	case []any:
 		set := func(i int) {
-			nv := m.walk(n[i], rest, fmt.Sprintf("%s/%d", path, i), r, hit, hits)
+			nv := f(n[i], path+"/"+strconv.Itoa(i))
 			if nv == erasedRoot {
 				nv = nil
 			}
 			n[i] = nv
 		}
-		if seg == Wildcard {
+		if seg == Wildcard || seg == "" {
 			for i := range n {
 				set(i)
 			}
@@ -312,15 +386,15 @@ func (m *Masker) walk(node any, segs []string, path string, r *compiledRule, hit
 // token is the replacement for a masked value.
 func (m *Masker) token(v any) any {
 	if len(m.hashKey) == 0 {
-		return MaskToken
+		return maskedValue(MaskToken)
 	}
 	b, err := encodeValue(v)
 	if err != nil { // cannot happen for decoded JSON; never fall back to the value
-		return MaskToken
+		return maskedValue(MaskToken)
 	}
 	mac := hmac.New(sha256.New, m.hashKey)
 	mac.Write(b)
-	return "hmac-sha256:" + hex.EncodeToString(mac.Sum(nil)[:16])
+	return maskedValue("hmac-sha256:" + hex.EncodeToString(mac.Sum(nil)[:16]))
 }
 
 // decodeOne decodes exactly one JSON value into a fresh tree (the copy that
@@ -381,6 +455,10 @@ func sortedUnique(s []string) []string {
 	slices.Sort(s)
 	return slices.Compact(s)
 }
+
+// MasksResult reports whether the masker has rules for results: whether a
+// result body it cannot read as JSON may hold a sensitive value.
+func (m *Masker) MasksResult() bool { return m != nil && len(m.result) > 0 }
 
 // String lists the masker's rules, for logs at start-up.
 func (m *Masker) String() string {
