@@ -2,12 +2,10 @@ package gateway
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"strings"
 	"time"
 
-	"github.com/toolgate/toolgate/contract"
 	"github.com/toolgate/toolgate/decisionlog"
 	"github.com/toolgate/toolgate/toolcall"
 	"go.opentelemetry.io/otel/propagation"
@@ -84,7 +82,7 @@ func (s *Server) endCall(o *callObs, f *toolcall.Facts, rep *reply) {
 		rec.Result = f.Result
 	}
 	rec.SetDuration(elapsed)
-	s.cfg.DecisionLog.Log(rec, s.masker(f.ToolID, f.Version))
+	s.cfg.DecisionLog.Log(rec, s.masks.Call(f.ToolID, f.ArgsVersion, f.Version))
 }
 
 // parseTraceparent returns the trace and parent ids of a W3C traceparent
@@ -105,45 +103,4 @@ func isHex(s string) bool {
 		}
 	}
 	return true
-}
-
-// buildMaskers makes one decision-log masker per tool version from the
-// contract's x-sensitive pointers; a pointer the masker refuses is an error
-// at start-up, not a leak at run time.
-func buildMaskers(reg *contract.Registry) (map[string]*decisionlog.Masker, error) {
-	out := map[string]*decisionlog.Masker{}
-	var errs []error
-	for _, t := range reg.Tools() {
-		for _, v := range t.Versions {
-			params, result := v.Sensitive()
-			m, err := decisionlog.NewMasker(decisionlog.MaskerConfig{
-				Arguments: decisionlog.MaskRules(params...),
-				Result:    decisionlog.MaskRules(result...),
-				State:     decisionlog.MaskRules(result...),
-			})
-			if err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			out[t.ID+"@"+v.Version] = m
-		}
-	}
-	// A call whose tool version is not known (a 404, a malformed body) is
-	// logged with its payloads erased whole: nothing says what is sensitive.
-	all, err := decisionlog.NewMasker(decisionlog.MaskerConfig{
-		Arguments: decisionlog.EraseRules(""), Result: decisionlog.EraseRules(""), State: decisionlog.EraseRules(""),
-	})
-	if err != nil {
-		errs = append(errs, err)
-	}
-	out[""] = all
-	return out, errors.Join(errs...)
-}
-
-// masker returns the tool version's masker, or one that erases every payload.
-func (s *Server) masker(tool, version string) *decisionlog.Masker {
-	if m, ok := s.maskers[tool+"@"+version]; ok {
-		return m
-	}
-	return s.maskers[""]
 }
