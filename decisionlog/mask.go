@@ -456,6 +456,42 @@ func sortedUnique(s []string) []string {
 	return slices.Compact(s)
 }
 
+// CoversArgument reports whether an argument rule selects the value at the
+// concrete pointer p or a value that contains it. A pointer that does not
+// parse is covered: the caller then shows less, never more.
+func (m *Masker) CoversArgument(p string) bool {
+	if m == nil {
+		return false
+	}
+	ptr, err := parsePointer(p)
+	if err != nil {
+		return true
+	}
+	for _, r := range m.args {
+		if coversPrefix(r.p.segments, ptr.segments) {
+			return true
+		}
+	}
+	return false
+}
+
+// coversPrefix reports whether rule segments (with Wildcard and AnyDepth)
+// match path or one of its prefixes.
+func coversPrefix(rule, path []string) bool {
+	if len(rule) == 0 {
+		return true
+	}
+	if rule[0] == AnyDepth {
+		for i := 0; i <= len(path); i++ {
+			if coversPrefix(rule[1:], path[i:]) {
+				return true
+			}
+		}
+		return false
+	}
+	return len(path) > 0 && (rule[0] == Wildcard || rule[0] == path[0]) && coversPrefix(rule[1:], path[1:])
+}
+
 // MasksResult reports whether the masker has rules for results: whether a
 // result body it cannot read as JSON may hold a sensitive value.
 func (m *Masker) MasksResult() bool { return m != nil && len(m.result) > 0 }

@@ -448,3 +448,22 @@ func TestScrubber(t *testing.T) {
 		t.Errorf("a scrubber of unreadable arguments changed %q", got)
 	}
 }
+
+func TestCoversArgument(t *testing.T) {
+	t.Parallel()
+	m, err := NewMasker(MaskerConfig{Arguments: MaskRules("/card", "/list/*/pin", "/tree/**/secret")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p, want := range map[string]bool{
+		"/card": true, "/card/number": true, "/cardholder": false, "/list/3/pin": true, "/list/3": false,
+		"/tree/secret": true, "/tree/a/b/secret/x": true, "/tree/a": false, "": false, "bad": true,
+	} {
+		if got := m.CoversArgument(p); got != want {
+			t.Errorf("CoversArgument(%q) = %v, want %v", p, got, want)
+		}
+	}
+	if (*Masker)(nil).CoversArgument("/card") {
+		t.Error("a nil masker covers nothing")
+	}
+}

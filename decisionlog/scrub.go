@@ -25,6 +25,8 @@ type scrubber struct {
 }
 
 // collect adds every string and number inside v (a value a rule selected).
+// Member names are not collected: they are mostly the schema's own words
+// ("number", "email"), which would blank every message.
 func (s *scrubber) collect(v any) {
 	switch x := v.(type) {
 	case map[string]any:

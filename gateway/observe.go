@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toolgate/toolgate/api"
 	"github.com/toolgate/toolgate/decisionlog"
 	"github.com/toolgate/toolgate/toolcall"
 	"go.opentelemetry.io/otel/propagation"
@@ -103,4 +104,39 @@ func isHex(s string) bool {
 		}
 	}
 	return true
+}
+
+// callProblem is a refused call's problem as every front end answers it, and
+// its decision-log outcome. Its texts (detail, each error's detail, the log
+// line of a 5xx cause) go through the call's masker: a sensitive argument
+// value that an error quotes (a rule that could not be evaluated, a cause
+// from below) is replaced there, as in the decision log.
+func (s *Server) callProblem(where string, f *toolcall.Facts, err error) (api.Problem, decisionlog.Outcome) {
+	m := s.masks.Call(f.ToolID, f.ArgsVersion, f.Version)
+	scrub := m.Scrubber(f.Arguments, nil)
+	p := s.answerProblemScrubbed(where, err, scrub)
+	wire := p.Wire()
+	wire.Detail = scrub(wire.Detail)
+	if len(wire.Errors) > 0 {
+		errs := make([]api.FieldError, len(wire.Errors))
+		for i, e := range wire.Errors {
+			errs[i] = api.FieldError{Pointer: e.Pointer, Code: e.Code, Detail: scrub(e.Detail)}
+			// A propertyNames error's pointer ends in the member name the
+			// agent sent; under a sensitive object that name is the secret.
+			if parent, _, ok := cutLastSegment(e.Pointer); ok && e.Code == "propertyNames" && m.CoversArgument(parent) {
+				errs[i].Pointer = parent + "/" + decisionlog.MaskToken
+			}
+		}
+		wire.Errors = errs
+	}
+	return wire, p.Outcome()
+}
+
+// cutLastSegment splits a JSON pointer before its last segment.
+func cutLastSegment(p string) (parent, last string, ok bool) {
+	i := strings.LastIndexByte(p, '/')
+	if i < 0 {
+		return "", "", false
+	}
+	return p[:i], p[i+1:], true
 }
