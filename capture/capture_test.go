@@ -284,3 +284,25 @@ func TestCaptureMasksByEveryVersion(t *testing.T) {
 		}
 	}
 }
+
+// TestSyntheticValuesOfReferencesEnd: a sensitive value behind a $ref to an
+// $anchor (which once resolved to the whole document and recursed without
+// end) or a schema whose required member refers back to itself gets a plain
+// synthetic value.
+func TestSyntheticValuesOfReferencesEnd(t *testing.T) {
+	t.Parallel()
+	for _, schema := range []string{
+		`{"type":"object","required":["a","p"],"properties":{"a":{"type":"string"},"p":{"$ref":"#sec"}},"$defs":{"s":{"$anchor":"sec","x-sensitive":true,"type":"string"}}}`,
+		`{"type":"object","required":["p"],"properties":{"p":{"x-sensitive":true,"$ref":"#/$defs/n"}},"$defs":{"n":{"type":"object","required":["next"],"properties":{"next":{"$ref":"#/$defs/n"}}}}}`,
+	} {
+		v, problems := contract.ParseVersion("t.tool/schemas/v1.0.0.json", []byte(`{"tool_id":"t.tool","version":"1.0.0","name":"t","effect":"mutating","parameters":`+schema+`}`), "t.tool", "1.0.0")
+		if len(problems) > 0 {
+			t.Fatal(problems)
+		}
+		tool := &contract.Tool{ID: "t.tool", Versions: []*contract.Version{v}}
+		cases, sum := Build(Config{Tool: tool}, []Record{{ToolID: "t.tool", ToolVersion: "1.0.0", Arguments: json.RawMessage(`{"a":"x","p":{"next":{"next":"SECRET-p"}}}`)}})
+		if len(cases) != 1 || strings.Contains(string(cases[0].YAML), "SECRET") {
+			t.Fatalf("summary %+v, cases %v", sum, cases)
+		}
+	}
+}

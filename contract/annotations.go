@@ -44,11 +44,15 @@ func asMap(v any) map[string]any {
 }
 
 // PointerGet returns the value at RFC 6901 pointer p inside a decoded JSON
-// document, or nil when the path does not exist. "" is the whole document.
+// document, or nil when the path does not exist or p is not a pointer (it
+// must be "" or start with "/"). "" is the whole document.
 func PointerGet(root any, p string) any {
 	cur := root
 	if p == "" {
 		return cur
+	}
+	if p[0] != '/' {
+		return nil
 	}
 	for _, seg := range strings.Split(p, "/")[1:] {
 		seg = strings.ReplaceAll(strings.ReplaceAll(seg, "~1", "/"), "~0", "~")
