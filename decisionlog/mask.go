@@ -164,9 +164,18 @@ func compile(part string, rs []Rule) ([]compiledRule, error) {
 // URL-escaped or quoted — so an error message or an echoing downstream
 // cannot carry a sensitive value past the masker.
 func (m *Masker) Apply(rec *Record, mode ArgumentsMode) error {
+	_, err := m.ApplyScrub(rec, mode)
+	return err
+}
+
+// ApplyScrub is Apply that also returns the record's scrubber: a function
+// replacing the sensitive values Apply found (as Scrubber does) in texts kept
+// beside the record, such as an action's history.
+func (m *Masker) ApplyScrub(rec *Record, mode ArgumentsMode) (func(string) string, error) {
 	if m == nil {
 		m = &Masker{}
 	}
+	sc := &scrubber{}
 	mode = mode.orDefault()
 	if !absent(rec.Result) && rec.ResultHash == "" {
 		sum := sha256.Sum256(rec.Result)
@@ -175,38 +184,35 @@ func (m *Masker) Apply(rec *Record, mode ArgumentsMode) error {
 	switch mode {
 	case ModeFull:
 		if !absent(rec.Arguments) && !json.Valid(rec.Arguments) {
-			return fmt.Errorf("%w: arguments are not JSON", ErrUnmaskable)
+			return sc.text, fmt.Errorf("%w: arguments are not JSON", ErrUnmaskable)
 		}
 		rec.Result = m.wholeOrErased(rec, "/result", rec.Result)
 		rec.StateBefore = m.wholeOrErased(rec, "/state_before", rec.StateBefore)
 		rec.StateAfter = m.wholeOrErased(rec, "/state_after", rec.StateAfter)
-		return nil
+		return sc.text, nil
 	case ModeDigest, ModeMasked:
 	default:
-		return fmt.Errorf("decision log: unknown arguments mode %q", mode)
+		return sc.text, fmt.Errorf("decision log: unknown arguments mode %q", mode)
 	}
-	sc := &scrubber{}
 	// In digest mode the arguments are not written, but their sensitive
 	// values are still looked for in the rest of the record.
-	args, argsErr := decodePart(rec.Arguments)
-	if argsErr != nil && mode == ModeMasked {
-		return fmt.Errorf("%w: arguments: %v", ErrUnmaskable, argsErr)
+	args, err := m.load(rec, "/arguments", rec.Arguments, m.args, sc, mode == ModeMasked)
+	if err != nil && mode == ModeMasked {
+		return sc.text, fmt.Errorf("%w: arguments: %v", ErrUnmaskable, err)
 	}
-	args = m.maskTree(rec, "/arguments", args, m.args, sc, mode == ModeMasked)
-	var result any
+	var result payload
 	if mode == ModeMasked {
-		result = m.maskPart(rec, "/result", rec.Result, m.result, sc)
+		result = m.loadOrErase(rec, "/result", rec.Result, m.result, sc)
 	}
-	before := m.maskPart(rec, "/state_before", rec.StateBefore, m.state, sc)
-	after := m.maskPart(rec, "/state_after", rec.StateAfter, m.state, sc)
+	before := m.loadOrErase(rec, "/state_before", rec.StateBefore, m.state, sc)
+	after := m.loadOrErase(rec, "/state_after", rec.StateAfter, m.state, sc)
 	rec.StateBeforeError = sc.text(rec.StateBeforeError)
 	rec.StateAfterError = sc.text(rec.StateAfterError)
-	var err error
 	if mode == ModeDigest {
 		rec.Arguments, rec.Result = nil, nil
 	} else {
 		if rec.Arguments, err = sc.encode(args); err != nil {
-			return fmt.Errorf("%w: arguments: %v", ErrUnmaskable, err)
+			return sc.text, fmt.Errorf("%w: arguments: %v", ErrUnmaskable, err)
 		}
 		if rec.Result, err = sc.encode(result); err != nil {
 			rec.Result = nil
@@ -221,7 +227,53 @@ func (m *Masker) Apply(rec *Record, mode ArgumentsMode) error {
 		rec.StateAfter = nil
 		rec.Erased = append(rec.Erased, "/state_after")
 	}
-	return nil
+	return sc.text, nil
+}
+
+// payload is one part of a record being masked: absent, kept as it came
+// (no rule applies to it; tree nil), or decoded and masked.
+type payload struct {
+	absent bool
+	raw    json.RawMessage
+	tree   any
+}
+
+// load reads one payload. One that rules apply to is decoded into a fresh
+// tree and masked, collecting the values replaced in sc; with list, the
+// concrete pointers touched are recorded in rec. The tree is re-encoded even
+// when no rule matched: the raw bytes may hold a sensitive value in an
+// earlier duplicate of a key that the decoder (keeping the last) no longer
+// shows. One that no rule applies to is only checked to be JSON, and kept.
+func (m *Masker) load(rec *Record, prefix string, raw json.RawMessage, rs []compiledRule, sc *scrubber, list bool) (payload, error) {
+	if absent(raw) {
+		return payload{absent: true}, nil
+	}
+	if len(rs) == 0 {
+		if !json.Valid(raw) {
+			return payload{}, errors.New("not valid JSON")
+		}
+		return payload{raw: raw}, nil
+	}
+	tree, err := decodeOne(raw)
+	if err != nil {
+		return payload{}, err
+	}
+	tree = m.maskTree(rec, prefix, tree, rs, sc, list)
+	if tree == erasedRoot {
+		return payload{absent: true}, nil
+	}
+	return payload{raw: raw, tree: tree}, nil
+}
+
+// loadOrErase loads a result or state body; one that is not JSON is erased
+// whole.
+func (m *Masker) loadOrErase(rec *Record, prefix string, raw json.RawMessage, rs []compiledRule, sc *scrubber) payload {
+	p, err := m.load(rec, prefix, raw, rs, sc, true)
+	if err != nil {
+		rec.Erased = append(rec.Erased, prefix)
+		return payload{absent: true}
+	}
+	return p
 }
 
 // wholeOrErased keeps a raw payload in full mode if it is JSON, else erases it.
@@ -241,38 +293,11 @@ func absent(raw json.RawMessage) bool {
 	return len(t) == 0 || string(t) == "null"
 }
 
-// absentPart is the decoded form of a payload that is not there.
-var absentPart any = new(absentMarker)
-
-type absentMarker struct{ _ int }
-
-// decodePart decodes one payload into a fresh tree (absentPart when absent).
-// The tree is always re-encoded, even when no rule matches: the raw bytes may
-// hold a sensitive value in an earlier duplicate of a key that the decoder
-// (keeping the last) no longer shows.
-func decodePart(raw json.RawMessage) (any, error) {
-	if absent(raw) {
-		return absentPart, nil
-	}
-	return decodeOne(raw)
-}
-
-// maskPart decodes and masks a result or state body; one that is not JSON is
-// erased whole.
-func (m *Masker) maskPart(rec *Record, prefix string, raw json.RawMessage, rs []compiledRule, sc *scrubber) any {
-	v, err := decodePart(raw)
-	if err != nil {
-		rec.Erased = append(rec.Erased, prefix)
-		return absentPart
-	}
-	return m.maskTree(rec, prefix, v, rs, sc, true)
-}
-
 // maskTree masks a decoded payload by its rules, collecting the values it
 // replaces in sc; with list, it records the concrete pointers it touched,
 // prefixed by prefix. Without, it only collects (and returns root as it was).
 func (m *Masker) maskTree(rec *Record, prefix string, root any, rs []compiledRule, sc *scrubber, list bool) any {
-	if root == absentPart || len(rs) == 0 {
+	if len(rs) == 0 {
 		return root
 	}
 	hit := map[string]bool{}
@@ -288,9 +313,6 @@ func (m *Masker) maskTree(rec *Record, prefix string, root any, rs []compiledRul
 		default:
 			rec.Masked = append(rec.Masked, hits...)
 		}
-	}
-	if root == erasedRoot {
-		return absentPart
 	}
 	return root
 }

@@ -108,10 +108,20 @@ func (s *scrubber) tree(v any) any {
 	return v
 }
 
-// encode scrubs and encodes a masked payload tree; nil for an absent one.
-func (s *scrubber) encode(v any) (json.RawMessage, error) {
-	if v == absentPart {
+// encode scrubs and encodes a payload: nil for an absent one; a payload kept
+// as it came stays byte for byte unless it holds text to scrub.
+func (s *scrubber) encode(p payload) (json.RawMessage, error) {
+	switch {
+	case p.absent:
 		return nil, nil
+	case p.tree != nil:
+		return encodeValue(s.tree(p.tree))
+	case len(s.values) == 0:
+		return p.raw, nil
+	}
+	v, err := decodeOne(p.raw)
+	if err != nil {
+		return nil, err
 	}
 	return encodeValue(s.tree(v))
 }
@@ -129,9 +139,7 @@ func (m *Masker) Scrubber(args, result json.RawMessage) func(string) string {
 			raw json.RawMessage
 			rs  []compiledRule
 		}{{args, m.args}, {result, m.result}} {
-			if v, err := decodePart(p.raw); err == nil {
-				m.maskTree(&discard, "", v, p.rs, sc, false)
-			}
+			m.load(&discard, "", p.raw, p.rs, sc, false)
 		}
 	}
 	return sc.text

@@ -161,10 +161,11 @@ func (s *Server) viewAction(a *ledger.Action) actionView {
 		rec.Result = json.RawMessage(body)
 	}
 	var v actionView
-	if err := m.Apply(&rec, decisionlog.ModeMasked); err != nil {
+	scrub, err := m.ApplyScrub(&rec, decisionlog.ModeMasked)
+	if err != nil {
 		// Arguments that cannot be masked are not shown; the result still is, masked.
 		rec = decisionlog.Record{Result: rec.Result}
-		if m.Apply(&rec, decisionlog.ModeMasked) != nil {
+		if scrub, err = m.ApplyScrub(&rec, decisionlog.ModeMasked); err != nil {
 			rec.Result = nil
 		}
 		v.Erased = append(v.Erased, "/arguments")
@@ -176,11 +177,6 @@ func (s *Server) viewAction(a *ledger.Action) actionView {
 	for _, p := range rec.Erased {
 		v.Erased = append(v.Erased, strings.Replace(p, "/result", "/result/body", 1))
 	}
-	var rawResult json.RawMessage
-	if jsonBody {
-		rawResult = body
-	}
-	scrub := m.Scrubber(json.RawMessage(a.Arguments), rawResult)
 	v.Action = api.Action{
 		ActionID: a.ID, Tenant: a.Tenant, ToolID: a.ToolID, Version: a.Version, State: string(a.State),
 		NeedsOperator: a.NeedsOperator, ArgsDigest: a.ArgsDigest, Attempts: a.Attempts,
