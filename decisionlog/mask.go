@@ -160,8 +160,9 @@ func compile(part string, rs []Rule) ([]compiledRule, error) {
 // In digest and masked modes every value the rules select (each string and
 // number inside it, at least MinScrubLength bytes long) is also replaced by
 // MaskToken wherever else it appears in the record's text: inside the other
-// strings of the payloads, in state_before_error and state_after_error, also
-// URL-escaped or quoted — so an error message or an echoing downstream
+// strings of the payloads, in state_before_error and state_after_error, the
+// correlation id and the provider evidence, also URL-escaped or quoted — so
+// an error message or an echoing downstream
 // cannot carry a sensitive value past the masker.
 func (m *Masker) Apply(rec *Record, mode ArgumentsMode) error {
 	_, err := m.ApplyScrub(rec, mode)
@@ -208,6 +209,10 @@ func (m *Masker) ApplyScrub(rec *Record, mode ArgumentsMode) (func(string) strin
 	after := m.loadOrErase(rec, "/state_after", rec.StateAfter, m.state, sc)
 	rec.StateBeforeError = sc.text(rec.StateBeforeError)
 	rec.StateAfterError = sc.text(rec.StateAfterError)
+	rec.CorrelationID = sc.text(rec.CorrelationID)
+	if p := rec.Provider; p != nil {
+		rec.Provider = &Provider{Name: sc.text(p.Name), Route: sc.text(p.Route), CallID: sc.text(p.CallID)}
+	}
 	if mode == ModeDigest {
 		rec.Arguments, rec.Result = nil, nil
 	} else {
