@@ -119,7 +119,7 @@ bindings:
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	var serveOut syncBuffer
+	var serveOut sandboxOutput // safe for the concurrent writes of stdout and stderr
 	cmd := exec.Command(bin, "serve", "--config", cfgPath)
 	cmd.Env = append(os.Environ(), "OTEL_EXPORTER_OTLP_ENDPOINT="+collector.URL, "OTEL_EXPORTER_OTLP_COMPRESSION=none", "OTEL_BSP_SCHEDULE_DELAY=50")
 	cmd.Stdout, cmd.Stderr = &serveOut, &serveOut
@@ -249,23 +249,4 @@ bindings:
 			}
 		}
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for the concurrent writes of a process's
-// stdout and stderr.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
