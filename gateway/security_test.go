@@ -43,8 +43,9 @@ func TestRetryUnderAnotherVersionIsMaskedByTheVersionItWasSentFor(t *testing.T) 
 	// The same key, another version (note is sensitive in 1.1.0), other arguments.
 	s.deposit(secAgentAll, "f1-key-00001", `{"version":"1.1.0","arguments":{"account":"acc-1","amount":5,"note":"`+marker+`"}}`).
 		wantProblem(t, 409, "idempotency_key_reused")
-	// The same key, no version named (the default, 1.1.0), other arguments.
-	s.deposit(secAgentAll, "f1-key-00001", `{"arguments":{"account":"acc-1","amount":6,"note":"`+marker+`"}}`).
+	// The same key, no version named (the default, 1.1.0), other arguments
+	// (of another shape, so that a capture does not take it for a duplicate).
+	s.deposit(secAgentAll, "f1-key-00001", `{"arguments":{"account":"acc-1","note":"`+marker+`"}}`).
 		wantProblem(t, 409, "idempotency_key_reused")
 	// A version that does not exist.
 	s.deposit(secAgentAll, "f1-key-00001", `{"version":"9.9.9","arguments":{"account":"acc-1","amount":6,"note":"`+marker+`"}}`).
