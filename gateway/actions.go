@@ -45,10 +45,12 @@ func (s *Server) getAction(w http.ResponseWriter, r *http.Request, p *Principal)
 	return writeJSON(w, http.StatusOK, renderAction(a))
 }
 
-// listActions serves GET /v1/actions?state=&tool_id=&limit=&cursor=.
+// listActions serves
+// GET /v1/actions?state=&tool_id=&policy_version=&correlation_id=&limit=&cursor=.
 func (s *Server) listActions(w http.ResponseWriter, r *http.Request, p *Principal) error {
 	q := r.URL.Query()
-	f := ledger.Filter{State: ledger.State(q.Get("state")), ToolID: q.Get("tool_id"), Cursor: q.Get("cursor")}
+	f := ledger.Filter{State: ledger.State(q.Get("state")), ToolID: q.Get("tool_id"), Cursor: q.Get("cursor"),
+		PolicyVersion: q.Get("policy_version"), CorrelationID: q.Get("correlation_id")}
 	if l := q.Get("limit"); l != "" {
 		n, err := strconv.Atoi(l)
 		if err != nil || n < 1 || n > ledger.MaxListLimit {
@@ -145,6 +147,12 @@ func renderAction(a *ledger.Action) api.Action {
 	}
 	for i, t := range a.History {
 		rec.History[i] = api.Transition{From: string(t.From), To: string(t.To), Reason: t.Reason, By: t.By, At: t.At}
+		if pt := t.Provider; pt != nil {
+			rec.History[i].ProviderTransition = &api.ProviderTransition{
+				From: api.ProviderRoute{Name: pt.From.Name, Route: pt.From.Route}, To: api.ProviderRoute{Name: pt.To.Name, Route: pt.To.Route},
+				ActionState: string(pt.State), Reason: pt.Reason,
+			}
+		}
 	}
 	if a.History == nil {
 		rec.History = nil
