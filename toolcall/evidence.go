@@ -2,6 +2,8 @@ package toolcall
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"strings"
 
@@ -43,7 +45,8 @@ func (c *call) noteProviderTransition(ctx context.Context, a *ledger.Action) {
 
 // Annotate adds to a decision-log record what the facts hold beyond the
 // fields the front end maps itself: the policy version, the provider's
-// reason, a provider transition and the downstream request an execution
+// reason, a provider transition, the result_hash of every answered body and
+// the downstream request an execution
 // made (method, URL template, key header and key template: what replay
 // needs to send the call again; templates, never expanded values, so no
 // argument leaks through them).
@@ -58,6 +61,15 @@ func (f *Facts) Annotate(rec *decisionlog.Record) {
 			To:          decisionlog.ProviderRoute{Name: pt.To.Name, Route: pt.To.Route},
 			ActionState: string(pt.State),
 			Reason:      pt.Reason,
+		}
+	}
+	switch f.Outcome {
+	case decisionlog.OutcomeExecuted, decisionlog.OutcomeReplayed, decisionlog.OutcomeJoined:
+		// Every answered body is identified, also one that is empty or not
+		// JSON (which the line does not keep): replay compares by it.
+		if rec.ResultHash == "" {
+			sum := sha256.Sum256(f.Result)
+			rec.ResultHash = "sha256:" + hex.EncodeToString(sum[:])
 		}
 	}
 	if b := f.Binding; b != nil {
