@@ -32,7 +32,7 @@ type replayReport struct {
 	Total, Deterministic, Differs, Skipped int
 	NotReplayable                          int `json:"not_replayable"`
 	Decision                               string
-	Results                                              []struct {
+	Results                                []struct {
 		Source     string `json:"source"`
 		ActionID   string `json:"action_id"`
 		Verdict    string `json:"verdict"`
