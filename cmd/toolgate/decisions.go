@@ -34,22 +34,22 @@ type reliesView struct {
 
 // decisionView is a record as the command prints it (its JSON form).
 type decisionView struct {
-	ID            string              `json:"id"`
-	Status        string              `json:"status"` // live | superseded
-	SupersededBy  string              `json:"superseded_by,omitempty"`
-	Decision      string              `json:"decision"`
-	Context       string              `json:"context,omitempty"`
-	Alternatives  []string            `json:"alternatives"`
-	Owner         string              `json:"owner"`
-	ReviewTrigger string              `json:"review_trigger,omitempty"`
-	Date          string              `json:"date"`
-	PolicyVersion string              `json:"policy_version"`
-	Tool          string              `json:"tool"`
-	ReliesOn      []reliesView        `json:"relies_on"`
-	Supersedes    string              `json:"supersedes,omitempty"`
-	History       []string            `json:"history,omitempty"` // the records this one supersedes, newest first
-	File          string              `json:"file"`
-	Locked        string              `json:"locked"` // yes | no | edited in place
+	ID            string       `json:"id"`
+	Status        string       `json:"status"` // live | superseded
+	SupersededBy  string       `json:"superseded_by,omitempty"`
+	Decision      string       `json:"decision"`
+	Context       string       `json:"context,omitempty"`
+	Alternatives  []string     `json:"alternatives"`
+	Owner         string       `json:"owner"`
+	ReviewTrigger string       `json:"review_trigger,omitempty"`
+	Date          string       `json:"date"`
+	PolicyVersion string       `json:"policy_version"`
+	Tool          string       `json:"tool"`
+	ReliesOn      []reliesView `json:"relies_on"`
+	Supersedes    string       `json:"supersedes,omitempty"`
+	History       []string     `json:"history,omitempty"` // the records this one supersedes, newest first
+	File          string       `json:"file"`
+	Locked        string       `json:"locked"` // yes | no | edited in place
 }
 
 func runDecisions(_ context.Context, e env) int {

@@ -32,15 +32,15 @@ var lockNow = func() time.Time { return time.Now().UTC() }
 
 // lockResult is what `toolgate lock` did; its JSON form is --format json.
 type lockResult struct {
-	Lock       string   `json:"lock"`             // the lock file's path
-	Check      bool     `json:"check"`            // --check: nothing written
-	Released   int      `json:"released"`         // released versions in the lock
-	Added      int      `json:"added"`            // versions this run adds (or would add)
+	Lock       string   `json:"lock"`              // the lock file's path
+	Check      bool     `json:"check"`             // --check: nothing written
+	Released   int      `json:"released"`          // released versions in the lock
+	Added      int      `json:"added"`             // versions this run adds (or would add)
 	Records    int      `json:"records,omitempty"` // rule records (decisions/) in the lock
-	UpToDate   bool     `json:"up_to_date"`       // the lock on disk is the lock this run builds
-	Written    bool     `json:"written"`          // the file was written
-	Violations []string `json:"violations"`       // released versions changed in place
-	Advice     string   `json:"advice,omitempty"` // what to do next
+	UpToDate   bool     `json:"up_to_date"`        // the lock on disk is the lock this run builds
+	Written    bool     `json:"written"`           // the file was written
+	Violations []string `json:"violations"`        // released versions changed in place
+	Advice     string   `json:"advice,omitempty"`  // what to do next
 }
 
 // OK reports whether the run succeeded.
