@@ -123,3 +123,26 @@ func TestDecisionStatus(t *testing.T) {
 		t.Fatalf("record %+v, relies_on line %d", d3, d3.Line("relies_on"))
 	}
 }
+
+// FuzzDecisionRecord: whatever a decisions/ file holds, loading never panics,
+// and a record that loads has the fields SPEC 1.5 requires.
+func FuzzDecisionRecord(f *testing.F) {
+	f.Add(goodDecision)
+	f.Add(goodDecision + "supersedes: refund-late-delivery-v3\n")
+	f.Add("id: refund-late-delivery-v3\nrelies_on: [{pointer: /a~2}, {pointer: /b, value: {x: 1}}]\n")
+	f.Add("- not a mapping\n")
+	f.Fuzz(func(t *testing.T, body string) {
+		// No tool folder: the records load all the same (and fast).
+		reg, _ := contract.InspectFS(fstest.MapFS{"decisions/refund-late-delivery-v3.yaml": &fstest.MapFile{Data: []byte(body)}})
+		for _, d := range reg.Decisions() {
+			if d.ID != "refund-late-delivery-v3" || d.Decision == "" || d.Owner == "" || d.Tool == "" || d.Date == "" || d.PolicyVersion == "" {
+				t.Fatalf("an incomplete record loaded: %+v", d)
+			}
+			for _, r := range d.ReliesOn {
+				if !strings.HasPrefix(r.Pointer, "/") {
+					t.Fatalf("a bad pointer loaded: %q", r.Pointer)
+				}
+			}
+		}
+	})
+}
