@@ -414,20 +414,7 @@ func TestCountByStateReadsACoveringIndex(t *testing.T) {
 	if _, err := s.CountByState(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	rows, err := rawDB(t, path).Query(`EXPLAIN QUERY PLAN SELECT state, COUNT(*) FROM actions GROUP BY state`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var plan []string
-	for rows.Next() {
-		var id, parent, unused int
-		var detail string
-		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
-			t.Fatal(err)
-		}
-		plan = append(plan, detail)
-	}
+	plan := queryPlan(t, path, `SELECT state, COUNT(*) FROM actions GROUP BY state`)
 	if !strings.Contains(strings.Join(plan, "\n"), "USING COVERING INDEX") {
 		t.Fatalf("CountByState's plan reads the table: %q", plan)
 	}
@@ -443,23 +430,30 @@ func TestListByPolicyOrCorrelationUsesItsIndex(t *testing.T) {
 		{"policy_version", "actions_tenant_policy_created"},
 		{"correlation_id", "actions_tenant_correlation_created"},
 	} {
-		rows, err := rawDB(t, path).Query(`EXPLAIN QUERY PLAN SELECT id FROM actions WHERE tenant = ? AND `+
+		plan := queryPlan(t, path, `SELECT id FROM actions WHERE tenant = ? AND `+
 			c.column+` <> '' AND `+c.column+` = ? ORDER BY created_at DESC, id ASC LIMIT 51`, "t", "v")
-		if err != nil {
-			t.Fatal(err)
-		}
-		var plan []string
-		for rows.Next() {
-			var id, parent, unused int
-			var detail string
-			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
-				t.Fatal(err)
-			}
-			plan = append(plan, detail)
-		}
-		rows.Close()
 		if !strings.Contains(strings.Join(plan, "\n"), c.index) {
 			t.Errorf("listing by %s does not use %s: %q", c.column, c.index, plan)
 		}
 	}
+}
+
+// queryPlan is SQLite's EXPLAIN QUERY PLAN of a query, one detail per step.
+func queryPlan(t *testing.T, path, query string, args ...any) []string {
+	t.Helper()
+	rows, err := rawDB(t, path).Query(`EXPLAIN QUERY PLAN `+query, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, detail)
+	}
+	return plan
 }
