@@ -161,13 +161,7 @@ func Evaluate(ctx context.Context, cfg Config) (*Decision, error) {
 	}
 
 	// 4. Approval.
-	needs := []string{}
-	if t.Owner.RiskLevel == "high" && t.Policy.Gate.HighRiskRequiresApproval {
-		needs = append(needs, "tool risk_level is high")
-	}
-	if d.Diff.Tier == schemadiff.TierHighRisk || d.Diff.Tier == schemadiff.TierMajor {
-		needs = append(needs, "the change is "+string(d.Diff.Tier))
-	}
+	needs := ApprovalNeeds(t, d.Diff.Tier)
 	if len(needs) == 0 {
 		add(CheckApproval, true, "no approval needed (risk_level "+orNone(t.Owner.RiskLevel)+", "+string(d.Diff.Tier)+" change)")
 	} else if a := findApproval(cfg.Approvals, t.ID, to.Version, now()); a != nil {
@@ -187,7 +181,7 @@ func Evaluate(ctx context.Context, cfg Config) (*Decision, error) {
 			continue
 		}
 		dropped++
-		ok, detail := deprecationOK(t, v.Entry, now())
+		ok, detail := DeprecationOK(t, v.Entry, now())
 		add(CheckDeprecation, ok, detail)
 	}
 	if dropped == 0 {
@@ -239,9 +233,9 @@ func causesOf(r *casetest.Report, suite string) string {
 	return ": " + strings.Join(parts, "; ")
 }
 
-// deprecationOK checks a dropped version: the policy must deprecate it and the lock must
+// DeprecationOK checks a dropped version: the policy must deprecate it and the lock must
 // show it deprecated for at least deprecation_window_days.
-func deprecationOK(t *contract.Tool, e lockfile.Entry, now time.Time) (bool, string) {
+func DeprecationOK(t *contract.Tool, e lockfile.Entry, now time.Time) (bool, string) {
 	window := t.Policy.DeprecationWindowDays
 	switch {
 	case !t.Policy.Deprecates(e.Version):

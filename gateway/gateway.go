@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/toolgate/toolgate/contract"
 	"github.com/toolgate/toolgate/decisionlog"
+	"github.com/toolgate/toolgate/gate"
 	"github.com/toolgate/toolgate/internal/masking"
 	"github.com/toolgate/toolgate/invoke"
 	"github.com/toolgate/toolgate/ledger"
@@ -70,6 +71,13 @@ type Config struct {
 	// Prometheus is where the metrics are registered and what /metrics
 	// serves. Default: a new registry of the gateway's own.
 	Prometheus *prometheus.Registry
+	// DeprecatedAt returns toolgate.lock's deprecated_at of a version, the
+	// start of its deprecation window. Default: no lock (the rollout record
+	// dates the window; docs/release-gate.md).
+	DeprecatedAt func(toolID, version string) (time.Time, bool)
+	// Approvals reads the recorded approvals (approvals/*.yaml) a promotion
+	// of a high-risk tool needs, as the release gate does. Default: none.
+	Approvals func() ([]gate.Approval, error)
 }
 
 // Key is one API key: the SHA-256 of the bearer token and what it may do.
@@ -134,6 +142,8 @@ func New(cfg Config) (*Server, error) {
 		Registry: cfg.Registry, Ledger: cfg.Ledger, Invoker: cfg.Invoker, Bindings: cfg.Bindings,
 		JoinTimeout: cfg.JoinTimeout, Retention: cfg.Retention, TombstoneRetention: cfg.TombstoneRetention,
 		ProbeState: cfg.DecisionLog != nil, Tracer: cfg.Tracer, Logf: cfg.Logf,
+		DeprecatedAt: cfg.DeprecatedAt, PromotionApproval: promotionApproval(cfg.Approvals),
+		RolloutObserver: newRolloutMetrics(cfg.Prometheus),
 	})
 	var err error
 	if s.masks, err = masking.New(cfg.Registry); err != nil {
@@ -218,6 +228,7 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /problems/{code}", serveProblemPage)
 	s.providerRoutes(m)
 	s.mcpRoutes(m)
+	s.rolloutRoutes(m)
 	s.uiRoutes(m)
 	for _, p := range []string{"/v1/tools/{tool_id}/calls", "/v1/actions/{action_id}", "/v1/actions/{action_id}/calls",
 		"/v1/actions", "/v1/actions/{action_id}/reconcile", "/v1/actions/{action_id}/resolve",

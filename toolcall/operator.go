@@ -30,6 +30,9 @@ func (s *Service) Prepare(ctx context.Context, p *Principal, id string, spec led
 	if !ValidKey(id) {
 		return nil, false, Errorf(CodeKeyInvalid, "an action id must be 8 to 255 visible ASCII characters")
 	}
+	if err := s.refuseRetiredPrepare(ctx, p, tool, id, spec.Version); err != nil {
+		return nil, false, err
+	}
 	a, created, err = s.cfg.Ledger.Prepare(ctx, p.Tenant, id, spec)
 	switch {
 	case errors.Is(err, ledger.ErrActionMismatch) && !p.Allows(a.ToolID):
@@ -320,6 +323,6 @@ func (s *Service) Reconciler(interval time.Duration) *ledger.Reconciler {
 	}
 	return &ledger.Reconciler{
 		Service: s.cfg.Ledger, Lookup: s.Lookup, Policy: s.Policy, Interval: interval,
-		CheckHold: hold + interval, Errorf: s.logf,
+		CheckHold: hold + interval, Errorf: s.logf, Tick: s.RolloutTick,
 	}
 }
