@@ -60,6 +60,14 @@ func startGatewayWith(ctx context.Context, cfg *config.Config, tools fs.FS, logw
 	if err != nil {
 		return nil, fmt.Errorf("load tools from %s: %w", toolsName, err)
 	}
+	toolsFS := tools
+	if toolsFS == nil {
+		toolsFS = os.DirFS(cfg.ToolsDir)
+	}
+	deprecatedAt, approvals, err := rolloutSources(toolsFS)
+	if err != nil {
+		return nil, fmt.Errorf("tools %s: %w", toolsName, err)
+	}
 	ld, err := config.LedgerDSN(cfg.Ledger)
 	if err != nil {
 		return nil, err
@@ -115,6 +123,7 @@ func startGatewayWith(ctx context.Context, cfg *config.Config, tools fs.FS, logw
 		Registry: reg, Ledger: svc, Invoker: &invoke.Client{}, Bindings: invokeBindings(cfg.Bindings),
 		JoinTimeout: cfg.JoinTimeout, MaxBodyBytes: cfg.MaxBodyBytes, Keys: keys, Logf: logger.Printf,
 		DecisionLog: dlog.writer, Retention: cfg.Retention, TombstoneRetention: cfg.TombstoneRetention,
+		DeprecatedAt: deprecatedAt, Approvals: approvals,
 	})
 	if err != nil {
 		store.Close()
