@@ -39,7 +39,9 @@ func rolloutSubs() []rolloutSub {
 	return []rolloutSub{
 		{"status", "[--tool ID] [--format text|json|markdown]", "the rollout of one tool (or of every tool): versions, candidate, shadow and canary counts, history", false,
 			func(fs *flag.FlagSet) func(context.Context, *client.Client, string) (*client.Rollout, error) {
-				return func(ctx context.Context, cl *client.Client, tool string) (*client.Rollout, error) { return cl.Rollout(ctx, tool) }
+				return func(ctx context.Context, cl *client.Client, tool string) (*client.Rollout, error) {
+					return cl.Rollout(ctx, tool)
+				}
 			}},
 		{"shadow", "--tool ID --version V [--note TEXT] [--revision N]", "validate every new call against V too, enforcing nothing, and count what V would refuse", true,
 			func(fs *flag.FlagSet) func(context.Context, *client.Client, string) (*client.Rollout, error) {

@@ -35,7 +35,7 @@ type frozen struct {
 	t  time.Time
 }
 
-func (f *frozen) Now() time.Time { f.mu.Lock(); defer f.mu.Unlock(); return f.t }
+func (f *frozen) Now() time.Time  { f.mu.Lock(); defer f.mu.Unlock(); return f.t }
 func (f *frozen) set(t time.Time) { f.mu.Lock(); f.t = t; f.mu.Unlock() }
 
 // rolloutGateway is a gateway on the bundled examples, on a SQLite ledger
@@ -198,8 +198,8 @@ func TestRolloutCommandRefusals(t *testing.T) {
 func TestRolloutSources(t *testing.T) {
 	t.Parallel()
 	fsys := fstest.MapFS{
-		"toolgate.lock": {Data: []byte(`{"lock_version":1,"versions":[{"tool":"a.b","version":"1.0.0","file":"a.b/schemas/v1.0.0.json","digest":"sha256:00","locked_at":"2026-01-01T00:00:00Z","deprecated_at":"2026-02-01T00:00:00Z"}]}`)},
-		"approvals/a.yaml": {Data: []byte("approver: jane.doe\ntool: a.b\nversion: 2.0.0\napproved_at: 2026-03-01T00:00:00Z\n")},
+		"toolgate.lock":       {Data: []byte(`{"lock_version":1,"versions":[{"tool":"a.b","version":"1.0.0","file":"a.b/schemas/v1.0.0.json","digest":"sha256:00","locked_at":"2026-01-01T00:00:00Z","deprecated_at":"2026-02-01T00:00:00Z"}]}`)},
+		"approvals/a.yaml":    {Data: []byte("approver: jane.doe\ntool: a.b\nversion: 2.0.0\napproved_at: 2026-03-01T00:00:00Z\n")},
 		"approvals/notes.txt": {Data: []byte("not an approval")},
 	}
 	dep, approvals, err := rolloutSources(fsys)
