@@ -9,6 +9,7 @@ package gate
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
@@ -38,6 +39,10 @@ type Config struct {
 	Decisions []*contract.Decision
 	// Now is the clock. Defaults to time.Now.
 	Now func() time.Time
+	// Live counts, per version of the tool, the live (not terminal) actions a
+	// ledger holds (toolgate gate --ledger); a version being dropped (its file
+	// gone) while it has any blocks. Nil: no ledger is checked.
+	Live map[string]int64
 }
 
 // Check names.
@@ -184,6 +189,12 @@ func Evaluate(ctx context.Context, cfg Config) (*Decision, error) {
 		ok, detail := DeprecationOK(t, v.Entry, now())
 		add(CheckDeprecation, ok, detail)
 	}
+	for _, v := range sortedKeys(cfg.Live) {
+		if n := cfg.Live[v]; n > 0 && v != "" && t.Version(v) == nil {
+			dropped++
+			add(CheckDeprecation, false, fmt.Sprintf("v%s is dropped but the ledger holds %d live action(s) bound to it: keep its file until they are terminal", v, n))
+		}
+	}
 	if dropped == 0 {
 		add(CheckDeprecation, true, "no released version is being dropped")
 	}
@@ -299,4 +310,13 @@ func fieldOf(p string) string {
 		}
 	}
 	return strings.Join(names, ".")
+}
+
+func sortedKeys(m map[string]int64) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }

@@ -15,7 +15,11 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/client"
+	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/gate"
+	"github.com/toolgate/toolgate/ledger"
+	"github.com/toolgate/toolgate/ledger/postgres"
+	"github.com/toolgate/toolgate/ledger/sqlite"
 	"github.com/toolgate/toolgate/lockfile"
 )
 
@@ -516,4 +520,35 @@ func rolloutSources(fsys fs.FS) (func(tool, version string) (time.Time, bool), f
 		return out, nil
 	}
 	return deprecatedAt, approvals, nil
+}
+
+// ledgerUses opens an existing ledger (sqlite://PATH, which must exist, or
+// postgres://…) and counts the actions of each of the tools per version,
+// for lint's and gate's --ledger.
+func ledgerUses(ctx context.Context, dsn string, tools []string) (map[string][]ledger.VersionUse, error) {
+	l, err := config.LedgerDSN(dsn)
+	if err != nil {
+		return nil, err
+	}
+	var store ledger.Store
+	switch l.Kind {
+	case "sqlite":
+		if _, err := os.Stat(l.Location); err != nil {
+			return nil, fmt.Errorf("ledger %s: %w", l.Location, errors.Unwrap(err))
+		}
+		store, err = sqlite.Open(ctx, sqlite.Config{Path: l.Location})
+	default:
+		store, err = postgres.Open(ctx, postgres.Config{DSN: l.Location})
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer store.Close()
+	out := map[string][]ledger.VersionUse{}
+	for _, t := range tools {
+		if out[t], err = store.VersionUse(ctx, t); err != nil {
+			return nil, fmt.Errorf("ledger %s: %w", dsn, err)
+		}
+	}
+	return out, nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -227,5 +228,50 @@ func TestRolloutSources(t *testing.T) {
 		t.Fatal(err)
 	} else if _, ok := dep("a.b", "1.0.0"); ok {
 		t.Fatal("no lock, yet a date")
+	}
+}
+
+// TestDroppingAVersionThatIsStillNeeded: lint and gate refuse a schema file
+// deleted while its deprecation window is open, and with --ledger while live
+// actions of that ledger are bound to its version.
+func TestDroppingAVersionThatIsStillNeeded(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	copyTree(t, exampleTools, dir)
+	copyTree(t, "../../gateway/testdata/rollout-tools/notes.create", filepath.Join(dir, "notes.create"))
+	if r := runCLI(t, "", "lock", dir); r.code != 0 {
+		t.Fatalf("lock: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+	db := filepath.Join(t.TempDir(), "ledger.db")
+	st, err := sqlite.Open(context.Background(), sqlite.Config{Path: db})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC()
+	for i, state := range []ledger.State{ledger.Pending, ledger.Succeeded} {
+		a := &ledger.Action{Tenant: "acme", ID: fmt.Sprintf("bound-to-0.9.0-%d", i), ToolID: "notes.create", Version: "0.9.0", State: state, CreatedAt: now, UpdatedAt: now}
+		if err := st.Insert(context.Background(), a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st.Close()
+	if err := os.Remove(filepath.Join(dir, "notes.create", "schemas", "v0.9.0.json")); err != nil {
+		t.Fatal(err)
+	}
+
+	r := runCLI(t, "", "lint", dir)
+	if r.code != 1 || !strings.Contains(r.stdout, "version-removed-early") || !strings.Contains(r.stdout, "the window is 30 days") || strings.Contains(r.stdout, "version-in-use") {
+		t.Fatalf("lint without a ledger: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = runCLI(t, "", "lint", dir, "--ledger", "sqlite://"+db)
+	if r.code != 1 || !strings.Contains(r.stdout, "version-in-use") || !strings.Contains(r.stdout, "1 live action(s) of notes.create bound to v0.9.0") {
+		t.Fatalf("lint --ledger: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = runCLI(t, "", "gate", dir, "--tool", "notes.create", "--from", "1.0.0", "--to", "1.1.0", "--ledger", "sqlite://"+db, "--format", "line")
+	if r.code != 1 || !strings.Contains(r.stdout, "v0.9.0 is dropped but the ledger holds 1 live action(s) bound to it") || !strings.Contains(r.stdout, "the window is 30 days") {
+		t.Fatalf("gate --ledger: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := runCLI(t, "", "lint", dir, "--ledger", "sqlite://"+filepath.Join(t.TempDir(), "absent.db")); r.code != 2 || !strings.Contains(r.stderr, "no such file") {
+		t.Fatalf("lint with a missing ledger: %d %s", r.code, r.stderr)
 	}
 }
