@@ -89,16 +89,11 @@ func ApprovalNeeds(t *contract.Tool, tier schemadiff.Tier) []string {
 // approval is needed, the approval found when one is, or an error naming
 // what is missing.
 func PromotionApproval(t *contract.Tool, from, to *contract.Version, approvals []Approval, now time.Time) (*Approval, error) {
-	oldC, err := schemadiff.ParseContract(from.Raw)
+	rep, err := diff(t, from, to)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", from.File, err)
+		return nil, err
 	}
-	newC, err := schemadiff.ParseContract(to.Raw)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", to.File, err)
-	}
-	tier := schemadiff.Diff(oldC, newC, schemadiff.Options{Consumers: len(t.Owner.Consumers)}).Tier
-	needs := ApprovalNeeds(t, tier)
+	needs := ApprovalNeeds(t, rep.Tier)
 	if len(needs) == 0 {
 		return nil, nil
 	}

@@ -128,15 +128,10 @@ func Evaluate(ctx context.Context, cfg Config) (*Decision, error) {
 	}
 
 	// 2. Classified diff and bump.
-	oldC, err := schemadiff.ParseContract(from.Raw)
-	if err != nil {
-		return nil, fmt.Errorf("gate: %s: %w", from.File, err)
+	var err error
+	if d.Diff, err = diff(t, from, to); err != nil {
+		return nil, fmt.Errorf("gate: %w", err)
 	}
-	newC, err := schemadiff.ParseContract(to.Raw)
-	if err != nil {
-		return nil, fmt.Errorf("gate: %s: %w", to.File, err)
-	}
-	d.Diff = schemadiff.Diff(oldC, newC, schemadiff.Options{Consumers: len(t.Owner.Consumers)})
 	d.DiffSummary = Summarize(d.Diff)
 	declared := "none"
 	if d.Diff.DeclaredBump != nil {
@@ -319,4 +314,17 @@ func sortedKeys(m map[string]int64) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// diff is the classified diff of a release of t, counting its consumers.
+func diff(t *contract.Tool, from, to *contract.Version) (schemadiff.Report, error) {
+	oldC, err := schemadiff.ParseContract(from.Raw)
+	if err != nil {
+		return schemadiff.Report{}, fmt.Errorf("%s: %w", from.File, err)
+	}
+	newC, err := schemadiff.ParseContract(to.Raw)
+	if err != nil {
+		return schemadiff.Report{}, fmt.Errorf("%s: %w", to.File, err)
+	}
+	return schemadiff.Diff(oldC, newC, schemadiff.Options{Consumers: len(t.Owner.Consumers)}), nil
 }

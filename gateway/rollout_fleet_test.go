@@ -222,17 +222,6 @@ func (f *fleet) actionVersion(i int, id string) string {
 	return a.Version
 }
 
-// eventually polls cond for up to 10 seconds.
-func eventually(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
 
 // recorder is the fleet's downstream: it answers 201 with a receipt, counts
 // the requests per downstream key, and holds a request whose body asks for

@@ -51,7 +51,7 @@ func (f *fleet) metric(name string, fragments ...string) float64 {
 // toolgate_rollout_state) shows mode and candidate.
 func (f *fleet) sees(tool, mode, candidate string) {
 	f.t.Helper()
-	eventually(f.t, fmt.Sprintf("every replica to see %s in %s mode", tool, mode), func() bool {
+	waitFor(f.t, fmt.Sprintf("every replica to see %s in %s mode", tool, mode), func() bool {
 		for i := range f.urls {
 			r := f.do(i, fleetOncall, "GET", "/metrics", "")
 			want := fmt.Sprintf(`toolgate_rollout_state{candidate=%q,`, candidate)
@@ -108,7 +108,7 @@ func TestRolloutShadowCountsMatchTheCalls(t *testing.T) {
 	}
 
 	var got api.Rollout
-	eventually(t, "the shadow counts of both replicas", func() bool {
+	waitFor(t, "the shadow counts of both replicas", func() bool {
 		got = f.status(0, tool)
 		return got.Shadow != nil && got.Shadow.Calls >= 20
 	})
@@ -218,7 +218,7 @@ func TestRolloutCanaryRoutesAShareStickily(t *testing.T) {
 	joinVersion := f.actionVersion(0, join)
 
 	var cmp api.Rollout
-	eventually(t, "the canary's comparison of both replicas", func() bool {
+	waitFor(t, "the canary's comparison of both replicas", func() bool {
 		cmp = f.status(0, tool)
 		return len(cmp.Comparison) == 2 && cmp.Comparison[0].Calls+cmp.Comparison[1].Calls == total+1
 	})
@@ -284,7 +284,7 @@ func TestRolloutCanaryHaltsOnA422Jump(t *testing.T) {
 		t.Fatalf("only %d calls reached the candidate", invalid)
 	}
 	var st api.Rollout
-	eventually(t, "the automatic halt", func() bool { st = f.status(1, tool); return st.Mode == "halted" })
+	waitFor(t, "the automatic halt", func() bool { st = f.status(1, tool); return st.Mode == "halted" })
 	ev := st.History[0]
 	if ev.Action != "auto_halt" || ev.By != "gateway" || !strings.Contains(ev.Detail, "422 rate") || ev.Candidate != "2.2.0" {
 		t.Fatalf("the halt's audit entry: %+v", ev)
@@ -402,7 +402,7 @@ func TestRolloutDeprecationWindow(t *testing.T) {
 	var first reply
 	done := make(chan struct{})
 	go func() { defer close(done); first = f.call(0, fleetOps, tool, "old-slow-0001", slow) }()
-	eventually(t, "the slow call to reach the downstream", func() bool { return f.ds.sent("acme", "old-slow-0001") == 1 })
+	waitFor(t, "the slow call to reach the downstream", func() bool { return f.ds.sent("acme", "old-slow-0001") == 1 })
 
 	f.clock.advance(31 * 24 * time.Hour)
 	p := f.call(1, fleetCS, tool, "new-action-0002", old).wantProblem(t, 410, "version_retired")

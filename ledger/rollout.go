@@ -2,6 +2,8 @@ package ledger
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"sort"
 	"time"
 )
@@ -189,4 +191,31 @@ func MergeRolloutCounts(cs []RolloutCount) []RolloutCount {
 		return a.Principal < b.Principal
 	})
 	return out
+}
+
+// EncodeRollout is how both stores keep a rollout write: the JSON of r at
+// its next revision and of ev (its ToolID and Rev set to match), and the
+// next revision.
+func EncodeRollout(r *Rollout, ev RolloutEvent) (record, event []byte, next int64, err error) {
+	next = r.Rev + 1
+	stored := *r
+	stored.Rev = next
+	if record, err = json.Marshal(&stored); err != nil {
+		return nil, nil, 0, fmt.Errorf("put rollout %s: %w", r.ToolID, err)
+	}
+	ev.ToolID, ev.Rev = r.ToolID, next
+	if event, err = json.Marshal(&ev); err != nil {
+		return nil, nil, 0, fmt.Errorf("put rollout %s: %w", r.ToolID, err)
+	}
+	return record, event, next, nil
+}
+
+// DecodeRollout reads a stored rollout record at revision rev.
+func DecodeRollout(rev int64, record []byte) (*Rollout, error) {
+	var r Rollout
+	if err := json.Unmarshal(record, &r); err != nil {
+		return nil, fmt.Errorf("rollout record: %w", err)
+	}
+	r.Rev = rev
+	return &r, nil
 }

@@ -526,20 +526,7 @@ func rolloutSources(fsys fs.FS) (func(tool, version string) (time.Time, bool), f
 // postgres://…) and counts the actions of each of the tools per version,
 // for lint's and gate's --ledger.
 func ledgerUses(ctx context.Context, dsn string, tools []string) (map[string][]ledger.VersionUse, error) {
-	l, err := config.LedgerDSN(dsn)
-	if err != nil {
-		return nil, err
-	}
-	var store ledger.Store
-	switch l.Kind {
-	case "sqlite":
-		if _, err := os.Stat(l.Location); err != nil {
-			return nil, fmt.Errorf("ledger %s: %w", l.Location, errors.Unwrap(err))
-		}
-		store, err = sqlite.Open(ctx, sqlite.Config{Path: l.Location})
-	default:
-		store, err = postgres.Open(ctx, postgres.Config{DSN: l.Location})
-	}
+	store, err := openExistingLedger(ctx, dsn)
 	if err != nil {
 		return nil, err
 	}
@@ -551,4 +538,22 @@ func ledgerUses(ctx context.Context, dsn string, tools []string) (map[string][]l
 		}
 	}
 	return out, nil
+}
+
+// openExistingLedger opens the ledger a DSN names for an offline command:
+// sqlite://PATH must exist (nothing is created), postgres://… must answer.
+func openExistingLedger(ctx context.Context, dsn string) (ledger.Store, error) {
+	l, err := config.LedgerDSN(dsn)
+	if err != nil {
+		return nil, err
+	}
+	switch l.Kind {
+	case "sqlite":
+		if _, err := os.Stat(l.Location); err != nil {
+			return nil, fmt.Errorf("ledger %s: %w", l.Location, errors.Unwrap(err))
+		}
+		return sqlite.Open(ctx, sqlite.Config{Path: l.Location})
+	default:
+		return postgres.Open(ctx, postgres.Config{DSN: l.Location})
+	}
 }

@@ -29,12 +29,7 @@ func (s *Store) GetRollout(ctx context.Context, toolID string) (_ *ledger.Rollou
 }
 
 func decodeRollout(rev int64, rec string) (*ledger.Rollout, error) {
-	var r ledger.Rollout
-	if err := json.Unmarshal([]byte(rec), &r); err != nil {
-		return nil, fmt.Errorf("rollout record: %w", err)
-	}
-	r.Rev = rev
-	return &r, nil
+	return ledger.DecodeRollout(rev, []byte(rec))
 }
 
 // ListRollouts returns every rollout record, by tool id.
@@ -76,17 +71,9 @@ func (s *Store) PutRollout(ctx context.Context, r *ledger.Rollout, ev ledger.Rol
 	if strings.ContainsRune(r.ToolID, 0) {
 		return fmt.Errorf("put rollout %q: the tool id contains a NUL byte, which PostgreSQL text cannot hold", r.ToolID)
 	}
-	next := r.Rev + 1
-	stored := *r
-	stored.Rev = next
-	rec, err := json.Marshal(&stored)
+	rec, evb, next, err := ledger.EncodeRollout(r, ev)
 	if err != nil {
-		return fmt.Errorf("put rollout %s: %w", r.ToolID, err)
-	}
-	ev.ToolID, ev.Rev = r.ToolID, next
-	evb, err := json.Marshal(&ev)
-	if err != nil {
-		return fmt.Errorf("put rollout %s: %w", r.ToolID, err)
+		return err
 	}
 	updated, err := nanos(r.UpdatedAt)
 	if err != nil {

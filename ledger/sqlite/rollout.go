@@ -24,12 +24,7 @@ func (s *Store) GetRollout(ctx context.Context, toolID string) (*ledger.Rollout,
 }
 
 func decodeRollout(rev int64, rec string) (*ledger.Rollout, error) {
-	var r ledger.Rollout
-	if err := json.Unmarshal([]byte(rec), &r); err != nil {
-		return nil, fmt.Errorf("rollout record: %w", err)
-	}
-	r.Rev = rev
-	return &r, nil
+	return ledger.DecodeRollout(rev, []byte(rec))
 }
 
 // ListRollouts returns every rollout record, by tool id.
@@ -61,17 +56,9 @@ func (s *Store) ListRollouts(ctx context.Context) ([]*ledger.Rollout, error) {
 // PutRollout writes r over the revision it was read at, appends ev to the
 // history and drops what the record no longer needs, in one transaction.
 func (s *Store) PutRollout(ctx context.Context, r *ledger.Rollout, ev ledger.RolloutEvent) error {
-	next := r.Rev + 1
-	stored := *r
-	stored.Rev = next
-	rec, err := json.Marshal(&stored)
+	rec, evb, next, err := ledger.EncodeRollout(r, ev)
 	if err != nil {
-		return fmt.Errorf("put rollout %s: %w", r.ToolID, err)
-	}
-	ev.ToolID, ev.Rev = r.ToolID, next
-	evb, err := json.Marshal(&ev)
-	if err != nil {
-		return fmt.Errorf("put rollout %s: %w", r.ToolID, err)
+		return err
 	}
 	updated, err := nanos(r.UpdatedAt)
 	if err != nil {
