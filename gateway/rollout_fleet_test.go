@@ -222,7 +222,6 @@ func (f *fleet) actionVersion(i int, id string) string {
 	return a.Version
 }
 
-
 // recorder is the fleet's downstream: it answers 201 with a receipt, counts
 // the requests per downstream key, and holds a request whose body asks for
 // "slow" for 300ms (to make joins).
