@@ -138,7 +138,7 @@ func New(cfg Config) (*Server, error) {
 	if s.maskers, err = buildMaskers(cfg.Registry); err != nil {
 		return nil, fmt.Errorf("decision log masking: %w", err)
 	}
-	s.metrics = NewMetrics(cfg.Prometheus, cfg.Ledger.Store)
+	s.metrics = newServerMetrics(cfg)
 	if cfg.Keys == nil {
 		s.noAuth = toolcall.NewPrincipal("anonymous", DefaultTenant, "operator", []string{"*"})
 	}

@@ -141,7 +141,7 @@ func startGatewayWith(ctx context.Context, cfg *config.Config, tools fs.FS, logw
 	go func() {
 		defer bg.Done()
 		rec := srv.Calls().Reconciler(cfg.ReconcileInterval)
-		rec.Observe = func(result string) { srv.Metrics().Reconciles.WithLabelValues(result).Inc() }
+		srv.Metrics().ObserveReconciler(rec)
 		rec.Run(rctx)
 	}()
 	go func() {
