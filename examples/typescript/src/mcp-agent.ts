@@ -1,0 +1,71 @@
+// An agent loop whose tools come from toolgate's MCP server (/mcp) through the
+// official MCP client, with Anthropic Messages as the model: tools/list becomes
+// the model's tools, every tool_use becomes a tools/call that carries the
+// intended action's idempotency key in _meta["toolgate/idempotency_key"], and
+// the result goes back to the model as a tool_result.
+//
+//   ANTHROPIC_API_KEY=... TOOLGATE_URL=http://127.0.0.1:8080 node dist/mcp-agent.js
+import Anthropic from "@anthropic-ai/sdk";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { actionKey, authHeaders, runAction, toolgateURL, type Outcome } from "./toolgate.js";
+
+const anthropic = new Anthropic(); // ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL
+const model = process.env.ANTHROPIC_MODEL ?? "claude-sonnet-4-5";
+const conversation = process.env.CONVERSATION_ID ?? "conv-mcp-0001";
+
+const mcp = new Client({ name: "toolgate-example-agent", version: "1.0.0" });
+await mcp.connect(new StreamableHTTPClientTransport(new URL(`${toolgateURL}/mcp`), { requestInit: { headers: authHeaders() } }));
+
+// MCP tool names may hold dots (payments.issue_refund); Anthropic's may not.
+const mcpName = new Map<string, string>();
+const tools: Anthropic.Tool[] = (await mcp.listTools()).tools.map((t) => {
+  const name = t.name.replace(/[^A-Za-z0-9_-]/g, "_");
+  mcpName.set(name, t.name);
+  return { name, description: t.description, input_schema: t.inputSchema as Anthropic.Tool.InputSchema };
+});
+const messages: Anthropic.MessageParam[] = [
+  { role: "user", content: "Order ord_8Xk2Lm9Q was charged twice. Please refund the duplicate 19.99 EUR." },
+];
+
+// callTool runs one tools/call and reports what toolgate said (its _meta).
+async function callTool(use: Anthropic.ToolUseBlock, key: string): Promise<[Outcome, Anthropic.ToolResultBlockParam]> {
+  const result = await mcp.callTool({
+    name: mcpName.get(use.name) ?? use.name,
+    arguments: use.input as Record<string, unknown>,
+    _meta: { "toolgate/idempotency_key": key },
+  });
+  const meta = result._meta ?? {};
+  const content = (result.content as { type: string; text?: string }[]).map((c) => c.text ?? "").join("");
+  const outcome: Outcome = {
+    status: Number(meta["toolgate/status"]),
+    problem: typeof meta["toolgate/problem"] === "string" ? meta["toolgate/problem"] : undefined,
+    replayed: meta["toolgate/replayed"] === true,
+  };
+  return [outcome, { type: "tool_result", tool_use_id: use.id, content, is_error: result.isError === true }];
+}
+
+for (let step = 0; step < 8; step++) {
+  const reply = await anthropic.messages.create({
+    model,
+    max_tokens: 1024,
+    system: "You are a customer-service agent. Use the tools; amounts are in minor units.",
+    messages,
+    tools,
+  });
+  messages.push({ role: "assistant", content: reply.content });
+  const uses = reply.content.filter((b): b is Anthropic.ToolUseBlock => b.type === "tool_use");
+  if (uses.length === 0) {
+    const text = reply.content.map((b) => (b.type === "text" ? b.text : "")).join("");
+    console.log(`assistant: ${text}`);
+    break;
+  }
+  const results: Anthropic.ToolResultBlockParam[] = [];
+  for (const [i, use] of uses.entries()) {
+    const key = actionKey(conversation, step, i);
+    console.log(`step ${step}: ${use.name} ${JSON.stringify(use.input)}`);
+    results.push(await runAction(key, () => callTool(use, key)));
+  }
+  messages.push({ role: "user", content: results });
+}
+await mcp.close();
