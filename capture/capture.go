@@ -1,7 +1,7 @@
 // Package capture turns recorded tool calls (ledger actions or decision-log lines) into
-// shadow contract cases (SPEC 1.4, contracts/shadow/*.yaml): every x-sensitive value — and
-// every value the log masked or erased — is replaced by a synthetic value built from the
-// schema alone (format email → an example.com address, a pattern → a generated match, …),
+// shadow contract cases (SPEC 1.4, contracts/shadow/*.yaml): every value any version of the
+// tool marks x-sensitive — and every value the log masked or erased — is replaced by a
+// synthetic value built from the schema alone (format email → an example.com address, a pattern → a generated match, …),
 // the recorded result becomes mock_tool_result, and calls are deduplicated by argument
 // shape. The package reads no files; FromLog reads an io.Reader and FromLedger a store.
 package capture
@@ -16,6 +16,8 @@ import (
 	"strings"
 
 	"github.com/toolgate/toolgate/contract"
+	"github.com/toolgate/toolgate/decisionlog"
+	"github.com/toolgate/toolgate/internal/masking"
 )
 
 // Record is one recorded call of a tool.
@@ -60,8 +62,22 @@ type Summary struct {
 }
 
 // Build anonymizes, deduplicates and samples records into cases.
+//
+// Every record is first masked as the decision log masks a call whose
+// version is ambiguous: by every version's x-sensitive pointers at once
+// (internal/masking.ForTool), because a recorded line's tool_version is the
+// version that served the call, which for a retry under an existing key is
+// not the version its arguments were sent for. Each value masked, and each
+// the log masked or erased, is then replaced by a synthetic one; a value the
+// synthesis cannot reach stays masked. No recorded sensitive value is copied.
 func Build(cfg Config, recs []Record) ([]Case, Summary) {
 	sum := Summary{Records: len(recs), Warnings: []string{}}
+	masker, err := masking.ForTool(cfg.Tool)
+	if err != nil { // the registry loaded, so its pointers are valid; never copy unmasked values
+		sum.Skipped = len(recs)
+		sum.Warnings = append(sum.Warnings, fmt.Sprintf("%s: sensitive values cannot be masked: %v", cfg.Tool.ID, err))
+		return nil, sum
+	}
 	seen := map[string]bool{}
 	docs := map[*contract.Version][2]any{}
 	doc := func(v *contract.Version) (params, result any) {
@@ -93,7 +109,13 @@ func Build(cfg Config, recs []Record) ([]Case, Summary) {
 			sum.Skipped++
 			continue
 		}
-		args, err := contract.DecodeJSON(r.Arguments)
+		m, err := mask(masker, r)
+		if err != nil {
+			sum.Skipped++
+			sum.Warnings = append(sum.Warnings, r.Source+": arguments are not JSON")
+			continue
+		}
+		args, err := contract.DecodeJSON(m.Arguments)
 		if err != nil {
 			sum.Skipped++
 			sum.Warnings = append(sum.Warnings, r.Source+": arguments are not JSON")
@@ -101,8 +123,7 @@ func Build(cfg Config, recs []Record) ([]Case, Summary) {
 		}
 		n := len(kept) + 1
 		pdoc, rdoc := doc(v)
-		sensParams, sensResult := v.Sensitive()
-		args = anonymize(pdoc, args, union(sensParams, r.Masked), r.Erased, n)
+		args = anonymize(pdoc, args, union(m.Masked, r.Masked), union(m.Erased, r.Erased), n)
 		key := v.Version + " " + shape(pdoc, pdoc, args)
 		if seen[key] {
 			sum.Duplicates++
@@ -110,9 +131,9 @@ func Build(cfg Config, recs []Record) ([]Case, Summary) {
 		}
 		seen[key] = true
 		var result any
-		if len(r.Result) > 0 {
-			if res, err := contract.DecodeJSON(r.Result); err == nil {
-				result = anonymize(rdoc, res, union(sensResult, r.ResultMasked), r.ResultErased, n)
+		if len(m.Result) > 0 {
+			if res, err := contract.DecodeJSON(m.Result); err == nil {
+				result = anonymize(rdoc, res, union(m.ResultMasked, r.ResultMasked), union(m.ResultErased, r.ResultErased), n)
 			}
 		}
 		c, warn := render(cfg, v, args, result, key)
@@ -131,6 +152,28 @@ func Build(cfg Config, recs []Record) ([]Case, Summary) {
 	}
 	sum.Cases = len(kept)
 	return kept, sum
+}
+
+// mask masks a record's arguments and result with m, as the decision log
+// would, and returns them with the pointers m masked or erased.
+func mask(m *decisionlog.Masker, r Record) (Record, error) {
+	rec := decisionlog.Record{Arguments: r.Arguments, Result: r.Result}
+	if err := m.Apply(&rec, decisionlog.ModeMasked); err != nil {
+		return Record{}, err
+	}
+	out := Record{Arguments: rec.Arguments, Result: rec.Result}
+	split := func(ptrs []string, args, result *[]string) {
+		for _, p := range ptrs {
+			if rest, ok := strings.CutPrefix(p, "/arguments"); ok {
+				*args = append(*args, rest)
+			} else if rest, ok := strings.CutPrefix(p, "/result"); ok {
+				*result = append(*result, rest)
+			}
+		}
+	}
+	split(rec.Masked, &out.Masked, &out.ResultMasked)
+	split(rec.Erased, &out.Erased, &out.ResultErased)
+	return out, nil
 }
 
 func union(a, b []string) []string {

@@ -231,3 +231,78 @@ func TestSynthetic(t *testing.T) {
 		})
 	}
 }
+
+// TestCaptureMasksByEveryVersion: a log line's tool_version is the version
+// that served the call, which for a retry under an existing key is not the
+// version its arguments were sent for; a field sensitive in any version, or
+// behind any applicator, is never copied into a case, nor is a sensitive
+// value a downstream echoed into a field the result schema does not mark.
+func TestCaptureMasksByEveryVersion(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	params := func(noteSensitive bool) string {
+		mark := ""
+		if noteSensitive {
+			mark = `,"x-sensitive":true`
+		}
+		return `{"type":"object","$defs":{"pin":{"$anchor":"pin","type":"string","x-sensitive":true}},"properties":{
+		  "id":{"type":"string"},"note":{"type":"string"` + mark + `},"pin":{"$ref":"#pin"},
+		  "tree":{"$ref":"#/$defs/node"}},"dependentSchemas":{"id":{"properties":{"card":{"x-sensitive":true}}}}}`
+	}
+	for v, sens := range map[string]bool{"1.0.0": false, "1.1.0": true} {
+		file := `{"tool_id":"vault.put","version":"` + v + `","name":"put","effect":"mutating","parameters":` +
+			strings.Replace(params(sens), `"$defs":{`, `"$defs":{"node":{"type":"object","properties":{"secret":{"x-sensitive":true},"kids":{"type":"array","items":{"$ref":"#/$defs/node"}}}},`, 1) +
+			`,"result":{"type":"object","properties":{"echo":{"type":"string"}}}}`
+		sdir := filepath.Join(dir, "vault.put", "schemas")
+		if err := os.MkdirAll(sdir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(sdir, "v"+v+".json"), []byte(file), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reg, err := contract.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tool := reg.Tool("vault.put")
+	const note, pin, card, deep = "NOTE-secret-1", "PIN-secret-2", "CARD-secret-3", "DEEP-secret-4"
+	line := `{"tool_id":"vault.put","tool_version":"1.0.0","status_code":201,"outcome":"executed","masked":[],"erased":[],` +
+		`"arguments":{"id":"i-1","note":"` + note + `","pin":"` + pin + `","card":"` + card + `","tree":{"kids":[{"kids":[{"secret":"` + deep + `"}]}]}},` +
+		`"result":{"echo":"stored ` + pin + ` for you"}}`
+	recs, _, err := FromLog(strings.NewReader(line+"\n"), tool.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases, sum := Build(Config{Tool: tool}, recs)
+	if len(cases) != 1 {
+		t.Fatalf("summary %+v", sum)
+	}
+	for _, s := range []string{note, pin, card, deep} {
+		if strings.Contains(string(cases[0].YAML), s) {
+			t.Errorf("the case copies %q:\n%s", s, cases[0].YAML)
+		}
+	}
+}
+
+// TestSyntheticValuesOfReferencesEnd: a sensitive value behind a $ref to an
+// $anchor (which once resolved to the whole document and recursed without
+// end) or a schema whose required member refers back to itself gets a plain
+// synthetic value.
+func TestSyntheticValuesOfReferencesEnd(t *testing.T) {
+	t.Parallel()
+	for _, schema := range []string{
+		`{"type":"object","required":["a","p"],"properties":{"a":{"type":"string"},"p":{"$ref":"#sec"}},"$defs":{"s":{"$anchor":"sec","x-sensitive":true,"type":"string"}}}`,
+		`{"type":"object","required":["p"],"properties":{"p":{"x-sensitive":true,"$ref":"#/$defs/n"}},"$defs":{"n":{"type":"object","required":["next"],"properties":{"next":{"$ref":"#/$defs/n"}}}}}`,
+	} {
+		v, problems := contract.ParseVersion("t.tool/schemas/v1.0.0.json", []byte(`{"tool_id":"t.tool","version":"1.0.0","name":"t","effect":"mutating","parameters":`+schema+`}`), "t.tool", "1.0.0")
+		if len(problems) > 0 {
+			t.Fatal(problems)
+		}
+		tool := &contract.Tool{ID: "t.tool", Versions: []*contract.Version{v}}
+		cases, sum := Build(Config{Tool: tool}, []Record{{ToolID: "t.tool", ToolVersion: "1.0.0", Arguments: json.RawMessage(`{"a":"x","p":{"next":{"next":"SECRET-p"}}}`)}})
+		if len(cases) != 1 || strings.Contains(string(cases[0].YAML), "SECRET") {
+			t.Fatalf("summary %+v, cases %v", sum, cases)
+		}
+	}
+}

@@ -19,9 +19,15 @@ const Fallback = "redacted"
 
 // synthetic returns a value that satisfies schema s as far as the generator knows, built
 // only from the schema and n (a per-case counter): never from the value it replaces.
-func synthetic(root, s any, n int) any {
+func synthetic(root, s any, n int) any { return syntheticAt(root, s, n, 0) }
+
+// maxSyntheticDepth bounds the nesting of a synthetic value: a schema whose required
+// members refer back to it has no finite instance, and gets Fallback that deep.
+const maxSyntheticDepth = 32
+
+func syntheticAt(root, s any, n, depth int) any {
 	m := resolve(root, s)
-	if m == nil {
+	if m == nil || depth > maxSyntheticDepth {
 		return Fallback
 	}
 	if c, ok := m["const"]; ok {
@@ -50,14 +56,14 @@ func synthetic(root, s any, n int) any {
 		props, _ := m["properties"].(map[string]any)
 		for _, r := range asList(m["required"]) {
 			name, _ := r.(string)
-			out[name] = synthetic(root, props[name], n)
+			out[name] = syntheticAt(root, props[name], n, depth+1)
 		}
 		return out
 	case "array":
 		out := []any{}
 		if k, ok := num(m["minItems"]); ok {
 			for i := 0; i < int(k); i++ {
-				out = append(out, synthetic(root, m["items"], n))
+				out = append(out, syntheticAt(root, m["items"], n, depth+1))
 			}
 		}
 		return out
@@ -199,7 +205,9 @@ func num(v any) (float64, bool) {
 
 func asList(v any) []any { l, _ := v.([]any); return l }
 
-// resolve follows a local $ref (once per level) and returns the schema as a map.
+// resolve follows a $ref to a JSON pointer of the document (once per level) and returns
+// the schema as a map. Any other reference (an $anchor, an $id, a pointer inside another
+// resource) resolves to nil: the generator then falls back to a plain value.
 func resolve(root, s any) map[string]any {
 	for i := 0; i < 16; i++ {
 		m, _ := s.(map[string]any)
@@ -207,8 +215,11 @@ func resolve(root, s any) map[string]any {
 			return nil
 		}
 		ref, ok := m["$ref"].(string)
-		if !ok || !strings.HasPrefix(ref, "#") {
+		if !ok {
 			return m
+		}
+		if ref != "#" && !strings.HasPrefix(ref, "#/") {
+			return nil
 		}
 		s = contract.PointerGet(root, strings.TrimPrefix(ref, "#"))
 	}

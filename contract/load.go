@@ -441,12 +441,17 @@ func (l *loader) parseVersion(path string, raw []byte, toolID, fileVersion strin
 			v.programs = append(v.programs, prg)
 		}
 	}
+	var err error
+	if v.sensParams, err = sensitivePointers(v.params); err != nil {
+		badRule(RuleAnnotation, "/parameters", fmt.Sprintf("%s: parameters: %v", label, err))
+	}
+	if v.sensResult, err = sensitivePointers(v.result); err != nil {
+		badRule(RuleAnnotation, "/result", fmt.Sprintf("%s: result: %v", label, err))
+	}
 	if len(l.problems) > before {
 		return nil
 	}
 	v.idemKey = idempotencyKeyProperty(v.paramsValue)
-	v.sensParams = sensitivePointers(v.paramsValue)
-	v.sensResult = sensitivePointers(v.resultValue)
 	return v
 }
 

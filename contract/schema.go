@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
@@ -19,7 +20,8 @@ import (
 
 // Schema is a compiled JSON Schema, safe for concurrent use.
 type Schema struct {
-	s *jsonschema.Schema
+	s     *jsonschema.Schema
+	notes *notes // the compiler's notes on marks and dynamic anchors
 }
 
 // FieldError is one violation: where (an RFC 6901 pointer into the arguments), what (the
@@ -101,12 +103,20 @@ func (noLoader) Load(url string) (any, error) {
 	return nil, fmt.Errorf("external reference %q is not allowed; contracts must be self-contained", url)
 }
 
+// metaSchema2020 is the 2020-12 meta-schema, compiled once.
+var metaSchema2020 = sync.OnceValue(func() *jsonschema.Schema {
+	return jsonschema.NewCompiler().MustCompile(Draft2020) // bundled with the library: nothing is fetched
+})
+
 func compileSchemaValue(doc any, url string) (*Schema, error) {
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
 	c.AssertFormat()
 	c.RegisterFormat(regexFormat)
 	c.UseLoader(noLoader{})
+	n := &notes{bySchema: map[*jsonschema.Schema]*schemaNote{}, dynamic: map[string][]*jsonschema.Schema{}}
+	c.RegisterVocabulary(sensitiveVocabulary(n, metaSchema2020()))
+	c.AssertVocabs()
 	if err := c.AddResource(url, doc); err != nil {
 		return nil, err
 	}
@@ -114,7 +124,7 @@ func compileSchemaValue(doc any, url string) (*Schema, error) {
 	if err != nil {
 		return nil, errors.New(strings.ReplaceAll(err.Error(), url, "schema"))
 	}
-	return &Schema{s: s}, nil
+	return &Schema{s: s, notes: n}, nil
 }
 
 // Validate checks v (decoded by DecodeJSON) and returns every violation, sorted by pointer,

@@ -21,6 +21,8 @@ func FuzzMask(f *testing.F) {
 	f.Add([]byte(`"whole"`), "", true)
 	f.Add([]byte(`{"a":1,"a":"secret"}`), "/a", false)
 	f.Add([]byte(`{"a":1} 2`), "/a", false)
+	f.Add([]byte(`{"t":{"s":"x","n":{"s":"y","n":[{"s":"z"}]}}}`), "/t/**/s", false)
+	f.Add([]byte(`{"s":1,"a":{"s":[{"s":2}]}}`), "/**/s", true)
 	f.Fuzz(func(t *testing.T, data []byte, ptr string, erase bool) {
 		rules := MaskRules(ptr)
 		if erase {
@@ -90,6 +92,20 @@ func lookup(v any, segs []string) []any {
 		return []any{v}
 	}
 	var out []any
+	if segs[0] == AnyDepth {
+		out = lookup(v, segs[1:])
+		switch n := v.(type) {
+		case map[string]any:
+			for _, c := range n {
+				out = append(out, lookup(c, segs)...)
+			}
+		case []any:
+			for _, c := range n {
+				out = append(out, lookup(c, segs)...)
+			}
+		}
+		return out
+	}
 	switch n := v.(type) {
 	case map[string]any:
 		for k, c := range n {
@@ -144,15 +160,18 @@ func sensitiveOnly(v any, segs []string) map[string]bool {
 }
 
 func matches(path, segs []string) bool {
-	if len(path) != len(segs) {
+	if len(segs) == 0 {
+		return len(path) == 0
+	}
+	if segs[0] == AnyDepth {
+		for i := 0; i <= len(path); i++ {
+			if matches(path[i:], segs[1:]) {
+				return true
+			}
+		}
 		return false
 	}
-	for i := range segs {
-		if segs[i] != Wildcard && segs[i] != path[i] {
-			return false
-		}
-	}
-	return true
+	return len(path) > 0 && (segs[0] == Wildcard || segs[0] == path[0]) && matches(path[1:], segs[1:])
 }
 
 // leaves lists every key and scalar of v in the form sensitiveOnly uses.

@@ -12,6 +12,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -42,7 +43,10 @@ func (a MaskAction) String() string {
 }
 
 // Rule is one sensitive location: an RFC 6901 pointer into a payload, whose
-// segment "*" matches every array item and every object member.
+// segment "*" (Wildcard) matches every array item and every object member and
+// whose segment "**" (AnyDepth) matches any number of segments, none included.
+// A member literally named "*" or "**" is matched as the wildcard: a rule may
+// select more than it names, never less.
 type Rule struct {
 	Pointer string
 	Action  MaskAction
@@ -152,49 +156,129 @@ func compile(part string, rs []Rule) ([]compiledRule, error) {
 // whole record unloggable: Apply returns an error wrapping ErrUnmaskable (in
 // digest mode the arguments are not written, so they need not be JSON).
 // A nil Masker masks nothing.
+//
+// In digest and masked modes every value the rules select (each string and
+// number inside it, at least MinScrubLength bytes long) is also replaced by
+// MaskToken wherever else it appears in the record's text: inside the other
+// strings of the payloads, in state_before_error and state_after_error, the
+// correlation id and the provider evidence, also URL-escaped or quoted — so
+// an error message or an echoing downstream
+// cannot carry a sensitive value past the masker.
 func (m *Masker) Apply(rec *Record, mode ArgumentsMode) error {
+	_, err := m.ApplyScrub(rec, mode)
+	return err
+}
+
+// ApplyScrub is Apply that also returns the record's scrubber: a function
+// replacing the sensitive values Apply found (as Scrubber does) in texts kept
+// beside the record, such as an action's history.
+func (m *Masker) ApplyScrub(rec *Record, mode ArgumentsMode) (func(string) string, error) {
 	if m == nil {
 		m = &Masker{}
 	}
+	sc := &scrubber{}
 	mode = mode.orDefault()
 	if !absent(rec.Result) && rec.ResultHash == "" {
 		sum := sha256.Sum256(rec.Result)
 		rec.ResultHash = "sha256:" + hex.EncodeToString(sum[:])
 	}
-	var err error
 	switch mode {
-	case ModeDigest:
-		rec.Arguments, rec.Result = nil, nil
 	case ModeFull:
 		if !absent(rec.Arguments) && !json.Valid(rec.Arguments) {
-			return fmt.Errorf("%w: arguments are not JSON", ErrUnmaskable)
+			return sc.text, fmt.Errorf("%w: arguments are not JSON", ErrUnmaskable)
 		}
 		rec.Result = m.wholeOrErased(rec, "/result", rec.Result)
-	case ModeMasked:
-		if rec.Arguments, err = m.part(rec, "/arguments", rec.Arguments, m.args); err != nil {
-			return fmt.Errorf("%w: arguments: %v", ErrUnmaskable, err)
+		rec.StateBefore = m.wholeOrErased(rec, "/state_before", rec.StateBefore)
+		rec.StateAfter = m.wholeOrErased(rec, "/state_after", rec.StateAfter)
+		return sc.text, nil
+	case ModeDigest, ModeMasked:
+	default:
+		return sc.text, fmt.Errorf("decision log: unknown arguments mode %q", mode)
+	}
+	// In digest mode the arguments are not written, but their sensitive
+	// values are still looked for in the rest of the record.
+	args, err := m.load(rec, "/arguments", rec.Arguments, m.args, sc, mode == ModeMasked)
+	if err != nil && mode == ModeMasked {
+		return sc.text, fmt.Errorf("%w: arguments: %v", ErrUnmaskable, err)
+	}
+	var result payload
+	if mode == ModeMasked {
+		result = m.loadOrErase(rec, "/result", rec.Result, m.result, sc)
+	}
+	before := m.loadOrErase(rec, "/state_before", rec.StateBefore, m.state, sc)
+	after := m.loadOrErase(rec, "/state_after", rec.StateAfter, m.state, sc)
+	rec.StateBeforeError = sc.text(rec.StateBeforeError)
+	rec.StateAfterError = sc.text(rec.StateAfterError)
+	rec.CorrelationID = sc.text(rec.CorrelationID)
+	if p := rec.Provider; p != nil {
+		rec.Provider = &Provider{Name: sc.text(p.Name), Route: sc.text(p.Route), CallID: sc.text(p.CallID)}
+	}
+	if mode == ModeDigest {
+		rec.Arguments, rec.Result = nil, nil
+	} else {
+		if rec.Arguments, err = sc.encode(args); err != nil {
+			return sc.text, fmt.Errorf("%w: arguments: %v", ErrUnmaskable, err)
 		}
-		if rec.Result, err = m.part(rec, "/result", rec.Result, m.result); err != nil {
+		if rec.Result, err = sc.encode(result); err != nil {
 			rec.Result = nil
 			rec.Erased = append(rec.Erased, "/result")
 		}
-	default:
-		return fmt.Errorf("decision log: unknown arguments mode %q", mode)
 	}
-	if mode == ModeFull {
-		rec.StateBefore = m.wholeOrErased(rec, "/state_before", rec.StateBefore)
-		rec.StateAfter = m.wholeOrErased(rec, "/state_after", rec.StateAfter)
-		return nil
-	}
-	if rec.StateBefore, err = m.part(rec, "/state_before", rec.StateBefore, m.state); err != nil {
+	if rec.StateBefore, err = sc.encode(before); err != nil {
 		rec.StateBefore = nil
 		rec.Erased = append(rec.Erased, "/state_before")
 	}
-	if rec.StateAfter, err = m.part(rec, "/state_after", rec.StateAfter, m.state); err != nil {
+	if rec.StateAfter, err = sc.encode(after); err != nil {
 		rec.StateAfter = nil
 		rec.Erased = append(rec.Erased, "/state_after")
 	}
-	return nil
+	return sc.text, nil
+}
+
+// payload is one part of a record being masked: absent, kept as it came
+// (no rule applies to it; tree nil), or decoded and masked.
+type payload struct {
+	absent bool
+	raw    json.RawMessage
+	tree   any
+}
+
+// load reads one payload. One that rules apply to is decoded into a fresh
+// tree and masked, collecting the values replaced in sc; with list, the
+// concrete pointers touched are recorded in rec. The tree is re-encoded even
+// when no rule matched: the raw bytes may hold a sensitive value in an
+// earlier duplicate of a key that the decoder (keeping the last) no longer
+// shows. One that no rule applies to is only checked to be JSON, and kept.
+func (m *Masker) load(rec *Record, prefix string, raw json.RawMessage, rs []compiledRule, sc *scrubber, list bool) (payload, error) {
+	if absent(raw) {
+		return payload{absent: true}, nil
+	}
+	if len(rs) == 0 {
+		if !json.Valid(raw) {
+			return payload{}, errors.New("not valid JSON")
+		}
+		return payload{raw: raw}, nil
+	}
+	tree, err := decodeOne(raw)
+	if err != nil {
+		return payload{}, err
+	}
+	tree = m.maskTree(rec, prefix, tree, rs, sc, list)
+	if tree == erasedRoot {
+		return payload{absent: true}, nil
+	}
+	return payload{raw: raw, tree: tree}, nil
+}
+
+// loadOrErase loads a result or state body; one that is not JSON is erased
+// whole.
+func (m *Masker) loadOrErase(rec *Record, prefix string, raw json.RawMessage, rs []compiledRule, sc *scrubber) payload {
+	p, err := m.load(rec, prefix, raw, rs, sc, true)
+	if err != nil {
+		rec.Erased = append(rec.Erased, prefix)
+		return payload{absent: true}
+	}
+	return p
 }
 
 // wholeOrErased keeps a raw payload in full mode if it is JSON, else erases it.
@@ -214,40 +298,28 @@ func absent(raw json.RawMessage) bool {
 	return len(t) == 0 || string(t) == "null"
 }
 
-// part masks one payload by its rules and lists the concrete pointers it
-// touched, prefixed by prefix.
-func (m *Masker) part(rec *Record, prefix string, raw json.RawMessage, rs []compiledRule) (json.RawMessage, error) {
-	if absent(raw) {
-		return nil, nil
-	}
+// maskTree masks a decoded payload by its rules, collecting the values it
+// replaces in sc; with list, it records the concrete pointers it touched,
+// prefixed by prefix. Without, it only collects (and returns root as it was).
+func (m *Masker) maskTree(rec *Record, prefix string, root any, rs []compiledRule, sc *scrubber, list bool) any {
 	if len(rs) == 0 {
-		if !json.Valid(raw) {
-			return nil, errors.New("not valid JSON")
-		}
-		return raw, nil
+		return root
 	}
-	root, err := decodeOne(raw)
-	if err != nil {
-		return nil, err
-	}
-	// Always re-encode the decoded copy, even when no rule matched: the raw
-	// bytes may hold a sensitive value in an earlier duplicate of a key that
-	// the decoder (keeping the last) no longer shows.
 	hit := map[string]bool{}
 	for i := range rs {
 		r := &rs[i]
 		var hits []string
-		root = m.walk(root, r.p.segments, prefix, r, hit, &hits)
-		if r.erase {
+		w := walker{m: m, r: r, hit: hit, hits: &hits, sc: sc, collectOnly: !list}
+		root = w.walk(root, r.p.segments, prefix)
+		switch {
+		case !list:
+		case r.erase:
 			rec.Erased = append(rec.Erased, hits...)
-		} else {
+		default:
 			rec.Masked = append(rec.Masked, hits...)
 		}
 	}
-	if root == erasedRoot {
-		return nil, nil
-	}
-	return encodeValue(root)
+	return root
 }
 
 // erasedRoot is what walk returns for an erased location; the caller deletes
@@ -256,26 +328,56 @@ var erasedRoot any = new(erasedMarker)
 
 type erasedMarker struct{ _ int }
 
-// walk applies rule r at segs below node (found at path) and returns node's
-// new value. Locations already erased or masked by an earlier rule (in hit)
-// are left alone.
-func (m *Masker) walk(node any, segs []string, path string, r *compiledRule, hit map[string]bool, hits *[]string) any {
+// maskedValue is a value's replacement; the scrubber leaves it alone.
+type maskedValue string
+
+// walker applies one rule to a payload tree.
+type walker struct {
+	m           *Masker
+	r           *compiledRule
+	hit         map[string]bool // locations already erased or masked by an earlier rule
+	hits        *[]string       // locations this rule touched
+	sc          *scrubber
+	collectOnly bool // collect the values in sc, change nothing
+}
+
+// walk applies the rule's segments segs below node (found at path) and
+// returns node's new value.
+func (w *walker) walk(node any, segs []string, path string) any {
 	if len(segs) == 0 {
-		if hit[path] {
+		if w.hit[path] {
 			return node
 		}
-		hit[path] = true
-		*hits = append(*hits, path)
-		if r.erase {
+		w.hit[path] = true
+		w.sc.collect(node)
+		if w.collectOnly {
+			return node
+		}
+		*w.hits = append(*w.hits, path)
+		if w.r.erase {
 			return erasedRoot
 		}
-		return m.token(node)
+		return w.m.token(node)
 	}
 	seg, rest := segs[0], segs[1:]
+	if seg == AnyDepth {
+		// Zero segments here, then one or more below: every descendant.
+		if node = w.walk(node, rest, path); node == erasedRoot {
+			return node
+		}
+		return children(node, path, "", func(child any, childPath string) any { return w.walk(child, segs, childPath) })
+	}
+	return children(node, path, seg, func(child any, childPath string) any { return w.walk(child, rest, childPath) })
+}
+
+// children applies f to the children of node (found at path) that seg
+// names (every child for Wildcard or ""), deleting members and nulling items
+// f erases.
+func children(node any, path, seg string, f func(child any, childPath string) any) any {
 	switch n := node.(type) {
 	case map[string]any:
 		keys := []string{seg}
-		if seg == Wildcard {
+		if seg == Wildcard || seg == "" {
 			keys = slices.Sorted(maps.Keys(n))
 		}
 		for _, k := range keys {
@@ -283,8 +385,7 @@ func (m *Masker) walk(node any, segs []string, path string, r *compiledRule, hit
 			if !ok {
 				continue
 			}
-			nv := m.walk(child, rest, path+"/"+escapeSegment(k), r, hit, hits)
-			if nv == erasedRoot {
+			if nv := f(child, path+"/"+escapeSegment(k)); nv == erasedRoot {
 				delete(n, k)
 			} else {
 				n[k] = nv
@@ -292,13 +393,13 @@ func (m *Masker) walk(node any, segs []string, path string, r *compiledRule, hit
 		}
 	case []any:
 		set := func(i int) {
-			nv := m.walk(n[i], rest, fmt.Sprintf("%s/%d", path, i), r, hit, hits)
+			nv := f(n[i], path+"/"+strconv.Itoa(i))
 			if nv == erasedRoot {
 				nv = nil
 			}
 			n[i] = nv
 		}
-		if seg == Wildcard {
+		if seg == Wildcard || seg == "" {
 			for i := range n {
 				set(i)
 			}
@@ -312,15 +413,15 @@ func (m *Masker) walk(node any, segs []string, path string, r *compiledRule, hit
 // token is the replacement for a masked value.
 func (m *Masker) token(v any) any {
 	if len(m.hashKey) == 0 {
-		return MaskToken
+		return maskedValue(MaskToken)
 	}
 	b, err := encodeValue(v)
 	if err != nil { // cannot happen for decoded JSON; never fall back to the value
-		return MaskToken
+		return maskedValue(MaskToken)
 	}
 	mac := hmac.New(sha256.New, m.hashKey)
 	mac.Write(b)
-	return "hmac-sha256:" + hex.EncodeToString(mac.Sum(nil)[:16])
+	return maskedValue("hmac-sha256:" + hex.EncodeToString(mac.Sum(nil)[:16]))
 }
 
 // decodeOne decodes exactly one JSON value into a fresh tree (the copy that
@@ -381,6 +482,46 @@ func sortedUnique(s []string) []string {
 	slices.Sort(s)
 	return slices.Compact(s)
 }
+
+// CoversArgument reports whether an argument rule selects the value at the
+// concrete pointer p or a value that contains it. A pointer that does not
+// parse is covered: the caller then shows less, never more.
+func (m *Masker) CoversArgument(p string) bool {
+	if m == nil {
+		return false
+	}
+	ptr, err := parsePointer(p)
+	if err != nil {
+		return true
+	}
+	for _, r := range m.args {
+		if coversPrefix(r.p.segments, ptr.segments) {
+			return true
+		}
+	}
+	return false
+}
+
+// coversPrefix reports whether rule segments (with Wildcard and AnyDepth)
+// match path or one of its prefixes.
+func coversPrefix(rule, path []string) bool {
+	if len(rule) == 0 {
+		return true
+	}
+	if rule[0] == AnyDepth {
+		for i := 0; i <= len(path); i++ {
+			if coversPrefix(rule[1:], path[i:]) {
+				return true
+			}
+		}
+		return false
+	}
+	return len(path) > 0 && (rule[0] == Wildcard || rule[0] == path[0]) && coversPrefix(rule[1:], path[1:])
+}
+
+// MasksResult reports whether the masker has rules for results: whether a
+// result body it cannot read as JSON may hold a sensitive value.
+func (m *Masker) MasksResult() bool { return m != nil && len(m.result) > 0 }
 
 // String lists the masker's rules, for logs at start-up.
 func (m *Masker) String() string {

@@ -207,6 +207,35 @@ func TestMaskerApply(t *testing.T) {
 			want:  event{Arguments: `{"customer_email":"***"}`, Masked: []string{"/arguments/customer_email"}},
 		},
 		{
+			name:  "any depth matches at every level below, none included",
+			cfg:   MaskerConfig{Arguments: MaskRules("/t/**/s")},
+			input: event{Arguments: `{"s":"top","t":{"s":"x","n":{"s":"y","l":[{"s":"z"},"s"]}}}`},
+			want: event{Arguments: `{"s":"top","t":{"s":"***","n":{"s":"***","l":[{"s":"***"},"s"]}}}`,
+				Masked: []string{"/arguments/t/n/l/0/s", "/arguments/t/n/s", "/arguments/t/s"}},
+		},
+		{
+			name:  "any depth erases inside arrays and objects",
+			cfg:   MaskerConfig{Arguments: EraseRules("/**/pin")},
+			input: event{Arguments: `{"pin":"a1","list":[{"pin":"b2","k":1}],"m":{"x":{"pin":"c3"}}}`},
+			want: event{Arguments: `{"list":[{"k":1}],"m":{"x":{}}}`,
+				Erased: []string{"/arguments/list/0/pin", "/arguments/m/x/pin", "/arguments/pin"}},
+		},
+		{
+			name: "a sensitive value is replaced inside the record's other strings",
+			cfg:  MaskerConfig{Arguments: MaskRules("/card"), Result: MaskRules("/token")},
+			input: event{Arguments: `{"card":{"number":"4111-2222","exp":"12/31"},"memo":"paid with 4111-2222, exp 12/31"}`,
+				Result: `{"token":"tok_9","message":"card 4111-2222 declined","again":"tok_9"}`},
+			want: event{Arguments: `{"card":"***","memo":"paid with ***, exp ***"}`,
+				Result: `{"token":"***","message":"card *** declined","again":"***"}`,
+				Masked: []string{"/arguments/card", "/result/token"}},
+		},
+		{
+			name:  "values shorter than MinScrubLength are masked where they stand only",
+			cfg:   MaskerConfig{Arguments: MaskRules("/pin")},
+			input: event{Arguments: `{"pin":"12","memo":"12 items"}`},
+			want:  event{Arguments: `{"pin":"***","memo":"12 items"}`, Masked: []string{"/arguments/pin"}},
+		},
+		{
 			name:  "duplicate keys collapse: no copy of a sensitive value survives",
 			cfg:   MaskerConfig{Arguments: MaskRules("/email")},
 			input: event{Arguments: `{"email":"first@x","email":"second@x"}`},
@@ -371,5 +400,70 @@ func TestHashKeyMasksConsistently(t *testing.T) {
 	}
 	if strings.Contains(string(rec.Arguments), "same@x") {
 		t.Errorf("value leaked: %s", rec.Arguments)
+	}
+}
+
+// TestErrorTextsAreScrubbed: a probe error that quotes a sensitive argument
+// (raw, path- or query-escaped) is written with the value replaced, in masked
+// and digest mode alike.
+func TestErrorTextsAreScrubbed(t *testing.T) {
+	t.Parallel()
+	m, err := NewMasker(MaskerConfig{Arguments: MaskRules("/account", "/name")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range []ArgumentsMode{ModeMasked, ModeDigest} {
+		rec := Record{Arguments: json.RawMessage(`{"account":"acc/42","name":"Zoë Q","n":7}`),
+			StateBeforeError: `state probe: Get "http://h/state/acc%2F42?who=Zo%C3%AB+Q": refused`,
+			StateAfterError:  `state probe: account acc/42 of "Zo\u00eb Q" unknown`}
+		if err := m.Apply(&rec, mode); err != nil {
+			t.Fatal(err)
+		}
+		for _, text := range []string{rec.StateBeforeError, rec.StateAfterError} {
+			if strings.Contains(text, "42") || strings.Contains(text, "Zo") {
+				t.Errorf("%s: the error text keeps a sensitive value: %s", mode, text)
+			}
+		}
+		if !strings.HasPrefix(rec.StateBeforeError, "state probe: Get") {
+			t.Errorf("%s: the rest of the text is lost: %s", mode, rec.StateBeforeError)
+		}
+	}
+}
+
+func TestScrubber(t *testing.T) {
+	t.Parallel()
+	m, err := NewMasker(MaskerConfig{Arguments: MaskRules("/l/**/s"), Result: MaskRules("/pin")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	scrub := m.Scrubber(json.RawMessage(`{"l":[{"s":"alpha"},{"x":{"s":1234}}],"other":"beta"}`), json.RawMessage(`{"pin":"P-77"}`))
+	got := scrub("alpha, beta, 1234 and P-77; alpha again")
+	if want := "***, beta, *** and ***; *** again"; got != want {
+		t.Errorf("scrubbed %q, want %q", got, want)
+	}
+	if got := (*Masker)(nil).Scrubber(json.RawMessage(`{"a":"alpha"}`), nil)("alpha"); got != "alpha" {
+		t.Errorf("a nil masker's scrubber changed %q", got)
+	}
+	if got := m.Scrubber(json.RawMessage(`not json`), nil)("not json"); got != "not json" {
+		t.Errorf("a scrubber of unreadable arguments changed %q", got)
+	}
+}
+
+func TestCoversArgument(t *testing.T) {
+	t.Parallel()
+	m, err := NewMasker(MaskerConfig{Arguments: MaskRules("/card", "/list/*/pin", "/tree/**/secret")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p, want := range map[string]bool{
+		"/card": true, "/card/number": true, "/cardholder": false, "/list/3/pin": true, "/list/3": false,
+		"/tree/secret": true, "/tree/a/b/secret/x": true, "/tree/a": false, "": false, "bad": true,
+	} {
+		if got := m.CoversArgument(p); got != want {
+			t.Errorf("CoversArgument(%q) = %v, want %v", p, got, want)
+		}
+	}
+	if (*Masker)(nil).CoversArgument("/card") {
+		t.Error("a nil masker covers nothing")
 	}
 }

@@ -11,6 +11,11 @@ import (
 // additionalProperties and patternProperties.
 const Wildcard = "*"
 
+// AnyDepth is the pointer segment that matches zero or more segments: every
+// value at or below where it stands, as the contract package reports it for a
+// schema that refers back to itself ("/tree/**/secret").
+const AnyDepth = "**"
+
 // pointer is a parsed RFC 6901 JSON pointer whose segments may be Wildcard.
 type pointer struct {
 	text     string   // as given, for error messages

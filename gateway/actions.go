@@ -4,10 +4,12 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/toolgate/toolgate/api"
+	"github.com/toolgate/toolgate/decisionlog"
 	"github.com/toolgate/toolgate/ledger"
 	"github.com/toolgate/toolgate/toolcall"
 	"go.opentelemetry.io/otel/propagation"
@@ -33,7 +35,7 @@ func (s *Server) putAction(w http.ResponseWriter, r *http.Request, p *Principal)
 	if created {
 		status = http.StatusCreated
 	}
-	return writeJSON(w, status, renderAction(a))
+	return writeJSON(w, status, s.renderAction(a))
 }
 
 // getAction serves GET /v1/actions/{action_id}.
@@ -42,7 +44,7 @@ func (s *Server) getAction(w http.ResponseWriter, r *http.Request, p *Principal)
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, renderAction(a))
+	return writeJSON(w, http.StatusOK, s.renderAction(a))
 }
 
 // listActions serves GET /v1/actions?state=&tool_id=&limit=&cursor=.
@@ -62,7 +64,7 @@ func (s *Server) listActions(w http.ResponseWriter, r *http.Request, p *Principa
 	}
 	out := api.Page{Actions: make([]api.Action, 0, len(page.Actions)), NextCursor: page.Next}
 	for _, a := range page.Actions {
-		out.Actions = append(out.Actions, renderAction(a))
+		out.Actions = append(out.Actions, s.renderAction(a))
 	}
 	return writeJSON(w, http.StatusOK, out)
 }
@@ -74,7 +76,7 @@ func (s *Server) reconcileAction(w http.ResponseWriter, r *http.Request, p *Prin
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, renderAction(a))
+	return writeJSON(w, http.StatusOK, s.renderAction(a))
 }
 
 // resolveAction serves POST /v1/actions/{action_id}/resolve.
@@ -91,7 +93,7 @@ func (s *Server) resolveAction(w http.ResponseWriter, r *http.Request, p *Princi
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, renderAction(a))
+	return writeJSON(w, http.StatusOK, s.renderAction(a))
 }
 
 // approveAction serves POST /v1/actions/{action_id}/approve. The approved
@@ -114,7 +116,7 @@ func (s *Server) approveAction(w http.ResponseWriter, r *http.Request, p *Princi
 		rep := s.replyOf(r.Method+" "+r.URL.Path, &ans, err)
 		s.endCall(&obs, &ans.Facts, &rep)
 	}
-	return writeJSON(w, http.StatusOK, renderAction(ap.Action))
+	return writeJSON(w, http.StatusOK, s.renderAction(ap.Action))
 }
 
 // denyAction serves POST /v1/actions/{action_id}/deny.
@@ -127,44 +129,95 @@ func (s *Server) denyAction(w http.ResponseWriter, r *http.Request, p *Principal
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, renderAction(a))
+	return writeJSON(w, http.StatusOK, s.renderAction(a))
 }
 
-// renderAction is the wire record of an action (SPEC 3.2): a JSON result body
-// as JSON, other text as a string, anything else as base64 in body_base64.
-func renderAction(a *ledger.Action) api.Action {
-	rec := api.Action{
+// actionView is an action as every read shows it (SPEC 3.2: get, list, the
+// dashboard, the operator endpoints' answers, and so the CLI): the wire
+// record, with the x-sensitive values of the result masked by the contract
+// version the action ran under, and the stored arguments masked alike (only
+// the dashboard shows them). The texts kept beside them — history notes,
+// provider evidence, correlation id — are scrubbed of the action's sensitive
+// values (decisionlog.Masker.Scrubber). A result body that is not JSON cannot
+// be masked by pointer: it is scrubbed, and erased whole when the version
+// marks any result value sensitive.
+type actionView struct {
+	api.Action
+	Arguments json.RawMessage
+	Masked    []string // pointers into the view: /arguments/..., /result/body/...
+	Erased    []string
+}
+
+// viewAction is the one masking function every read of an action goes through.
+func (s *Server) viewAction(a *ledger.Action) actionView {
+	m := s.masks.Version(a.ToolID, a.Version)
+	var body []byte
+	if a.Result != nil {
+		body = a.Result.Body
+	}
+	jsonBody := len(body) > 0 && json.Valid(body)
+	rec := decisionlog.Record{Arguments: json.RawMessage(a.Arguments)}
+	if jsonBody {
+		rec.Result = json.RawMessage(body)
+	}
+	var v actionView
+	scrub, err := m.ApplyScrub(&rec, decisionlog.ModeMasked)
+	if err != nil {
+		// Arguments that cannot be masked are not shown; the result still is, masked.
+		rec = decisionlog.Record{Result: rec.Result}
+		if scrub, err = m.ApplyScrub(&rec, decisionlog.ModeMasked); err != nil {
+			rec.Result = nil
+		}
+		v.Erased = append(v.Erased, "/arguments")
+	}
+	v.Arguments = rec.Arguments
+	for _, p := range rec.Masked {
+		v.Masked = append(v.Masked, strings.Replace(p, "/result", "/result/body", 1))
+	}
+	for _, p := range rec.Erased {
+		v.Erased = append(v.Erased, strings.Replace(p, "/result", "/result/body", 1))
+	}
+	v.Action = api.Action{
 		ActionID: a.ID, Tenant: a.Tenant, ToolID: a.ToolID, Version: a.Version, State: string(a.State),
 		NeedsOperator: a.NeedsOperator, ArgsDigest: a.ArgsDigest, Attempts: a.Attempts,
 		ProviderCalls: make([]api.ProviderCall, len(a.ProviderCalls)), History: make([]api.Transition, len(a.History)),
-		CorrelationID: a.CorrelationID, Scope: a.Scope, PolicyVersion: a.PolicyVersion,
+		CorrelationID: scrub(a.CorrelationID), Scope: scrub(a.Scope), PolicyVersion: scrub(a.PolicyVersion),
 		CreatedAt: a.CreatedAt, UpdatedAt: a.UpdatedAt, LastSentAt: timePtr(a.LastSentAt), UnknownSince: timePtr(a.UnknownSince),
 	}
 	for i, pc := range a.ProviderCalls {
-		rec.ProviderCalls[i] = api.ProviderCall{Name: pc.Name, Route: pc.Route, CallID: pc.CallID, At: pc.At}
+		v.ProviderCalls[i] = api.ProviderCall{Name: scrub(pc.Name), Route: scrub(pc.Route), CallID: scrub(pc.CallID), At: pc.At}
 	}
 	for i, t := range a.History {
-		rec.History[i] = api.Transition{From: string(t.From), To: string(t.To), Reason: t.Reason, By: t.By, At: t.At}
+		v.History[i] = api.Transition{From: string(t.From), To: string(t.To), Reason: scrub(t.Reason), By: scrub(t.By), At: t.At}
 	}
 	if a.History == nil {
-		rec.History = nil
+		v.History = nil
 	}
 	if a.Result != nil {
 		rr := &api.Result{StatusCode: a.Result.StatusCode, ContentType: a.Result.ContentType}
-		switch body := a.Result.Body; {
+		switch {
 		case len(body) == 0:
-		case json.Valid(body):
-			rr.Body = json.RawMessage(body)
+		case jsonBody:
+			if rec.Result != nil {
+				rr.Body = rec.Result
+			}
+		case m.MasksResult():
+			v.Erased = append(v.Erased, "/result/body")
 		case utf8.Valid(body):
-			rr.Body, _ = json.Marshal(string(body))
+			rr.Body, _ = json.Marshal(scrub(string(body)))
 		default:
 			rr.BodyBase64 = body
 		}
-		rec.Result = rr
+		v.Result = rr
 	}
-	rec.Tombstone = a.State.Terminal() && a.Arguments == nil && (a.Result == nil || len(a.Result.Body) == 0)
-	return rec
+	v.Tombstone = a.State.Terminal() && a.Arguments == nil && (a.Result == nil || len(a.Result.Body) == 0)
+	return v
 }
+
+// renderAction is the wire record of an action, masked (viewAction): a JSON
+// result body as JSON, other text as a string, anything else as base64 in
+// body_base64.
+func (s *Server) renderAction(a *ledger.Action) api.Action { return s.viewAction(a).Action }
 
 func timePtr(t time.Time) *time.Time {
 	if t.IsZero() {

@@ -64,9 +64,8 @@ func (s *Server) replyOf(where string, ans *toolcall.Answer, err error) reply {
 		// written; outcome invalid, as before the call service.
 		return reply{gone: true, outcome: decisionlog.OutcomeInvalid}
 	case err != nil:
-		p := s.answerProblem(where, err)
-		wire := p.Wire()
-		return problemReply(&wire, p.Outcome())
+		wire, outcome := s.callProblem(where, &ans.Facts, err)
+		return problemReply(&wire, outcome)
 	case ans.Awaiting:
 		body, _ := json.Marshal(map[string]string{"action_id": ans.ActionID, "state": string(ans.State)})
 		return reply{status: http.StatusAccepted, contentType: "application/json", body: append(body, '\n'),

@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/toolgate/toolgate/contract"
 	"github.com/toolgate/toolgate/decisionlog"
+	"github.com/toolgate/toolgate/internal/masking"
 	"github.com/toolgate/toolgate/invoke"
 	"github.com/toolgate/toolgate/ledger"
 	"github.com/toolgate/toolgate/toolcall"
@@ -93,7 +94,7 @@ type Server struct {
 	csrf   *http.CrossOriginProtection
 
 	metrics *Metrics
-	maskers map[string]*decisionlog.Masker
+	masks   *masking.Set // the decision log's and every action read's
 	// observers are told about every handled tool call (the dashboard's
 	// conflict and volume series); add them before serving.
 	observers []func(CallEvent)
@@ -135,7 +136,7 @@ func New(cfg Config) (*Server, error) {
 		ProbeState: cfg.DecisionLog != nil, Tracer: cfg.Tracer, Logf: cfg.Logf,
 	})
 	var err error
-	if s.maskers, err = buildMaskers(cfg.Registry); err != nil {
+	if s.masks, err = masking.New(cfg.Registry); err != nil {
 		return nil, fmt.Errorf("decision log masking: %w", err)
 	}
 	s.metrics = newServerMetrics(cfg)

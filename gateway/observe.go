@@ -2,12 +2,11 @@ package gateway
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"strings"
 	"time"
 
-	"github.com/toolgate/toolgate/contract"
+	"github.com/toolgate/toolgate/api"
 	"github.com/toolgate/toolgate/decisionlog"
 	"github.com/toolgate/toolgate/toolcall"
 	"go.opentelemetry.io/otel/propagation"
@@ -84,7 +83,7 @@ func (s *Server) endCall(o *callObs, f *toolcall.Facts, rep *reply) {
 		rec.Result = f.Result
 	}
 	rec.SetDuration(elapsed)
-	s.cfg.DecisionLog.Log(rec, s.masker(f.ToolID, f.Version))
+	s.cfg.DecisionLog.Log(rec, s.masks.Call(f.ToolID, f.ArgsVersion, f.Version))
 }
 
 // parseTraceparent returns the trace and parent ids of a W3C traceparent
@@ -107,43 +106,37 @@ func isHex(s string) bool {
 	return true
 }
 
-// buildMaskers makes one decision-log masker per tool version from the
-// contract's x-sensitive pointers; a pointer the masker refuses is an error
-// at start-up, not a leak at run time.
-func buildMaskers(reg *contract.Registry) (map[string]*decisionlog.Masker, error) {
-	out := map[string]*decisionlog.Masker{}
-	var errs []error
-	for _, t := range reg.Tools() {
-		for _, v := range t.Versions {
-			params, result := v.Sensitive()
-			m, err := decisionlog.NewMasker(decisionlog.MaskerConfig{
-				Arguments: decisionlog.MaskRules(params...),
-				Result:    decisionlog.MaskRules(result...),
-				State:     decisionlog.MaskRules(result...),
-			})
-			if err != nil {
-				errs = append(errs, err)
-				continue
+// callProblem is a refused call's problem as every front end answers it, and
+// its decision-log outcome. Its texts (detail, each error's detail, the log
+// line of a 5xx cause) go through the call's masker: a sensitive argument
+// value that an error quotes (a rule that could not be evaluated, a cause
+// from below) is replaced there, as in the decision log.
+func (s *Server) callProblem(where string, f *toolcall.Facts, err error) (api.Problem, decisionlog.Outcome) {
+	m := s.masks.Call(f.ToolID, f.ArgsVersion, f.Version)
+	scrub := m.Scrubber(f.Arguments, nil)
+	p := s.answerProblemScrubbed(where, err, scrub)
+	wire := p.Wire()
+	wire.Detail = scrub(wire.Detail)
+	if len(wire.Errors) > 0 {
+		errs := make([]api.FieldError, len(wire.Errors))
+		for i, e := range wire.Errors {
+			errs[i] = api.FieldError{Pointer: e.Pointer, Code: e.Code, Detail: scrub(e.Detail)}
+			// A propertyNames error's pointer ends in the member name the
+			// agent sent; under a sensitive object that name is the secret.
+			if parent, _, ok := cutLastSegment(e.Pointer); ok && e.Code == "propertyNames" && m.CoversArgument(parent) {
+				errs[i].Pointer = parent + "/" + decisionlog.MaskToken
 			}
-			out[t.ID+"@"+v.Version] = m
 		}
+		wire.Errors = errs
 	}
-	// A call whose tool version is not known (a 404, a malformed body) is
-	// logged with its payloads erased whole: nothing says what is sensitive.
-	all, err := decisionlog.NewMasker(decisionlog.MaskerConfig{
-		Arguments: decisionlog.EraseRules(""), Result: decisionlog.EraseRules(""), State: decisionlog.EraseRules(""),
-	})
-	if err != nil {
-		errs = append(errs, err)
-	}
-	out[""] = all
-	return out, errors.Join(errs...)
+	return wire, p.Outcome()
 }
 
-// masker returns the tool version's masker, or one that erases every payload.
-func (s *Server) masker(tool, version string) *decisionlog.Masker {
-	if m, ok := s.maskers[tool+"@"+version]; ok {
-		return m
+// cutLastSegment splits a JSON pointer before its last segment.
+func cutLastSegment(p string) (parent, last string, ok bool) {
+	i := strings.LastIndexByte(p, '/')
+	if i < 0 {
+		return "", "", false
 	}
-	return s.maskers[""]
+	return p[:i], p[i+1:], true
 }

@@ -25,12 +25,21 @@ func problem(code toolcall.Code, format string, args ...any) *toolcall.Problem {
 // must not reach the caller: an internal error's cause, or the cause of any
 // 5xx problem. where names the request for the log.
 func (s *Server) answerProblem(where string, err error) *toolcall.Problem {
+	return s.answerProblemScrubbed(where, err, nil)
+}
+
+// answerProblemScrubbed is answerProblem whose log line goes through scrub
+// (nil: none), which replaces a call's sensitive values.
+func (s *Server) answerProblemScrubbed(where string, err error, scrub func(string) string) *toolcall.Problem {
 	p := toolcall.ProblemOf(err)
+	if scrub == nil {
+		scrub = func(s string) string { return s }
+	}
 	switch {
 	case p.Code == toolcall.CodeInternal:
-		s.logf("internal error on %s: %v", where, p.Cause)
+		s.logf("%s", scrub(fmt.Sprintf("internal error on %s: %v", where, p.Cause)))
 	case p.Cause != nil && p.Status() >= 500:
-		s.logf("%s on %s: %v", p.Code, where, p.Cause)
+		s.logf("%s", scrub(fmt.Sprintf("%s on %s: %v", p.Code, where, p.Cause)))
 	}
 	return p
 }

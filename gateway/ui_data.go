@@ -7,14 +7,13 @@ import (
 
 	"github.com/toolgate/toolgate/api"
 	"github.com/toolgate/toolgate/contract"
-	"github.com/toolgate/toolgate/decisionlog"
 	"github.com/toolgate/toolgate/schemadiff"
 	"github.com/toolgate/toolgate/toolcall"
 )
 
 // uiActionRecord is the dashboard's view of an action: the API's record plus
 // the bound arguments. Values the contract marks x-sensitive are masked in the
-// arguments and in a JSON result, as in the decision log, so a screen never
+// arguments and in the result (viewAction, as every read), so a screen never
 // shows them.
 type uiActionRecord struct {
 	api.Action
@@ -23,33 +22,15 @@ type uiActionRecord struct {
 	Erased    []string        `json:"erased,omitempty"`
 }
 
-// uiAction serves GET /ui/api/actions/{action_id}.
+// uiAction serves GET /ui/api/actions/{action_id}: the action's read
+// (viewAction) with its arguments, masked alike.
 func (s *Server) uiAction(w http.ResponseWriter, r *http.Request, p *Principal) error {
 	a, err := s.calls.Action(r.Context(), p, r.PathValue("action_id"))
 	if err != nil {
 		return err
 	}
-	out := uiActionRecord{Action: renderAction(a)}
-	rec := decisionlog.Record{Arguments: json.RawMessage(a.Arguments)}
-	jsonResult := a.Result != nil && json.Valid(a.Result.Body)
-	if jsonResult {
-		rec.Result = json.RawMessage(a.Result.Body)
-	}
-	if err := s.masker(a.ToolID, a.Version).Apply(&rec, decisionlog.ModeMasked); err != nil {
-		out.Erased = []string{"/arguments"}
-		rec.Arguments = nil
-	}
-	out.Arguments = rec.Arguments
-	out.Masked = rec.Masked
-	out.Erased = append(out.Erased, rec.Erased...)
-	if jsonResult {
-		if rec.Result == nil {
-			out.Result.Body = nil
-		} else {
-			out.Result.Body = rec.Result
-		}
-	}
-	return writeJSON(w, http.StatusOK, out)
+	v := s.viewAction(a)
+	return writeJSON(w, http.StatusOK, uiActionRecord{Action: v.Action, Arguments: v.Arguments, Masked: v.Masked, Erased: v.Erased})
 }
 
 // uiTool is one tool of the registry page.

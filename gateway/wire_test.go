@@ -10,6 +10,8 @@ import (
 
 	"github.com/toolgate/toolgate/api"
 	"github.com/toolgate/toolgate/client"
+	"github.com/toolgate/toolgate/internal/masking"
+	"github.com/toolgate/toolgate/internal/testrig"
 	"github.com/toolgate/toolgate/ledger"
 	"github.com/toolgate/toolgate/toolcall"
 )
@@ -37,11 +39,22 @@ func wireActions() []*ledger.Action {
 	return []*ledger.Action{full, binary, tombstone}
 }
 
+// wireServer is a server with nothing but the example tools' maskers, for
+// renderAction.
+func wireServer(t *testing.T) *Server {
+	t.Helper()
+	m, err := masking.New(testrig.Registry(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Server{masks: m}
+}
+
 func TestActionRecordRoundTripsThroughTheClient(t *testing.T) {
 	t.Parallel()
 	filled := map[string]bool{}
 	for _, a := range wireActions() {
-		out, err := json.Marshal(renderAction(a))
+		out, err := json.Marshal(wireServer(t).renderAction(a))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -85,7 +98,7 @@ func TestListPageAndProblemRoundTripThroughTheClient(t *testing.T) {
 	t.Parallel()
 	page := api.Page{NextCursor: "next"}
 	for _, a := range wireActions() {
-		page.Actions = append(page.Actions, renderAction(a))
+		page.Actions = append(page.Actions, wireServer(t).renderAction(a))
 	}
 	out, _ := json.Marshal(page)
 	var cp client.Page

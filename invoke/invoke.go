@@ -13,6 +13,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptrace"
+	"net/url"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -197,6 +198,36 @@ func (a *attemptTrace) trace() *httptrace.ClientTrace {
 	}
 }
 
+// Errors name the binding's URL template, never the URL expanded from it: an
+// expanded URL carries the call's argument values ({args.FIELD}), which must
+// reach no error text, history entry or log line. net/http's own errors
+// (*url.Error) print the request's URL, so it is dropped from them.
+
+// withoutURL returns err without the request URL a *url.Error carries: its
+// operation and cause, still unwrapping to the cause.
+func withoutURL(err error) error {
+	var ue *url.Error
+	if !errors.As(err, &ue) {
+		return err
+	}
+	return &requestError{op: ue.Op, err: ue.Err}
+}
+
+// requestError is a *url.Error without its URL.
+type requestError struct {
+	op  string // "Post", "Get", "parse"
+	err error
+}
+
+func (e *requestError) Error() string { return e.op + ": " + e.err.Error() }
+func (e *requestError) Unwrap() error { return e.err }
+
+// Timeout reports whether the cause was a timeout, as *url.Error does.
+func (e *requestError) Timeout() bool {
+	t, ok := e.err.(interface{ Timeout() bool })
+	return ok && t.Timeout()
+}
+
 // Call sends one attempt of r downstream, exactly once, and classifies it
 // (SPEC 3.1): an answer below 500 is Answered; a 5xx in NotStartedStatuses is
 // NotStarted; any other 5xx is Lost (status and body kept); a timeout or a
@@ -225,7 +256,7 @@ func (c *Client) Call(ctx context.Context, r Request) Result {
 
 	req, err := http.NewRequestWithContext(ctx, b.Method, u, nil)
 	if err != nil {
-		return Result{Outcome: ledger.NotStarted, Err: fmt.Errorf("invoke: build request: %w", err)}
+		return Result{Outcome: ledger.NotStarted, Err: fmt.Errorf("invoke %s %s: build request: %w", b.Method, b.URL, withoutURL(err))}
 	}
 	body := r.Body
 	if b.Method == http.MethodGet || b.Method == http.MethodHead {
@@ -247,10 +278,11 @@ func (c *Client) Call(ctx context.Context, r Request) Result {
 		res.SentAt = *at.wroteAt.Load()
 	}
 	if err != nil {
+		err = withoutURL(err)
 		if cause := context.Cause(ctx); cause != nil && !errors.Is(err, cause) {
 			err = fmt.Errorf("%w (%w)", err, cause)
 		}
-		res.Err = fmt.Errorf("invoke %s %s: %w", b.Method, u, err)
+		res.Err = fmt.Errorf("invoke %s %s: %w", b.Method, b.URL, err)
 		if res.Written {
 			res.Outcome = ledger.Lost
 		} else {
@@ -273,10 +305,10 @@ func (c *Client) Call(ctx context.Context, r Request) Result {
 		res.Outcome = ledger.Answered
 	case slices.Contains(b.NotStartedStatuses, resp.StatusCode):
 		res.Outcome = ledger.NotStarted
-		res.Err = fmt.Errorf("invoke %s %s: downstream answered %d (not started)", b.Method, u, resp.StatusCode)
+		res.Err = fmt.Errorf("invoke %s %s: downstream answered %d (not started)", b.Method, b.URL, resp.StatusCode)
 	default:
 		res.Outcome = ledger.Lost
-		res.Err = fmt.Errorf("invoke %s %s: downstream answered %d (ambiguous)", b.Method, u, resp.StatusCode)
+		res.Err = fmt.Errorf("invoke %s %s: downstream answered %d (ambiguous)", b.Method, b.URL, resp.StatusCode)
 	}
 	return res
 }

@@ -41,7 +41,7 @@ func (c *Client) Lookup(ctx context.Context, r Request) LookupResult {
 	case http.StatusNotFound:
 		res.NotFound = true
 	default:
-		res.Err = fmt.Errorf("lookup: downstream answered %d", resp.StatusCode)
+		res.Err = fmt.Errorf("lookup: GET %s: downstream answered %d", b.LookupURL, resp.StatusCode)
 	}
 	return res
 }
@@ -63,16 +63,17 @@ func (c *Client) State(ctx context.Context, r Request) (json.RawMessage, error) 
 		return nil, fmt.Errorf("state probe: %w", err)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return nil, fmt.Errorf("state probe: downstream answered %d", resp.StatusCode)
+		return nil, fmt.Errorf("state probe: GET %s: downstream answered %d", b.StateURL, resp.StatusCode)
 	}
 	if !json.Valid(body) {
-		return nil, fmt.Errorf("state probe: answer is not JSON")
+		return nil, fmt.Errorf("state probe: GET %s: answer is not JSON", b.StateURL)
 	}
 	return json.RawMessage(body), nil
 }
 
 // get sends a bounded GET to the expanded template and reads the capped body.
-// A read-only GET may be retried by the transport; that is harmless.
+// A read-only GET may be retried by the transport; that is harmless. Its
+// errors name the template, not the expanded URL (see withoutURL).
 func (c *Client) get(ctx context.Context, b *Binding, tmpl string, r Request) (*http.Response, []byte, error) {
 	key, err := DownstreamKey(b, r.Vars)
 	if err != nil {
@@ -86,17 +87,17 @@ func (c *Client) get(ctx context.Context, b *Binding, tmpl string, r Request) (*
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("GET %s: build request: %w", tmpl, withoutURL(err))
 	}
 	setHeaders(req, r, b.IdempotencyHeader, key)
 	resp, err := c.client().Do(req)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("GET %s: %w", tmpl, withoutURL(err))
 	}
 	defer resp.Body.Close()
 	body, err := readCapped(resp.Body, c.maxBody())
 	if err != nil {
-		return nil, nil, fmt.Errorf("GET %s: %w", u, err)
+		return nil, nil, fmt.Errorf("GET %s: %w", tmpl, err)
 	}
 	return resp, body, nil
 }

@@ -93,8 +93,8 @@ func (c *call) forAction(ctx context.Context) error {
 	case err != nil:
 		return storeFailed(err)
 	}
-	if !c.p.Allows(a.ToolID) {
-		return Errorf(CodeToolNotAllowed, "key %q may not call %s", c.p.Name, a.ToolID)
+	if !c.p.Allows(a.ToolID) { // answered as if it did not exist: the key learns nothing of other tools' actions
+		return Errorf(CodeActionNotFound, "no action %q; create it with PUT /v1/actions/{action_id}", id)
 	}
 	if c.tool = c.s.cfg.Registry.Tool(a.ToolID); c.tool == nil {
 		return Errorf(CodeToolNotFound, "the action's tool %q is no longer in the registry", a.ToolID)
@@ -230,6 +230,7 @@ func (c *call) admit(ctx context.Context, v *contract.Version) (admission, error
 			return admission{}, Errorf(CodeVersionNotFound, "%s has no supported version", c.tool.ID)
 		}
 	}
+	c.facts().ArgsVersion = v.Version
 	if c.decoded(); c.argsErr != nil {
 		return admission{}, Errorf(CodeMalformedRequest, "\"arguments\" cannot be checked: %v", c.argsErr)
 	}
@@ -306,6 +307,7 @@ func stamp(pc *ledger.ProviderCall) *ledger.ProviderCall {
 func (c *call) existing(ctx context.Context, a *ledger.Action) error {
 	f := c.facts()
 	f.ActionID = a.ID
+	f.ArgsVersion = "" // until the arguments prove to be the action's own
 	if f.StateBefore == "" {
 		f.StateBefore = a.State
 	}
@@ -323,6 +325,9 @@ func (c *call) existing(ctx context.Context, a *ledger.Action) error {
 				c.s.cfg.Ledger.Time().Sub(a.CreatedAt).Round(time.Second), c.s.cfg.Retention).withAction(a, a.State)
 		}
 		if a.ToolID != c.tool.ID || (c.version != nil && a.Version != "" && c.version.Version != a.Version) {
+			if !c.p.Allows(a.ToolID) {
+				return Errorf(CodeKeyReused, "key %q names an action of another tool", c.key).withAction(a, "")
+			}
 			return Errorf(CodeKeyReused, "key %q names an action for %s %s", c.key, a.ToolID, a.Version).withAction(a, "")
 		}
 		if a.State == ledger.Prepared {
@@ -331,6 +336,7 @@ func (c *call) existing(ctx context.Context, a *ledger.Action) error {
 		if a.ArgsDigest != c.digest {
 			return Errorf(CodeKeyReused, "key %q was first used with other arguments (%s)", c.key, a.ArgsDigest).withAction(a, "")
 		}
+		f.ArgsVersion = a.Version // the same canonical arguments the action was bound with
 		if pc := c.body.Provider; pc != nil {
 			if err := c.s.cfg.Ledger.AddProviderCall(ctx, a, *pc); err != nil && !errors.Is(err, ledger.ErrStale) {
 				c.s.logf("record provider call for %s: %v", a.ID, err)

@@ -32,6 +32,8 @@ func (s *Service) Prepare(ctx context.Context, p *Principal, id string, spec led
 	}
 	a, created, err = s.cfg.Ledger.Prepare(ctx, p.Tenant, id, spec)
 	switch {
+	case errors.Is(err, ledger.ErrActionMismatch) && !p.Allows(a.ToolID):
+		return nil, false, Errorf(CodeActionMismatch, "action %q exists for another tool", id)
 	case errors.Is(err, ledger.ErrActionMismatch):
 		return nil, false, Errorf(CodeActionMismatch, "action %q exists for %s %s", id, a.ToolID, a.Version).withAction(a, a.State)
 	case err != nil:
@@ -40,11 +42,14 @@ func (s *Service) Prepare(ctx context.Context, p *Principal, id string, spec led
 	return a, created, nil
 }
 
-// Action reads one of the principal's tenant's actions.
+// Action reads one of the principal's tenant's actions. An action of a tool
+// outside the principal's allow-list is answered as one that does not
+// exist, so that a key learns nothing of other tools' actions; every
+// operator move (reconcile, resolve, approve, deny) reads through here.
 func (s *Service) Action(ctx context.Context, p *Principal, id string) (*ledger.Action, error) {
 	a, err := s.cfg.Ledger.Get(ctx, p.Tenant, id)
 	switch {
-	case errors.Is(err, ledger.ErrNotFound):
+	case errors.Is(err, ledger.ErrNotFound) || err == nil && !p.Allows(a.ToolID):
 		return nil, Errorf(CodeActionNotFound, "no action %q", id)
 	case err != nil:
 		return nil, storeFailed(err)
@@ -52,13 +57,63 @@ func (s *Service) Action(ctx context.Context, p *Principal, id string) (*ledger.
 	return a, nil
 }
 
-// List reads one page of the principal's tenant's actions; f.Tenant is
-// ignored.
+// listScanPages bounds how many store pages one List reads to fill a page
+// with actions of the principal's tools; past it the page ends early, with a
+// cursor to go on from.
+const listScanPages = 8
+
+// List reads one page of the principal's tenant's actions of the tools its
+// allow-list names (the others are left out, as if they did not exist);
+// f.Tenant is ignored. A page may hold fewer actions than f.Limit when the
+// allow-list leaves many out; NextCursor then goes on after the last action
+// read.
 func (s *Service) List(ctx context.Context, p *Principal, f ledger.Filter) (ledger.Page, error) {
 	f.Tenant = p.Tenant
 	if f.State != "" && !f.State.Valid() {
 		return ledger.Page{}, Errorf(CodeMalformedRequest, "state %q is not one of the action states", f.State)
 	}
+	if f.ToolID != "" && !p.Allows(f.ToolID) {
+		if _, _, err := ledger.DecodeCursor(f.Cursor); f.Cursor != "" && err != nil {
+			return ledger.Page{}, Errorf(CodeMalformedRequest, "cursor %q was not issued by this gateway", f.Cursor)
+		}
+		return ledger.Page{}, nil
+	}
+	if p.Visible() == nil || f.ToolID != "" {
+		return s.listPage(ctx, f)
+	}
+	limit := f.Limit
+	if limit <= 0 {
+		limit = ledger.DefaultListLimit
+	}
+	var out ledger.Page
+	for range listScanPages {
+		page, err := s.listPage(ctx, f)
+		if err != nil {
+			return ledger.Page{}, err
+		}
+		for i, a := range page.Actions {
+			if !p.Allows(a.ToolID) {
+				continue
+			}
+			out.Actions = append(out.Actions, a)
+			if len(out.Actions) == limit {
+				if i < len(page.Actions)-1 || page.Next != "" {
+					out.Next = ledger.EncodeCursor(a.CreatedAt.UnixNano(), a.ID)
+				}
+				return out, nil
+			}
+		}
+		if page.Next == "" {
+			out.Next = ""
+			return out, nil
+		}
+		f.Cursor = page.Next
+		out.Next = page.Next // the scan may stop here: go on after the last action read
+	}
+	return out, nil
+}
+
+func (s *Service) listPage(ctx context.Context, f ledger.Filter) (ledger.Page, error) {
 	page, err := s.cfg.Ledger.Store.List(ctx, f)
 	switch {
 	case errors.Is(err, ledger.ErrBadCursor):
@@ -172,7 +227,7 @@ func (ap *Approval) Run(ctx context.Context, traceparent string) (Answer, error)
 	c := &call{s: ap.s, p: ap.p, tool: ap.tool, in: Input{Traceparent: traceparent}, key: a.ID, digest: a.ArgsDigest, canon: a.Arguments}
 	c.body = Body{Arguments: a.Arguments, CorrelationID: a.CorrelationID}
 	f := c.facts()
-	f.Principal, f.Tenant, f.ToolID, f.ActionID, f.Version = ap.p.Name, ap.p.Tenant, ap.tool.ID, a.ID, a.Version
+	f.Principal, f.Tenant, f.ToolID, f.ActionID, f.Version, f.ArgsVersion = ap.p.Name, ap.p.Tenant, ap.tool.ID, a.ID, a.Version, a.Version
 	f.InputHash, f.Arguments, f.CorrelationID = a.ArgsDigest, a.Arguments, a.CorrelationID
 	f.StateBefore = ledger.AwaitingApproval
 	err := c.execute(ctx, a, ap.b)

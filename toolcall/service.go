@@ -213,6 +213,12 @@ type Facts struct {
 	Tenant    string
 	ToolID    string // set once the tool is known to exist
 	Version   string // the version that served (or would serve) the call
+	// ArgsVersion is the version the call's arguments were sent for: the
+	// one they were validated against, or the stored action's when they are
+	// its arguments. "" when that is unknown or ambiguous (refused before a
+	// version was chosen, another version or other arguments under an
+	// existing key): they are then masked by every version of the tool.
+	ArgsVersion string
 	// ActionID is the action's id: the idempotency key, once it is known
 	// to be well formed. "" for read-only tools.
 	ActionID      string
