@@ -217,6 +217,7 @@ func (s *Server) routes() {
 	})
 	m.HandleFunc("GET /problems/{code}", serveProblemPage)
 	s.providerRoutes(m)
+	s.openapiRoutes(m)
 	s.mcpRoutes(m)
 	s.uiRoutes(m)
 	for _, p := range []string{"/v1/tools/{tool_id}/calls", "/v1/actions/{action_id}", "/v1/actions/{action_id}/calls",

@@ -250,7 +250,7 @@ func newSecRig(t testing.TB, tools map[string]string, opts ...secOption) *secRig
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := httptest.NewServer(srv)
+	ts := httptest.NewServer(contractChecked(t, srv))
 	t.Cleanup(ts.Close)
 	s.rig = &rig{t: t, url: ts.URL, svc: cfg.Ledger, server: srv, cfg: cfg}
 	return s
