@@ -58,6 +58,25 @@ type Transition struct {
 	Reason string    `json:"reason"`
 	By     string    `json:"by"`
 	At     time.Time `json:"at"`
+	// ProviderTransition marks an entry that records a change of provider
+	// route, not of state (from equals to).
+	ProviderTransition *ProviderTransition `json:"provider_transition,omitempty"`
+}
+
+// ProviderTransition is a call for the action that came through another
+// provider name or route than the last recorded one: the prior and the new
+// route, the action's state then, and the reason the call gave.
+type ProviderTransition struct {
+	From        ProviderRoute `json:"from"`
+	To          ProviderRoute `json:"to"`
+	ActionState string        `json:"action_state"`
+	Reason      string        `json:"reason,omitempty"`
+}
+
+// ProviderRoute is a model provider and route.
+type ProviderRoute struct {
+	Name  string `json:"name,omitempty"`
+	Route string `json:"route,omitempty"`
 }
 
 // ProviderCall is a provider's tool-call id stored as evidence.

@@ -45,8 +45,12 @@ func New(baseURL, key string, hc *http.Client) *Client {
 type Filter struct {
 	State  string // an action state such as "unknown"
 	ToolID string
-	Limit  int    // page size, 1 to the gateway's maximum (500)
-	Cursor string // NextCursor of the previous page
+	// PolicyVersion and CorrelationID find the actions a rule's firing
+	// caused (exact matches).
+	PolicyVersion string
+	CorrelationID string
+	Limit         int    // page size, 1 to the gateway's maximum (500)
+	Cursor        string // NextCursor of the previous page
 }
 
 // Page is one page of actions. NextCursor is empty on the last page.
@@ -63,6 +67,12 @@ func (c *Client) ListActions(ctx context.Context, f Filter) (*Page, error) {
 	}
 	if f.ToolID != "" {
 		q.Set("tool_id", f.ToolID)
+	}
+	if f.PolicyVersion != "" {
+		q.Set("policy_version", f.PolicyVersion)
+	}
+	if f.CorrelationID != "" {
+		q.Set("correlation_id", f.CorrelationID)
 	}
 	if f.Limit > 0 {
 		q.Set("limit", strconv.Itoa(f.Limit))

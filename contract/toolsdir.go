@@ -5,6 +5,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/toolgate/toolgate/internal/strictyaml"
 )
 
 // Agent is agents/<name>.yaml: an agent's system prompt, for contract cases played by a
@@ -17,7 +19,9 @@ type Agent struct {
 }
 
 // Decision is a rule record, decisions/<id>.yaml (SPEC 1.5). The loader reads it strictly
-// (unknown fields are errors); what records mean to lint and gate is checked elsewhere.
+// (unknown fields, missing required fields, a bad date or pointer, a supersedes naming no
+// record are errors: contract/decisions.go); what records rely on is lint's and gate's to
+// judge.
 type Decision struct {
 	ID            string     `yaml:"id"`
 	Decision      string     `yaml:"decision"`
@@ -31,6 +35,21 @@ type Decision struct {
 	ReliesOn      []ReliesOn `yaml:"relies_on"`
 	Supersedes    string     `yaml:"supersedes"`
 	File          string     `yaml:"-"`
+	// Raw is the file's bytes, as toolgate.lock digests them.
+	Raw []byte `yaml:"-"`
+	// SupersededBy is the id of the record that supersedes this one; "" for a
+	// live record.
+	SupersededBy string         `yaml:"-"`
+	lines        map[string]int // YAML path -> line
+}
+
+// Line is the line of a YAML path ("relies_on[1].value") in the record's file, or of
+// its nearest ancestor; 0 when unknown.
+func (d *Decision) Line(path string) int {
+	if d.lines == nil {
+		return 0
+	}
+	return strictyaml.LineOf(d.lines, path)
 }
 
 // ReliesOn is one field (and optionally one enum value) a rule record relies on.
@@ -107,11 +126,7 @@ func (l *loader) loadShared(reg *Registry) {
 		}
 	}
 	for _, path := range l.yamlFiles(filepath.Join(reg.Dir, "decisions")) {
-		y := &yamlFile{l: l, path: path}
-		d := &Decision{File: path}
-		if _, ok := y.decode(d); !ok {
-			continue
-		}
-		reg.decisions = append(reg.decisions, d)
+		l.loadDecision(reg, path)
 	}
+	l.linkDecisions(reg)
 }

@@ -210,8 +210,16 @@ func (m *Masker) ApplyScrub(rec *Record, mode ArgumentsMode) (func(string) strin
 	rec.StateBeforeError = sc.text(rec.StateBeforeError)
 	rec.StateAfterError = sc.text(rec.StateAfterError)
 	rec.CorrelationID = sc.text(rec.CorrelationID)
+	rec.PolicyVersion = sc.text(rec.PolicyVersion)
 	if p := rec.Provider; p != nil {
-		rec.Provider = &Provider{Name: sc.text(p.Name), Route: sc.text(p.Route), CallID: sc.text(p.CallID)}
+		rec.Provider = &Provider{Name: sc.text(p.Name), Route: sc.text(p.Route), CallID: sc.text(p.CallID), Reason: sc.text(p.Reason)}
+	}
+	if pt := rec.ProviderTransition; pt != nil {
+		rec.ProviderTransition = &ProviderTransition{
+			From:        ProviderRoute{Name: sc.text(pt.From.Name), Route: sc.text(pt.From.Route)},
+			To:          ProviderRoute{Name: sc.text(pt.To.Name), Route: sc.text(pt.To.Route)},
+			ActionState: pt.ActionState, Reason: sc.text(pt.Reason),
+		}
 	}
 	if mode == ModeDigest {
 		rec.Arguments, rec.Result = nil, nil

@@ -467,3 +467,29 @@ func TestCoversArgument(t *testing.T) {
 		t.Error("a nil masker covers nothing")
 	}
 }
+
+// TestProviderTextsAreScrubbed: provider evidence the call carries (its
+// reason, a transition's routes and reason, the policy version) is free
+// text, so a sensitive argument quoted in it is replaced, and the reason
+// itself is kept.
+func TestProviderTextsAreScrubbed(t *testing.T) {
+	t.Parallel()
+	m, err := NewMasker(MaskerConfig{Arguments: MaskRules("/account")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := Record{Arguments: json.RawMessage(`{"account":"acc-4242"}`), PolicyVersion: "policy for acc-4242",
+		Provider: &Provider{Name: "openai", Route: "fallback", CallID: "c1", Reason: "retry of acc-4242"},
+		ProviderTransition: &ProviderTransition{From: ProviderRoute{Name: "openai", Route: "primary"},
+			To: ProviderRoute{Name: "openai", Route: "acc-4242"}, ActionState: "running", Reason: "primary timed out on acc-4242"}}
+	if err := m.Apply(&rec, ModeMasked); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(rec)
+	if strings.Contains(string(b), "4242") {
+		t.Errorf("a sensitive value stays in the provider evidence: %s", b)
+	}
+	if rec.Provider.Reason != "retry of "+MaskToken || rec.ProviderTransition.Reason != "primary timed out on "+MaskToken {
+		t.Errorf("the reasons are lost: %+v %+v", rec.Provider, rec.ProviderTransition)
+	}
+}

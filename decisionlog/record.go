@@ -52,12 +52,45 @@ type Provider struct {
 	Name   string `json:"name"`
 	Route  string `json:"route"`
 	CallID string `json:"call_id"`
+	// Reason is the body's provider.reason: why the call came through its
+	// route ("primary timed out"). Added; omitted when empty.
+	Reason string `json:"reason,omitempty"`
+}
+
+// ProviderRoute is a model provider and route.
+type ProviderRoute struct {
+	Name  string `json:"name,omitempty"`
+	Route string `json:"route,omitempty"`
+}
+
+// ProviderTransition is a call for an existing action that came through
+// another provider name or route than the last recorded one (SPEC 3.1): the
+// prior route, the new one, the action's state at that moment and the reason
+// the call gave.
+type ProviderTransition struct {
+	From        ProviderRoute `json:"from"`
+	To          ProviderRoute `json:"to"`
+	ActionState string        `json:"action_state"`
+	Reason      string        `json:"reason,omitempty"`
+}
+
+// Downstream is how an executed call was sent downstream, as the binding
+// said: the method, the URL template, the header of the downstream key and
+// the key's template. Templates, not expanded values: expanded with the
+// line's tenant, action_id and arguments they give the request again, which
+// is what toolgate replay does, and they carry no argument value.
+type Downstream struct {
+	Method            string `json:"method"`
+	URL               string `json:"url"`
+	IdempotencyHeader string `json:"idempotency_header"`
+	DownstreamKey     string `json:"downstream_key"`
 }
 
 // Record is one decision log line. Every field SPEC 5 lists is always written
 // (empty string, 0 or null when the gateway has nothing for it); the fields
 // toolgate adds beyond SPEC 5 (tenant, result, result_hash,
-// state_before_error, state_after_error) are omitted when empty.
+// state_before_error, state_after_error, policy_version, provider.reason,
+// provider_transition, downstream) are omitted when empty.
 //
 // The payload fields (Arguments, Result, StateBefore, StateAfter) hold the raw
 // JSON the gateway saw; the Masker replaces them with their loggable form and
@@ -89,6 +122,15 @@ type Record struct {
 	// microsecond precision.
 	DurationMS float64   `json:"duration_ms"`
 	Provider   *Provider `json:"provider"`
+	// PolicyVersion is the policy the rule that made the call belongs to
+	// (SPEC 1.5), from the call or its action. Added; omitted when empty.
+	PolicyVersion string `json:"policy_version,omitempty"`
+	// ProviderTransition is set when the call changed the action's provider
+	// route. Added; omitted when nil.
+	ProviderTransition *ProviderTransition `json:"provider_transition,omitempty"`
+	// Downstream is set on a call that was sent downstream (an execution).
+	// Added; omitted when nil.
+	Downstream *Downstream `json:"downstream,omitempty"`
 
 	StateBefore      json.RawMessage `json:"state_before"`
 	StateAfter       json.RawMessage `json:"state_after"`

@@ -33,6 +33,9 @@ type Config struct {
 	LockViolations []lockfile.Violation
 	// Approvals are the recorded sign-offs (approvals/ files and the --approval flag).
 	Approvals []Approval
+	// Decisions are the tools directory's rule records (decisions/); a release that
+	// drops a field or enum value a live record of the tool relies on is blocked.
+	Decisions []*contract.Decision
 	// Now is the clock. Defaults to time.Now.
 	Now func() time.Time
 }
@@ -173,6 +176,9 @@ func Evaluate(ctx context.Context, cfg Config) (*Decision, error) {
 	} else {
 		add(CheckApproval, false, fmt.Sprintf("approval required (%s): no approvals/ file names %s %s (or pass --approval NAME)", strings.Join(needs, "; "), t.ID, to.Version))
 	}
+
+	// 4b. What the live rule records of the tool rely on (gate/decisions.go).
+	checkRecords(t, from, to, cfg.Decisions, add)
 
 	// 5. Deprecation window for dropped versions.
 	dropped := 0

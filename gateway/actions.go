@@ -47,10 +47,12 @@ func (s *Server) getAction(w http.ResponseWriter, r *http.Request, p *Principal)
 	return writeJSON(w, http.StatusOK, s.renderAction(a))
 }
 
-// listActions serves GET /v1/actions?state=&tool_id=&limit=&cursor=.
+// listActions serves
+// GET /v1/actions?state=&tool_id=&policy_version=&correlation_id=&limit=&cursor=.
 func (s *Server) listActions(w http.ResponseWriter, r *http.Request, p *Principal) error {
 	q := r.URL.Query()
-	f := ledger.Filter{State: ledger.State(q.Get("state")), ToolID: q.Get("tool_id"), Cursor: q.Get("cursor")}
+	f := ledger.Filter{State: ledger.State(q.Get("state")), ToolID: q.Get("tool_id"), Cursor: q.Get("cursor"),
+		PolicyVersion: q.Get("policy_version"), CorrelationID: q.Get("correlation_id")}
 	if l := q.Get("limit"); l != "" {
 		n, err := strconv.Atoi(l)
 		if err != nil || n < 1 || n > ledger.MaxListLimit {
@@ -189,6 +191,13 @@ func (s *Server) viewAction(a *ledger.Action) actionView {
 	}
 	for i, t := range a.History {
 		v.History[i] = api.Transition{From: string(t.From), To: string(t.To), Reason: scrub(t.Reason), By: scrub(t.By), At: t.At}
+		if pt := t.Provider; pt != nil {
+			v.History[i].ProviderTransition = &api.ProviderTransition{
+				From:        api.ProviderRoute{Name: scrub(pt.From.Name), Route: scrub(pt.From.Route)},
+				To:          api.ProviderRoute{Name: scrub(pt.To.Name), Route: scrub(pt.To.Route)},
+				ActionState: string(pt.State), Reason: scrub(pt.Reason),
+			}
+		}
 	}
 	if a.History == nil {
 		v.History = nil

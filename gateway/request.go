@@ -17,6 +17,7 @@ type callBody struct {
 	Arguments     json.RawMessage `json:"arguments"`
 	Version       string          `json:"version"`
 	CorrelationID string          `json:"correlation_id"`
+	PolicyVersion string          `json:"policy_version"`
 	Provider      *providerBody   `json:"provider"`
 }
 
@@ -24,6 +25,7 @@ type providerBody struct {
 	Name   string `json:"name"`
 	Route  string `json:"route"`
 	CallID string `json:"call_id"`
+	Reason string `json:"reason"`
 }
 
 // readBody reads at most limit bytes of the request body; a longer one is
@@ -50,9 +52,10 @@ func (s *Server) readCallBody(w http.ResponseWriter, r *http.Request) (toolcall.
 	if err != nil {
 		return toolcall.Body{}, err
 	}
-	out := toolcall.Body{Arguments: b.Arguments, Version: b.Version, CorrelationID: b.CorrelationID}
+	out := toolcall.Body{Arguments: b.Arguments, Version: b.Version, CorrelationID: b.CorrelationID, PolicyVersion: b.PolicyVersion}
 	if pb := b.Provider; pb != nil {
 		out.Provider = &ledger.ProviderCall{Name: pb.Name, Route: pb.Route, CallID: pb.CallID}
+		out.ProviderReason = pb.Reason
 	}
 	return out, nil
 }

@@ -198,9 +198,16 @@ func TestDashboardInChromium(t *testing.T) {
 	// One refund large enough to wait for approval, with provider evidence.
 	big := strings.Replace(okArgs, "1500", "250000", 1)
 	if r := g.do("POST", "/v1/tools/payments.issue_refund/calls",
-		`{"arguments":`+big+`,"provider":{"name":"openai","route":"primary","call_id":"call_7Hq2kP"}}`,
+		`{"arguments":`+big+`,"correlation_id":"rule-fired-77","policy_version":"refund-policy-v3","provider":{"name":"openai","route":"primary","call_id":"call_7Hq2kP"}}`,
 		append(agent, "Idempotency-Key", "ui-approve-0001")...); r.status != 202 {
 		t.Fatalf("large refund: %d %s", r.status, r.body)
+	}
+	// The agent's fallback model asks again for the same action: a provider
+	// transition, whose reason (markup included) the timeline shows as text.
+	if r := g.do("POST", "/v1/tools/payments.issue_refund/calls",
+		`{"arguments":`+big+`,"provider":{"name":"anthropic","route":"fallback","call_id":"toolu_01","reason":"primary timed out <img src=x onerror=alert(1)>"}}`,
+		append(agent, "Idempotency-Key", "ui-approve-0001")...); r.status != 202 {
+		t.Fatalf("fallback call: %d %s", r.status, r.body)
 	}
 	seedTraffic(t, g)
 	effects := g.sb.EffectCount()
@@ -291,8 +298,18 @@ func TestDashboardInChromium(t *testing.T) {
 		waitText("#result", "refund_id"),
 	)
 	steps := count(t, ctx, "#timeline li")
-	if steps < 4 {
-		t.Errorf("the timeline shows %d transitions, want at least 4", steps)
+	if steps < 5 {
+		t.Errorf("the timeline shows %d entries, want at least 5 (4 transitions and the provider's)", steps)
+	}
+	run(t, ctx, "see the provider transition",
+		waitText("#timeline li.provider-transition", "Provider route changed"),
+		waitText("#timeline li.provider-transition", "awaiting_approval"),
+		waitText("#timeline .route-from", "openai / primary"),
+		waitText("#timeline .route-to", "anthropic / fallback"),
+		waitText("#timeline .route-reason", "primary timed out <img src=x onerror=alert(1)>"),
+	)
+	if n := count(t, ctx, "#timeline img"); n != 0 {
+		t.Errorf("the provider's reason became markup (%d img elements)", n)
 	}
 	screenshot(t, ctx, "action-timeline")
 
@@ -330,7 +347,26 @@ func TestDashboardInChromium(t *testing.T) {
 	if listed != 1 {
 		t.Errorf("the unknown filter lists %d actions, want 1", listed)
 	}
+	// The rule's firing and the refund it caused: one query.
+	run(t, ctx, "filter by policy version and correlation id",
+		goTo("#/actions?policy_version=refund-policy-v3&correlation_id=rule-fired-77"),
+		chromedp.WaitVisible(chromedp.CSS(`#actions tr[data-action="ui-approve-0001"]`)),
+	)
+	if listed := count(t, ctx, "#actions tbody tr"); listed != 1 {
+		t.Errorf("the policy and correlation filter lists %d actions, want 1", listed)
+	}
+	typed, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById('filter-policy').value + ' ' + document.getElementById('filter-correlation').value`))
+	if err != nil || typed != "refund-policy-v3 rule-fired-77" {
+		t.Errorf("the filter inputs show %q (%v)", typed, err)
+	}
+	run(t, ctx, "type another correlation id",
+		chromedp.SetValue(chromedp.CSS("#filter-correlation"), "rule-fired-78"),
+		chromedp.Evaluate[chromedp.Void](`document.getElementById('filter-correlation').dispatchEvent(new Event('change'))`),
+		waitText("main", "No actions match."),
+	)
 	run(t, ctx, "list every action",
+		goTo("#/actions"),
+		chromedp.WaitVisible(chromedp.CSS(`#actions tr[data-action="ui-approve-0001"]`)),
 		chromedp.SetValue(chromedp.CSS("#filter-state"), ""),
 		chromedp.Evaluate[chromedp.Void](`document.getElementById('filter-state').dispatchEvent(new Event('change'))`),
 		chromedp.WaitVisible(chromedp.CSS(`#actions tr[data-action="ui-approve-0001"]`)),

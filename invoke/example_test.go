@@ -34,6 +34,6 @@ func Example() {
 	fmt.Println("found:", lr.Found, "same body:", string(lr.Body) == string(res.Body), "effects:", sb.EffectCount())
 	// Output:
 	// answered 201 true
-	// {"refund_id":"re_000001","order_id":"ord_12345678","amount_minor":2500,"currency":"EUR","status":"succeeded"}
+	// {"refund_id":"re_009411c34d3a2deb","order_id":"ord_12345678","amount_minor":2500,"currency":"EUR","status":"succeeded"}
 	// found: true same body: true effects: 1
 }

@@ -69,7 +69,7 @@ func TestCallOutcomes(t *testing.T) {
 		wantKey     string // the downstream key the effect was recorded under
 		wantErr     bool
 	}{
-		{name: "answered 201", order: "ord_1", amount: 2500, want: ledger.Answered, wantStatus: 201, wantWritten: true, wantEffects: 1, wantInBody: `"refund_id":"re_000001"`, wantKey: "acme:act-1"},
+		{name: "answered 201", order: "ord_1", amount: 2500, want: ledger.Answered, wantStatus: 201, wantWritten: true, wantEffects: 1, wantInBody: `"refund_id":"re_5de2816b3cf36597"`, wantKey: "acme:act-1"},
 		{name: "answered 404", order: "ord_9", amount: 1, want: ledger.Answered, wantStatus: 404, wantWritten: true, wantInBody: "ORDER_NOT_FOUND"},
 		{name: "answered 422", order: "ord_1", amount: 10001, want: ledger.Answered, wantStatus: 422, wantWritten: true, wantInBody: "AMOUNT_EXCEEDS_BALANCE"},
 		{name: "drop before the effect is unknown", order: "ord_1", amount: 1, fault: "drop_before", want: ledger.Lost, wantWritten: true, wantErr: true},

@@ -86,8 +86,12 @@ type Filter struct {
 	Tenant string // required: lists never cross tenants
 	State  State  // "" for any
 	ToolID string // "" for any
-	Limit  int    // defaults to DefaultListLimit, at most MaxListLimit
-	Cursor string // opaque, from a previous Page.Next
+	// PolicyVersion and CorrelationID select the actions a rule's firing
+	// caused (SPEC 1.5): exact matches, "" for any.
+	PolicyVersion string
+	CorrelationID string
+	Limit         int    // defaults to DefaultListLimit, at most MaxListLimit
+	Cursor        string // opaque, from a previous Page.Next
 }
 
 // Page is one page of List.

@@ -30,9 +30,40 @@ func AppendHistoryJSON(dst []byte, h []Transition) []byte {
 		dst = appendJSONString(dst, t.By)
 		dst = append(dst, `,"at":`...)
 		dst = appendJSONTime(dst, t.At)
+		if pt := t.Provider; pt != nil { // omitempty
+			dst = append(dst, `,"provider_transition":{"from":`...)
+			dst = appendRouteJSON(dst, pt.From)
+			dst = append(dst, `,"to":`...)
+			dst = appendRouteJSON(dst, pt.To)
+			dst = append(dst, `,"action_state":`...)
+			dst = appendJSONString(dst, string(pt.State))
+			if pt.Reason != "" {
+				dst = append(dst, `,"reason":`...)
+				dst = appendJSONString(dst, pt.Reason)
+			}
+			dst = append(dst, '}')
+		}
 		dst = append(dst, '}')
 	}
 	return append(dst, ']')
+}
+
+// appendRouteJSON writes a ProviderRoute as json.Marshal does (both fields
+// omitempty).
+func appendRouteJSON(dst []byte, r ProviderRoute) []byte {
+	dst = append(dst, '{')
+	if r.Name != "" {
+		dst = append(dst, `"name":`...)
+		dst = appendJSONString(dst, r.Name)
+	}
+	if r.Route != "" {
+		if r.Name != "" {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, `"route":`...)
+		dst = appendJSONString(dst, r.Route)
+	}
+	return append(dst, '}')
 }
 
 // AppendProviderCallsJSON appends the JSON array of pcs, times in UTC, to dst.

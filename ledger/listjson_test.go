@@ -57,6 +57,9 @@ func TestListJSONSameAsEncodingJSON(t *testing.T) {
 			{From: "", To: ledger.Pending, Reason: s, By: "gateway", At: listTime},
 			{From: ledger.Pending, To: ledger.Running, Reason: "claimed", By: s, At: listTime.Add(time.Nanosecond)},
 			{From: ledger.Running, To: ledger.Succeeded, Reason: "201", By: "gateway", At: time.Unix(0, 0)},
+			{From: ledger.Running, To: ledger.Running, Reason: "route", By: "gateway", At: listTime, Provider: &ledger.ProviderTransition{
+				From: ledger.ProviderRoute{Name: s, Route: "primary"}, To: ledger.ProviderRoute{Route: s}, State: ledger.Running, Reason: s}},
+			{From: ledger.Unknown, To: ledger.Unknown, Provider: &ledger.ProviderTransition{To: ledger.ProviderRoute{Name: s}}},
 		}
 		pcs := []ledger.ProviderCall{
 			{Name: s, Route: "/v1/chat/completions", CallID: "call_1", At: listTime},
@@ -78,7 +81,9 @@ func FuzzListJSONSameAsEncodingJSON(f *testing.F) {
 	f.Add("<&>\"\\\x00\u2028\xff", "operator:a@b", "", "", "", int64(0), -7200)
 	f.Fuzz(func(t *testing.T, reason, by, name, route, callID string, nanos int64, offset int) {
 		at := time.Unix(0, nanos).In(time.FixedZone("z", offset%86400))
-		h := []ledger.Transition{{From: ledger.State(name), To: ledger.State(route), Reason: reason, By: by, At: at}}
+		h := []ledger.Transition{{From: ledger.State(name), To: ledger.State(route), Reason: reason, By: by, At: at},
+			{From: ledger.State(by), To: ledger.State(by), At: at, Provider: &ledger.ProviderTransition{
+				From: ledger.ProviderRoute{Name: name, Route: route}, To: ledger.ProviderRoute{Name: callID, Route: by}, State: ledger.State(reason), Reason: reason}}}
 		pcs := []ledger.ProviderCall{{Name: name, Route: route, CallID: callID, At: at}, {Name: reason, At: at}}
 		sameAsEncodingJSON(t, h, pcs)
 	})

@@ -120,6 +120,7 @@ type StartSpec struct {
 	ToolID, Version, ArgsDigest string
 	Arguments                   []byte
 	CorrelationID               string
+	PolicyVersion               string // the policy the rule that caused the call belongs to (SPEC 1.5)
 	Provider                    *ProviderCall
 	// Hold parks the action in awaiting_approval instead of claiming it; Reason
 	// says why (the review rule, or the binding's require_approval).
@@ -135,7 +136,7 @@ func (s *Service) Start(ctx context.Context, tenant, id string, sp StartSpec) (a
 	now := s.now()
 	a = &Action{
 		Tenant: tenant, ID: id, ToolID: sp.ToolID, Version: sp.Version, State: Pending,
-		ArgsDigest: sp.ArgsDigest, Arguments: sp.Arguments, CorrelationID: sp.CorrelationID,
+		ArgsDigest: sp.ArgsDigest, Arguments: sp.Arguments, CorrelationID: sp.CorrelationID, PolicyVersion: sp.PolicyVersion,
 		CreatedAt: now, UpdatedAt: now,
 		History: []Transition{{To: Pending, Reason: "first call bound the arguments", By: string(ByGateway), At: now}},
 	}

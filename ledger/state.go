@@ -86,6 +86,10 @@ type Transition struct {
 	Reason string    `json:"reason"`
 	By     string    `json:"by"` // the actor, with a principal where one is known ("operator:oncall")
 	At     time.Time `json:"at"`
+	// Provider is set on a provider transition: an entry that records a
+	// change of model route, not of state (From == To). See
+	// Service.NoteProviderTransition.
+	Provider *ProviderTransition `json:"provider_transition,omitempty"`
 }
 
 // TransitionError reports a move the state machine forbids.

@@ -77,6 +77,13 @@ var Rules = []Rule{
 	{"versions-not-monotonic", Error, "the changelog's version headings run in one direction (newest first or oldest first), each once"},
 	{"lock-invalid", Error, "toolgate.lock, when present, parses"},
 	{"locked-version-changed", Error, "a released version's schema file matches its digest in toolgate.lock (released versions are immutable)"},
+	{"decision-tool-unknown", Error, "a live rule record (decisions/, not superseded) names a tool of the directory"},
+	{"decision-field-unknown", Error, "a live rule record relies only on parameters (JSON pointers) that a current (not deprecated) version of its tool has"},
+	{"decision-value-unknown", Error, "a live rule record relies only on values that a current version accepts at their parameter (its enum or const; else its type)"},
+	{"decision-incomplete", Warning, "a rule record states its context, alternatives and review_trigger"},
+	{"decision-untestable", Warning, "a rule record lists what it relies_on: a rule that names no field or value cannot be held to the tool"},
+	{"decision-edited-in-place", Error, "a rule record locked in toolgate.lock matches its digest (a locked record is superseded by a new one, never edited)"},
+	{"decision-removed", Error, "a rule record locked in toolgate.lock is still present (a superseded record is kept as history)"},
 	{"locked-version-removed", Warning, "a released version's schema file is still present (dropping it needs the deprecation window; see toolgate gate)"},
 }
 
@@ -99,6 +106,7 @@ func Run(dir string) []Finding {
 	}
 	out = append(out, Check(reg)...)
 	out = append(out, checkLock(dir)...)
+	out = append(out, checkDecisions(reg, dir)...)
 	Sort(out)
 	return out
 }

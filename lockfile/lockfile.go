@@ -34,6 +34,9 @@ const FormatVersion = 1
 type Lock struct {
 	LockVersion int     `json:"lock_version"`
 	Versions    []Entry `json:"versions"` // sorted by tool, then semver
+	// Decisions pins the rule records (decisions/<id>.yaml, SPEC 1.5): a
+	// locked record is never edited, a new record supersedes it. Sorted by id.
+	Decisions []DecisionEntry `json:"decisions,omitempty"`
 }
 
 // Entry is one released version.
@@ -85,6 +88,9 @@ func Parse(data []byte) (*Lock, error) {
 		if e.Tool == "" || e.Version == "" || e.File == "" || !strings.HasPrefix(e.Digest, "sha256:") {
 			return nil, fmt.Errorf("parse %s: entry %d needs tool, version, file and a sha256: digest", FileName, i)
 		}
+	}
+	if err := l.checkDecisionEntries(); err != nil {
+		return nil, err
 	}
 	return &l, nil
 }
@@ -167,6 +173,7 @@ func Build(reg *contract.Registry, prev *Lock, opts BuildOptions) (*Lock, error)
 			}
 		}
 	}
+	out.Decisions, changed = buildDecisions(reg, prev, opts.Force, now, changed)
 	if len(changed) > 0 {
 		return nil, &ChangedError{Violations: changed}
 	}
@@ -207,9 +214,16 @@ type Violation struct {
 	Kind  string
 	Entry Entry
 	Got   string // the digest on disk ("" when removed)
+	// Record is set (and Entry empty) when the violation is of a locked rule
+	// record rather than a released version: Build reports both kinds,
+	// Check only versions, CheckDecisions only records.
+	Record *DecisionEntry
 }
 
 func (v Violation) String() string {
+	if v.Record != nil {
+		return v.recordString()
+	}
 	if v.Kind == Removed {
 		return fmt.Sprintf("released version %s %s was removed (%s)", v.Entry.Tool, v.Entry.Version, v.Entry.File)
 	}

@@ -135,3 +135,64 @@ func TestDraftAndDeprecated(t *testing.T) {
 		t.Fatal("unknown field accepted")
 	}
 }
+
+// Rule records are pinned too (SPEC 1.5): a locked record edited in place is
+// refused by Build (unless forced) and reported by CheckDecisions, one that
+// was deleted is reported removed, and a new record is simply added.
+func TestLockDecisions(t *testing.T) {
+	t.Parallel()
+	dir, l := setup(t)
+	if len(l.Decisions) != 2 || l.FindDecision("refund-duplicate-charge-v1") == nil ||
+		l.Decisions[0].File != "decisions/refund-duplicate-charge-v1.yaml" || !l.Decisions[0].LockedAt.Equal(clock()) {
+		t.Fatalf("decisions locked: %+v", l.Decisions)
+	}
+	if v := CheckDecisions(dir, l); len(v) != 0 || len(Check(dir, l)) != 0 {
+		t.Fatalf("fresh lock violated: %v", v)
+	}
+	back, err := Parse(l.Marshal())
+	if err != nil || string(back.Marshal()) != string(l.Marshal()) {
+		t.Fatalf("round trip: %v", err)
+	}
+
+	v1 := filepath.Join(dir, "decisions", "refund-duplicate-charge-v1.yaml")
+	edit(t, v1, "wait for the customer to ask", "wait for the customer to call")
+	v := CheckDecisions(dir, l)
+	if len(v) != 1 || v[0].Kind != Changed || v[0].Record.ID != "refund-duplicate-charge-v1" || !strings.Contains(v[0].String(), "edited in place") {
+		t.Fatalf("CheckDecisions = %v", v)
+	}
+	if len(Check(dir, l)) != 0 {
+		t.Fatal("Check reports a record as a version")
+	}
+	_, err = Build(load(t, dir), l, BuildOptions{Now: clock})
+	var ce *ChangedError
+	if !errors.As(err, &ce) || len(ce.Violations) != 1 || ce.Violations[0].Record == nil {
+		t.Fatalf("Build over an edited record: %v", err)
+	}
+	if _, err := Build(load(t, dir), l, BuildOptions{Now: clock, Force: true}); err != nil {
+		t.Fatalf("Force: %v", err)
+	}
+
+	// A new record superseding v2 is added; deleting v1's file is reported.
+	dir2, l2 := setup(t)
+	b, _ := os.ReadFile(filepath.Join(dir2, "decisions", "refund-duplicate-charge-v2.yaml"))
+	v3 := strings.NewReplacer("refund-duplicate-charge-v2", "refund-duplicate-charge-v3", "supersedes: refund-duplicate-charge-v1", "supersedes: refund-duplicate-charge-v2").Replace(string(b))
+	if err := os.WriteFile(filepath.Join(dir2, "decisions", "refund-duplicate-charge-v3.yaml"), []byte(v3), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	next, err := Build(load(t, dir2), l2, BuildOptions{Now: func() time.Time { return clock().Add(time.Hour) }})
+	if err != nil || len(next.Decisions) != 3 || !next.FindDecision("refund-duplicate-charge-v1").LockedAt.Equal(clock()) ||
+		!next.FindDecision("refund-duplicate-charge-v3").LockedAt.Equal(clock().Add(time.Hour)) {
+		t.Fatalf("adding a record: %v %+v", err, next)
+	}
+	os.Remove(filepath.Join(dir2, "decisions", "refund-duplicate-charge-v1.yaml"))
+	if v := CheckDecisions(dir2, next); len(v) != 1 || v[0].Kind != Removed {
+		t.Fatalf("a deleted record: %v", v)
+	}
+
+	if _, err := Parse([]byte(`{"lock_version":1,"versions":[],"decisions":[{"id":"a","file":"decisions/a.yaml","digest":"sha256:00"},{"id":"a","file":"decisions/a.yml","digest":"sha256:00"}]}`)); err == nil {
+		t.Fatal("a record locked twice was accepted")
+	}
+	if _, err := Parse([]byte(`{"lock_version":1,"versions":[],"decisions":[{"id":"a"}]}`)); err == nil {
+		t.Fatal("an incomplete record entry was accepted")
+	}
+}

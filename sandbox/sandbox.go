@@ -8,6 +8,8 @@
 package sandbox
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -21,6 +23,7 @@ import (
 const (
 	DefaultAutoCreateTotalMinor = 1_000_000
 	DefaultMaxBodyBytes         = 64 << 10
+	DefaultRefundStatus         = "succeeded"
 )
 
 // Config configures a Server. The zero value works: no orders, no
@@ -38,6 +41,11 @@ type Config struct {
 	// Idempotency-Key (201, same body, Idempotent-Replayed: true) instead of
 	// applying a second effect. Default false.
 	Dedupe bool
+	// RefundStatus is the status of a new refund; default "succeeded".
+	// "pending_review" plays a payment provider that holds refunds for a
+	// person (and, against a log recorded with the default, a downstream
+	// whose answers changed: toolgate replay reports the difference).
+	RefundStatus string
 	// MaxBodyBytes caps request bodies (larger: 413); default 64 KiB.
 	MaxBodyBytes int64
 	// Now is the clock for effect times; default time.Now.
@@ -99,7 +107,7 @@ type Server struct {
 	refunds  map[string][]byte   // refund id -> the 201 body
 	byKey    map[string][]string // idempotency key -> refund ids, in order
 	effects  []Effect
-	seq      int
+	keyless  int // refunds applied without an idempotency key
 	faults   []*queuedFault
 	requests map[string]int     // path -> requests seen (excluding /_sandbox/)
 	held     map[*hold]struct{} // requests waiting for a release
@@ -117,6 +125,9 @@ func New(cfg Config) *Server {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.RefundStatus == "" {
+		cfg.RefundStatus = DefaultRefundStatus
 	}
 	s := &Server{cfg: cfg, mux: http.NewServeMux(), held: map[*hold]struct{}{}, abort: make(chan struct{})}
 	s.resetLocked()
@@ -148,7 +159,7 @@ func (s *Server) resetLocked() {
 	s.refunds = map[string][]byte{}
 	s.byKey = map[string][]string{}
 	s.effects = nil
-	s.seq = 0
+	s.keyless = 0
 	s.faults = nil
 	s.requests = map[string]int{}
 	for _, o := range s.cfg.Orders {
@@ -275,10 +286,14 @@ func (s *Server) handleCreateRefund(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, http.StatusUnprocessableEntity, "AMOUNT_EXCEEDS_BALANCE", "amount_minor %d exceeds the remaining %d", amount, remaining)
 		return
 	}
-	s.seq++
+	nth := len(s.byKey[key]) + 1
+	if key == "" {
+		s.keyless++
+		nth = s.keyless
+	}
 	ref := Refund{
-		RefundID: fmt.Sprintf("re_%06d", s.seq), OrderID: st.OrderID, AmountMinor: amount,
-		Currency: st.Currency, Reason: in.Reason, Status: "succeeded", IdempotencyKey: key,
+		RefundID: RefundID(key, nth), OrderID: st.OrderID, AmountMinor: amount,
+		Currency: st.Currency, Reason: in.Reason, Status: s.cfg.RefundStatus, IdempotencyKey: key,
 	}
 	body, _ := json.Marshal(ref) // a struct of strings and ints always marshals
 	body = append(body, '\n')
@@ -291,6 +306,20 @@ func (s *Server) handleCreateRefund(w http.ResponseWriter, r *http.Request) {
 	s.effects = append(s.effects, Effect{RefundID: ref.RefundID, IdempotencyKey: key, OrderID: st.OrderID, AmountMinor: amount, At: s.cfg.Now().UTC(), Traceparent: r.Header.Get("traceparent")})
 	w.Header().Set("Location", "/refunds/"+ref.RefundID)
 	writeRaw(w, http.StatusCreated, body)
+}
+
+// RefundID is the id of the nth refund (from 1) applied under an
+// idempotency key: "re_" and 16 hex digits of SHA-256 of the key (and, past
+// the first, of n). Derived from the key, not from a counter, so a fresh
+// sandbox that gets the same keys in the same order gives the same ids: a
+// replay of recorded calls (toolgate replay) gets the recorded bodies back.
+func RefundID(key string, nth int) string {
+	h := sha256.New()
+	h.Write([]byte(key))
+	if nth > 1 {
+		fmt.Fprintf(h, "\x00%d", nth)
+	}
+	return "re_" + hex.EncodeToString(h.Sum(nil)[:8])
 }
 
 func (s *Server) handleRefundByKey(w http.ResponseWriter, r *http.Request) {

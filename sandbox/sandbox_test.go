@@ -96,7 +96,7 @@ func TestRefundLifecycle(t *testing.T) {
 	sb, url := setup(t, sandbox.Config{})
 	key := map[string]string{"Idempotency-Key": "acme:key/1"}
 	created := do(t, "POST", url+"/refunds", refundBody("ord_1", 2500), key)
-	want := `{"refund_id":"re_000001","order_id":"ord_1","amount_minor":2500,"currency":"EUR","status":"succeeded"}` + "\n"
+	want := `{"refund_id":"re_1a3fb1021e39055b","order_id":"ord_1","amount_minor":2500,"currency":"EUR","status":"succeeded"}` + "\n"
 	if created.status != 201 || created.body != want {
 		t.Fatalf("create: %d %q; want 201 %q", created.status, created.body, want)
 	}
@@ -112,14 +112,14 @@ func TestRefundLifecycle(t *testing.T) {
 	}
 	// No dedupe by default: the same key applies a second effect.
 	second := do(t, "POST", url+"/refunds", refundBody("ord_1", 2500), key)
-	if second.status != 201 || !strings.Contains(second.body, "re_000002") {
+	if second.status != 201 || !strings.Contains(second.body, "re_f992ccac86a74187") {
 		t.Fatalf("second: %d %s", second.status, second.body)
 	}
 	if again := do(t, "GET", url+"/refunds/by-key/acme:key%2F1", "", nil); again.body != created.body {
 		t.Fatalf("lookup with two effects should answer the first: %s", again.body)
 	}
 	order := do(t, "GET", url+"/orders/ord_1", "", nil)
-	wantOrder := `{"order_id":"ord_1","currency":"EUR","total_minor":10000,"refunded_minor":5000,"refunds":["re_000001","re_000002"]}` + "\n"
+	wantOrder := `{"order_id":"ord_1","currency":"EUR","total_minor":10000,"refunded_minor":5000,"refunds":["re_1a3fb1021e39055b","re_f992ccac86a74187"]}` + "\n"
 	if order.status != 200 || order.body != wantOrder {
 		t.Fatalf("order: %d %s", order.status, order.body)
 	}
@@ -128,7 +128,7 @@ func TestRefundLifecycle(t *testing.T) {
 		Count   int              `json:"count"`
 		Effects []sandbox.Effect `json:"effects"`
 	}
-	if err := json.Unmarshal([]byte(effects.body), &ev); err != nil || ev.Count != 2 || ev.Effects[1].RefundID != "re_000002" {
+	if err := json.Unmarshal([]byte(effects.body), &ev); err != nil || ev.Count != 2 || ev.Effects[1].RefundID != "re_f992ccac86a74187" {
 		t.Fatalf("effects: %s (%v)", effects.body, err)
 	}
 	if got := len(sb.Effects("acme:key/1")); got != 2 {
@@ -383,5 +383,62 @@ func TestReleaseByKey(t *testing.T) {
 	e := sb.Effects()
 	if len(e) != 2 || e[0].IdempotencyKey != "b" || !strings.HasSuffix(e[0].Traceparent, "-0b") || !strings.HasSuffix(e[1].Traceparent, "-0a") {
 		t.Fatalf("effects %+v", e)
+	}
+}
+
+// Refund ids come from the idempotency key, not from a counter: two fresh
+// sandboxes given the same requests in the same order answer the same bytes
+// (what toolgate replay relies on), whatever other traffic interleaves, and
+// distinct keys, repeats of one key and keyless refunds get distinct ids.
+func TestRefundIDsDerivedFromTheKey(t *testing.T) {
+	t.Parallel()
+	script := []struct{ key, order string }{
+		{"default:a", "ord_1"}, {"", "ord_1"}, {"default:b", "ord_1"}, {"default:a", "ord_1"}, {"", "ord_1"},
+	}
+	run := func(noise bool) []string {
+		_, url := setup(t, sandbox.Config{AutoCreateOrders: true})
+		var bodies []string
+		for i, s := range script {
+			if noise && i == 2 {
+				do(t, "POST", url+"/refunds", refundBody("ord_other", 10), map[string]string{"Idempotency-Key": "default:noise"})
+			}
+			h := map[string]string{}
+			if s.key != "" {
+				h["Idempotency-Key"] = s.key
+			}
+			a := do(t, "POST", url+"/refunds", refundBody(s.order, 100), h)
+			if a.status != 201 {
+				t.Fatalf("refund %d: %d %s", i, a.status, a.body)
+			}
+			bodies = append(bodies, a.body)
+		}
+		return bodies
+	}
+	first, second := run(false), run(true)
+	seen := map[string]bool{}
+	for i := range first {
+		if first[i] != second[i] {
+			t.Errorf("refund %d: %s in one sandbox, %s in another", i, first[i], second[i])
+		}
+		var r sandbox.Refund
+		if err := json.Unmarshal([]byte(first[i]), &r); err != nil || !strings.HasPrefix(r.RefundID, "re_") || len(r.RefundID) != 19 {
+			t.Fatalf("refund %d: %s (%v)", i, first[i], err)
+		}
+		if seen[r.RefundID] {
+			t.Errorf("refund id %s given twice", r.RefundID)
+		}
+		seen[r.RefundID] = true
+	}
+	if got := sandbox.RefundID("default:a", 1); !strings.Contains(first[0], got) {
+		t.Errorf("RefundID(default:a, 1) = %s, not in %s", got, first[0])
+	}
+}
+
+func TestRefundStatus(t *testing.T) {
+	t.Parallel()
+	_, url := setup(t, sandbox.Config{RefundStatus: "pending_review"})
+	a := do(t, "POST", url+"/refunds", refundBody("ord_1", 100), map[string]string{"Idempotency-Key": "k"})
+	if a.status != 201 || !strings.Contains(a.body, `"status":"pending_review"`) {
+		t.Fatalf("refund: %d %s", a.status, a.body)
 	}
 }

@@ -132,6 +132,7 @@ func (c *call) readBody() error {
 	}
 	f := c.facts()
 	f.InputHash, f.Arguments, f.CorrelationID, f.Provider = c.digest, c.canon, c.body.CorrelationID, c.body.Provider
+	f.PolicyVersion, f.ProviderReason = body.PolicyVersion, body.ProviderReason
 	if v := c.s.chooseVersion(c.tool, c.version); v != nil {
 		f.Version = v.Version
 	}
@@ -274,7 +275,7 @@ func (c *call) start(ctx context.Context) error {
 	_, claimSpan := c.s.child(ctx, "ledger.claim", trace.SpanKindInternal, attrActionID.String(c.key))
 	a, created, err := c.s.cfg.Ledger.Start(ctx, c.p.Tenant, c.key, ledger.StartSpec{
 		ToolID: c.tool.ID, Version: adm.v.Version, ArgsDigest: c.digest, Arguments: c.canon,
-		CorrelationID: c.body.CorrelationID, Provider: stamp(c.body.Provider), Hold: adm.hold, Reason: adm.reason,
+		CorrelationID: c.body.CorrelationID, PolicyVersion: c.body.PolicyVersion, Provider: stamp(c.body.Provider), Hold: adm.hold, Reason: adm.reason,
 	})
 	endClaimSpan(claimSpan, created, err)
 	if err != nil {
@@ -311,6 +312,7 @@ func (c *call) existing(ctx context.Context, a *ledger.Action) error {
 	if f.StateBefore == "" {
 		f.StateBefore = a.State
 	}
+	actionEvidence(f, a)
 	for try := 0; try < 8; try++ {
 		f.Version, f.StateAfter, f.Attempt = a.Version, a.State, a.Attempts
 		switch ret, err := c.s.retention(ctx, a); {
@@ -337,6 +339,7 @@ func (c *call) existing(ctx context.Context, a *ledger.Action) error {
 			return Errorf(CodeKeyReused, "key %q was first used with other arguments (%s)", c.key, a.ArgsDigest).withAction(a, "")
 		}
 		f.ArgsVersion = a.Version // the same canonical arguments the action was bound with
+		c.noteProviderTransition(ctx, a)
 		if pc := c.body.Provider; pc != nil {
 			if err := c.s.cfg.Ledger.AddProviderCall(ctx, a, *pc); err != nil && !errors.Is(err, ledger.ErrStale) {
 				c.s.logf("record provider call for %s: %v", a.ID, err)

@@ -28,6 +28,8 @@ func (c *call) execute(ctx context.Context, a *ledger.Action, b invoke.Binding) 
 		Traceparent: traceparentOr(dctx, c.in.Traceparent),
 	}
 	f.Attempt = a.Attempts
+	f.Binding = &b
+	actionEvidence(f, a)
 	probe := c.s.cfg.ProbeState && b.StateURL != ""
 	if probe {
 		f.ProbeBefore, f.ProbeBeforeErr = c.s.probeState(ctx, b, req)

@@ -181,7 +181,13 @@ type Body struct {
 	Arguments     json.RawMessage // a JSON object
 	Version       string          // "" for the tool's default
 	CorrelationID string
+	// PolicyVersion is the policy the rule that made the call belongs to
+	// (SPEC 1.5); stored with a new action, evidence on a later call.
+	PolicyVersion string
 	Provider      *ledger.ProviderCall // evidence only; nil for none
+	// ProviderReason is the body's provider.reason: why the call came
+	// through its route (recorded with a provider transition).
+	ProviderReason string
 }
 
 // Answer is what a call came to when it was not refused: the downstream's
@@ -242,4 +248,13 @@ type Facts struct {
 	// Downstream is how long the execution's downstream attempt took; 0
 	// when the call sent nothing downstream for an action.
 	Downstream time.Duration
+	// PolicyVersion is the call's policy version, else its action's.
+	PolicyVersion  string
+	ProviderReason string // the body's provider.reason
+	// ProviderTransition is set when the call came for an existing action
+	// through another provider name or route than the last recorded one.
+	ProviderTransition *ledger.ProviderTransition
+	// Binding is the binding an execution sent the call under (nil when
+	// nothing was sent): what toolgate replay needs to send it again.
+	Binding *invoke.Binding
 }

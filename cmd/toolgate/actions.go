@@ -36,7 +36,7 @@ type actionsSub struct {
 
 func actionsSubs() []actionsSub {
 	return []actionsSub{
-		{"list", "[--state S] [--tool ID] [--limit N] [--cursor C] [--all] [--format text|json]", "list the tenant's actions, newest first", actionsList},
+		{"list", "[--state S] [--tool ID] [--policy-version V] [--correlation-id C] [--limit N] [--cursor C] [--all] [--format text|json]", "list the tenant's actions, newest first", actionsList},
 		{"show", "ID [--format text|json]", "one action with its history", actionsShow},
 		{"reconcile", "ID [--format text|json]", "run the downstream lookup of an unknown action now", actionsReconcile},
 		{"resolve", "ID --outcome succeeded|rejected|not_started --note TEXT [--result-status N --result-body JSON]", "settle an unknown (or exhausted pending) action by hand", actionsResolve},
@@ -217,9 +217,11 @@ func writeActionJSON(w io.Writer, raw json.RawMessage) {
 }
 
 func actionsList(ctx context.Context, e env, args []string) int {
-	fs, c := newActionsFlags(e, "list", "[--state S] [--tool ID] [--limit N] [--cursor C] [--all] [--format text|json]")
+	fs, c := newActionsFlags(e, "list", "[--state S] [--tool ID] [--policy-version V] [--correlation-id C] [--limit N] [--cursor C] [--all] [--format text|json]")
 	state := fs.String("state", "", "only actions in this state ("+statesList()+")")
 	tool := fs.String("tool", "", "only actions of this tool id")
+	policy := fs.String("policy-version", "", "only actions called under this policy version (a rule record's policy_version)")
+	corr := fs.String("correlation-id", "", "only actions with this correlation id (the rule firing that caused them)")
 	limit := fs.Int("limit", 0, fmt.Sprintf("page size, 1 to %d (default: the gateway's)", ledger.MaxListLimit))
 	cursor := fs.String("cursor", "", "start at this next_cursor of an earlier page")
 	all := fs.Bool("all", false, "follow next_cursor to the last page")
@@ -235,7 +237,7 @@ func actionsList(ctx context.Context, e env, args []string) int {
 		return exitUsage
 	}
 	cl, base := c.client()
-	f := client.Filter{State: *state, ToolID: *tool, Limit: *limit, Cursor: *cursor}
+	f := client.Filter{State: *state, ToolID: *tool, PolicyVersion: *policy, CorrelationID: *corr, Limit: *limit, Cursor: *cursor}
 	var page *client.Page
 	var err error
 	if *all {

@@ -121,7 +121,7 @@ func brokenFixtures() []brokenFixture {
 		{name: "owner_risk_level_hihg", kind: kindContract, setup: editing("agent-tools/orders.get_order/owner.yaml", "risk_level: low", "risk_level: hihg")},
 		{name: "policy_gate_field", kind: kindContract, setup: editing("agent-tools/orders.get_order/release-policy.yaml", "  golden_min_pass: 1.0", "  golden_min_pas: 1.0")},
 		{name: "policy_yaml_unclosed", kind: kindContract, setup: editing("agent-tools/orders.get_order/release-policy.yaml", `compatible_with: ["1.0.x"]`, `compatible_with: ["1.0.x"`)},
-		{name: "decision_field", kind: kindContract, setup: writing("agent-tools/decisions/refund-late-delivery-v1.yaml", "id: refund-late-delivery-v1\ndecision: \"Refund in full when the delivery is late.\"\nowner: payment-platform\ntool: payments.issue_refund\nrelies_onn: [{pointer: /reason, value: duplicate_charge}]\n")},
+		{name: "decision_field", kind: kindContract, setup: writing("agent-tools/decisions/refund-late-delivery-v1.yaml", "id: refund-late-delivery-v1\ndecision: \"Refund in full when the delivery is late.\"\nowner: payment-platform\ndate: 2026-08-11\npolicy_version: refund-policy-v1\ntool: payments.issue_refund\nrelies_onn: [{pointer: /reason, value: duplicate_charge}]\n")},
 		{name: "approval_tool_typo", kind: kindContract, setup: editing("agent-tools/approvals/payments.issue_refund-1.0.0.yaml", "tool: payments.issue_refund", "tool: payments.issue_refunds")},
 		{name: "agent_field", kind: kindContract, setup: editing("agent-tools/agents/ops_agent.yaml", "system_prompt:", "system_promt:")},
 		// contract cases

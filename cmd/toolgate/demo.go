@@ -26,11 +26,17 @@ func init() {
 // tells the exactly-once story scenario by scenario, each with the sandbox's
 // own count of refunds. It exits 1 if any scenario did not come out as told.
 func runDemo(ctx context.Context, e env) int {
-	flags := newFlagSet(e, "demo", "[--keep]")
+	flags := newFlagSet(e, "demo", "[--keep] [--decision-log FILE [--log-arguments digest|masked|full]]")
 	keep := flags.Bool("keep", false, "keep the gateway and sandbox running after the scenarios (Ctrl-C to stop)")
 	verbose := flags.Bool("v", false, "print the gateway's log too")
+	logPath := flags.String("decision-log", "", "write the gateway's decision log to `FILE` (toolgate replay can replay it against a fresh sandbox)")
+	logArgs := flags.String("log-arguments", "full", "the decision log's arguments setting: digest, masked or full (the demo's downstream is a sandbox)")
 	if _, code, ok := parseFlags(flags, e.Args); !ok {
 		return code
+	}
+	if *logArgs != "digest" && *logArgs != "masked" && *logArgs != "full" {
+		fmt.Fprintf(e.Stderr, "toolgate demo: --log-arguments %q is not digest, masked or full\n", *logArgs)
+		return exitUsage
 	}
 	dir, err := os.MkdirTemp("", "toolgate-demo-")
 	if err != nil {
@@ -53,6 +59,9 @@ func runDemo(ctx context.Context, e env) int {
 	cfg.Ledger = "sqlite://" + filepath.Join(dir, "demo.db")
 	cfg.ReconcileInterval = 200 * time.Millisecond
 	cfg.Bindings = sandboxBindings("http://" + sln.Addr().String())
+	if *logPath != "" {
+		cfg.DecisionLog = config.DecisionLog{Path: *logPath, Arguments: *logArgs}
+	}
 	refund := cfg.Bindings["payments.issue_refund"]
 	// settle_after must outlast the slowest request the downstream may still
 	// apply after the gateway gave up on it (here: the 1.2s delay below).
@@ -169,7 +178,7 @@ func clip(s string, n int) string {
 }
 
 func args(amount int) string {
-	return fmt.Sprintf(`{"order_id":"ord_8Xk2Lm9Q","amount_minor":%d,"currency":"EUR","reason":"customer_request"}`, amount)
+	return fmt.Sprintf(`{"order_id":"ord_8Xk2Lm9Q","amount_minor":%d,"currency":"EUR","reason":"customer_request","customer_email":"jane.doe@example.com"}`, amount)
 }
 
 func (d *demo) run() {

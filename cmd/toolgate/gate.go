@@ -94,7 +94,7 @@ func runGate(ctx context.Context, e env) int {
 	}
 	cfg := gate.Config{
 		Tool: t, From: *from, To: *to, Replay: replay, Approvals: approvals, Now: gateNow,
-		Locked: lock != nil, LockViolations: lockfile.Check(*dir, lock),
+		Locked: lock != nil, LockViolations: lockfile.Check(*dir, lock), Decisions: reg.Decisions(),
 	}
 	d, err := gate.Evaluate(ctx, cfg)
 	if err != nil {

@@ -32,14 +32,15 @@ var lockNow = func() time.Time { return time.Now().UTC() }
 
 // lockResult is what `toolgate lock` did; its JSON form is --format json.
 type lockResult struct {
-	Lock       string   `json:"lock"`             // the lock file's path
-	Check      bool     `json:"check"`            // --check: nothing written
-	Released   int      `json:"released"`         // released versions in the lock
-	Added      int      `json:"added"`            // versions this run adds (or would add)
-	UpToDate   bool     `json:"up_to_date"`       // the lock on disk is the lock this run builds
-	Written    bool     `json:"written"`          // the file was written
-	Violations []string `json:"violations"`       // released versions changed in place
-	Advice     string   `json:"advice,omitempty"` // what to do next
+	Lock       string   `json:"lock"`              // the lock file's path
+	Check      bool     `json:"check"`             // --check: nothing written
+	Released   int      `json:"released"`          // released versions in the lock
+	Added      int      `json:"added"`             // versions this run adds (or would add)
+	Records    int      `json:"records,omitempty"` // rule records (decisions/) in the lock
+	UpToDate   bool     `json:"up_to_date"`        // the lock on disk is the lock this run builds
+	Written    bool     `json:"written"`           // the file was written
+	Violations []string `json:"violations"`        // released versions changed in place
+	Advice     string   `json:"advice,omitempty"`  // what to do next
 }
 
 // OK reports whether the run succeeded.
@@ -87,11 +88,16 @@ func runLock(_ context.Context, e env) int {
 			res.Violations = append(res.Violations, v.String())
 		}
 		res.Advice = "released versions are immutable; release a new version (or pass --force)"
+		for _, v := range ce.Violations {
+			if v.Record != nil {
+				res.Advice = "released versions and locked rule records are immutable; release a new version, supersede the record with a new one (or pass --force)"
+			}
+		}
 	case err != nil:
 		fmt.Fprintf(e.Stderr, "toolgate lock: %v\n", err)
 		return exitUsage
 	default:
-		res.Released, res.Added = len(next.Versions), len(next.Versions)
+		res.Released, res.Added, res.Records = len(next.Versions), len(next.Versions), len(next.Decisions)
 		if prev != nil {
 			res.Added -= len(prev.Versions)
 		}
@@ -167,14 +173,22 @@ func writeLockResult(e env, r lockResult, format string) {
 }
 
 // lockSummary is the one line `toolgate lock` prints in text.
+// recordsNote names the locked rule records, when there are any.
+func recordsNote(r lockResult) string {
+	if r.Records == 0 {
+		return ""
+	}
+	return fmt.Sprintf(", %s", nounCount(r.Records, "rule record", "rule records"))
+}
+
 func lockSummary(r lockResult) string {
 	switch {
 	case len(r.Violations) > 0:
 		return fmt.Sprintf("%s: %s; %s", r.Lock, nounCount(len(r.Violations), "released version changed in place", "released versions changed in place"), r.Advice)
 	case r.Written:
-		return fmt.Sprintf("wrote %s: %d released versions (%d new)", r.Lock, r.Released, r.Added)
+		return fmt.Sprintf("wrote %s: %d released versions (%d new)%s", r.Lock, r.Released, r.Added, recordsNote(r))
 	case r.UpToDate:
-		return fmt.Sprintf("%s is up to date (%d released versions)", r.Lock, r.Released)
+		return fmt.Sprintf("%s is up to date (%d released versions%s)", r.Lock, r.Released, recordsNote(r))
 	}
 	return fmt.Sprintf("%s is missing or out of date: %s", r.Lock, r.Advice)
 }

@@ -49,13 +49,14 @@ func (l *lockedWriter) logf(format string, args ...any) {
 }
 
 func runSandbox(ctx context.Context, e env) int {
-	flags := newFlagSet(e, "sandbox", "[--listen ADDR] [--order ID:TOTAL:CUR]... [--auto-create-orders] [--dedupe]")
+	flags := newFlagSet(e, "sandbox", "[--listen ADDR] [--order ID:TOTAL:CUR]... [--auto-create-orders] [--dedupe] [--refund-status S]")
 	listen := flags.String("listen", "127.0.0.1:9090", "listen `address` (port 0 picks a free one)")
 	var orders orderFlags
 	flags.Var(&orders, "order", "seed an order `ID:TOTAL_MINOR:CURRENCY` (repeatable; also restored by POST /_sandbox/reset)")
 	auto := flags.Bool("auto-create-orders", false, "create an unknown order on its first refund instead of answering 404")
 	dedupe := flags.Bool("dedupe", false, "deduplicate refunds by Idempotency-Key (off by default, so a double send shows as a double refund)")
 	quiet := flags.Bool("quiet", false, "do not log each request to stderr")
+	status := flags.String("refund-status", sandbox.DefaultRefundStatus, "`status` of new refunds: succeeded, or pending_review (a provider that holds refunds for a person)")
 	pos, code, ok := parseFlags(flags, e.Args)
 	if !ok {
 		return code
@@ -64,7 +65,11 @@ func runSandbox(ctx context.Context, e env) int {
 		fmt.Fprintf(e.Stderr, "toolgate sandbox: unexpected argument %q\n", pos[0])
 		return exitUsage
 	}
-	cfg := sandbox.Config{Orders: orders, AutoCreateOrders: *auto, Dedupe: *dedupe}
+	if *status != "succeeded" && *status != "pending_review" {
+		fmt.Fprintf(e.Stderr, "toolgate sandbox: --refund-status %q is not succeeded or pending_review\n", *status)
+		return exitUsage
+	}
+	cfg := sandbox.Config{Orders: orders, AutoCreateOrders: *auto, Dedupe: *dedupe, RefundStatus: *status}
 	if !*quiet {
 		cfg.Logf = (&lockedWriter{e: e}).logf
 	}

@@ -59,7 +59,7 @@ func TestSandboxCommand(t *testing.T) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != 201 || !strings.Contains(string(body), `"refund_id":"re_000001"`) {
+	if resp.StatusCode != 201 || !strings.Contains(string(body), `"refund_id":"re_9802e5f97c7eea15"`) { // sandbox.RefundID("acme:cli-1", 1)
 		t.Fatalf("refund: %d %s", resp.StatusCode, body)
 	}
 	cancel()

@@ -254,7 +254,7 @@ function decisionControls(id) {
 async function pageActions(root, query) {
   const reg = await registry();
   const params = new URLSearchParams();
-  for (const k of ['state', 'tool_id', 'cursor']) if (query.get(k)) params.set(k, query.get(k));
+  for (const k of ['state', 'tool_id', 'policy_version', 'correlation_id', 'cursor']) if (query.get(k)) params.set(k, query.get(k));
   params.set('limit', '50');
   const list = await api('GET', '/actions?' + params);
 
@@ -262,14 +262,23 @@ async function pageActions(root, query) {
     STATES.map(s => el('option', { value: s, selected: s === query.get('state') }, s)));
   const tool = el('select', { id: 'filter-tool', 'aria-label': 'tool' }, el('option', { value: '' }, 'any tool'),
     reg.tools.map(t => el('option', { value: t.tool_id, selected: t.tool_id === query.get('tool_id') }, t.tool_id)));
+  // A rule's firing and the calls it caused are one query (SPEC 1.5).
+  const policy = el('input', { id: 'filter-policy', 'aria-label': 'policy version', placeholder: 'policy version',
+    value: query.get('policy_version') || '', size: 16 });
+  const corr = el('input', { id: 'filter-correlation', 'aria-label': 'correlation id', placeholder: 'correlation id',
+    value: query.get('correlation_id') || '', size: 20 });
   const apply = () => {
     const q = new URLSearchParams();
     if (state.value) q.set('state', state.value);
     if (tool.value) q.set('tool_id', tool.value);
+    if (policy.value.trim()) q.set('policy_version', policy.value.trim());
+    if (corr.value.trim()) q.set('correlation_id', corr.value.trim());
     location.hash = '#/actions' + (q.toString() ? '?' + q : '');
   };
   state.addEventListener('change', apply);
   tool.addEventListener('change', apply);
+  policy.addEventListener('change', apply);
+  corr.addEventListener('change', apply);
 
   const rows = list.actions.map(a => el('tr', { 'data-action': a.action_id },
     el('td', {}, actionLink(a.action_id)), el('td', { class: 'mono' }, a.tool_id),
@@ -283,7 +292,7 @@ async function pageActions(root, query) {
   }
   fill(root, 
     el('h1', {}, 'Actions'),
-    el('div', { class: 'filters' }, 'Filter:', state, tool),
+    el('div', { class: 'filters' }, 'Filter:', state, tool, policy, corr),
     rows.length ? el('table', { id: 'actions' },
       el('thead', {}, el('tr', {}, ['Action', 'Tool', 'Version', 'State', 'Attempts', 'Updated'].map(h => el('th', {}, h)))),
       el('tbody', {}, rows)) : el('p', { class: 'muted' }, 'No actions match.'),
@@ -313,7 +322,7 @@ async function pageAction(root, id) {
   add('Unknown since', utc(a.unknown_since));
 
   const timeline = el('ol', { class: 'timeline', id: 'timeline' }, (a.history || []).map(t =>
-    el('li', { class: 'to-' + t.to },
+    t.provider_transition ? providerTransition(t) : el('li', { class: 'to-' + t.to },
       el('div', {}, t.from ? badge(t.from) : el('span', { class: 'muted' }, 'new'), ' → ', badge(t.to)),
       el('div', {}, t.reason, el('span', { class: 'muted' }, ' by '), el('span', { class: 'mono' }, t.by)),
       el('div', { class: 'when' }, utc(t.at)))));
@@ -341,6 +350,23 @@ async function pageAction(root, id) {
     el('h2', {}, 'Arguments'), a.arguments ? el('pre', { id: 'arguments' }, pretty(a.arguments)) : el('p', { class: 'muted' }, 'None bound.'),
     hidden.length ? el('p', { class: 'muted' }, 'Masked or erased (x-sensitive): ', hidden.join(', ')) : null,
     el('h2', {}, 'Result'), result);
+}
+
+// routeName is "openai / primary" for a provider route.
+function routeName(r) {
+  const parts = [r && r.name, r && r.route].filter(Boolean);
+  return parts.length ? parts.join(' / ') : '(none)';
+}
+
+// providerTransition is a timeline entry for a change of model route: the
+// prior route, the new one, the action's state then and the call's reason.
+function providerTransition(t) {
+  const pt = t.provider_transition;
+  return el('li', { class: 'provider-transition' },
+    el('div', {}, el('strong', {}, 'Provider route changed'), el('span', { class: 'muted' }, ' while '), badge(pt.action_state)),
+    el('div', {}, el('span', { class: 'mono route-from' }, routeName(pt.from)), ' → ', el('span', { class: 'mono route-to' }, routeName(pt.to))),
+    pt.reason ? el('div', { class: 'route-reason' }, pt.reason) : null,
+    el('div', { class: 'when' }, utc(t.at)));
 }
 
 async function pageUnknown(root) {

@@ -54,6 +54,12 @@ func (s *Store) List(ctx context.Context, f ledger.Filter) (_ ledger.Page, err e
 	if f.ToolID != "" {
 		add("tool_id = $?", f.ToolID)
 	}
+	if f.PolicyVersion != "" {
+		add("policy_version <> '' AND policy_version = $?", f.PolicyVersion)
+	}
+	if f.CorrelationID != "" {
+		add("correlation_id <> '' AND correlation_id = $?", f.CorrelationID)
+	}
 	if f.Cursor != "" {
 		at, id, err := decodeCursor(f.Cursor)
 		if err != nil {

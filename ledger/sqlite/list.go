@@ -48,6 +48,14 @@ func (s *Store) List(ctx context.Context, f ledger.Filter) (ledger.Page, error) 
 		where.WriteString(" AND tool_id = ?")
 		args = append(args, f.ToolID)
 	}
+	if f.PolicyVersion != "" {
+		where.WriteString(" AND policy_version <> '' AND policy_version = ?")
+		args = append(args, f.PolicyVersion)
+	}
+	if f.CorrelationID != "" {
+		where.WriteString(" AND correlation_id <> '' AND correlation_id = ?")
+		args = append(args, f.CorrelationID)
+	}
 	if f.Cursor != "" {
 		at, id, err := decodeCursor(f.Cursor)
 		if err != nil {

@@ -169,7 +169,7 @@ func TestOpenRefusesBadConfig(t *testing.T) {
 }
 
 // latestMigration is the number of the newest file in migration/.
-const latestMigration = 3
+const latestMigration = 4
 
 func TestMigrationsIdempotent(t *testing.T) {
 	t.Parallel()
@@ -414,7 +414,34 @@ func TestCountByStateReadsACoveringIndex(t *testing.T) {
 	if _, err := s.CountByState(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	rows, err := rawDB(t, path).Query(`EXPLAIN QUERY PLAN SELECT state, COUNT(*) FROM actions GROUP BY state`)
+	plan := queryPlan(t, path, `SELECT state, COUNT(*) FROM actions GROUP BY state`)
+	if !strings.Contains(strings.Join(plan, "\n"), "USING COVERING INDEX") {
+		t.Fatalf("CountByState's plan reads the table: %q", plan)
+	}
+}
+
+// Listing by policy version or correlation id reads migration 004's partial
+// indexes (the query repeats their non-empty term), not a scan of the tenant.
+func TestListByPolicyOrCorrelationUsesItsIndex(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	open(t, sqlite.Config{Path: path})
+	for _, c := range []struct{ column, index string }{
+		{"policy_version", "actions_tenant_policy_created"},
+		{"correlation_id", "actions_tenant_correlation_created"},
+	} {
+		plan := queryPlan(t, path, `SELECT id FROM actions WHERE tenant = ? AND `+
+			c.column+` <> '' AND `+c.column+` = ? ORDER BY created_at DESC, id ASC LIMIT 51`, "t", "v")
+		if !strings.Contains(strings.Join(plan, "\n"), c.index) {
+			t.Errorf("listing by %s does not use %s: %q", c.column, c.index, plan)
+		}
+	}
+}
+
+// queryPlan is SQLite's EXPLAIN QUERY PLAN of a query, one detail per step.
+func queryPlan(t *testing.T, path, query string, args ...any) []string {
+	t.Helper()
+	rows, err := rawDB(t, path).Query(`EXPLAIN QUERY PLAN `+query, args...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -428,7 +455,5 @@ func TestCountByStateReadsACoveringIndex(t *testing.T) {
 		}
 		plan = append(plan, detail)
 	}
-	if !strings.Contains(strings.Join(plan, "\n"), "USING COVERING INDEX") {
-		t.Fatalf("CountByState's plan reads the table: %q", plan)
-	}
+	return plan
 }

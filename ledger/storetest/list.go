@@ -100,6 +100,56 @@ func testListFilters(t *testing.T, s ledger.Store) {
 	}
 }
 
+// testListByPolicyAndCorrelation: a rule's firing and the calls it caused are
+// one query (SPEC 1.5): List filters by policy version and correlation id,
+// each alone, together and with the other filters, exactly (no prefix match),
+// and pages through them.
+func testListByPolicyAndCorrelation(t *testing.T, s ledger.Store) {
+	rows := []struct {
+		id, policy, corr string
+		state            ledger.State
+	}{
+		{"1", "policy-v3", "rule-fired-1", ledger.Succeeded},
+		{"2", "policy-v3", "rule-fired-2", ledger.Pending},
+		{"3", "policy-v2", "rule-fired-1", ledger.Succeeded},
+		{"4", "", "rule-fired-1", ledger.Succeeded},
+		{"5", "policy-v3", "", ledger.Rejected},
+		{"6", "policy-v3", "rule-fired-1", ledger.Unknown},
+		{"7", "policy-v30", "rule-fired-10", ledger.Succeeded},
+	}
+	for i, r := range rows {
+		a := newAction("t1", r.id, r.state, time.Duration(i)*time.Second)
+		a.PolicyVersion, a.CorrelationID = r.policy, r.corr
+		insert(t, s, a)
+	}
+	other := newAction("t2", "1", ledger.Succeeded, 0)
+	other.PolicyVersion, other.CorrelationID = "policy-v3", "rule-fired-1"
+	insert(t, s, other)
+	tests := []struct {
+		name   string
+		filter ledger.Filter
+		want   []string
+	}{
+		{"policy", ledger.Filter{Tenant: "t1", PolicyVersion: "policy-v3"}, []string{"6", "5", "2", "1"}},
+		{"correlation", ledger.Filter{Tenant: "t1", CorrelationID: "rule-fired-1"}, []string{"6", "4", "3", "1"}},
+		{"both", ledger.Filter{Tenant: "t1", PolicyVersion: "policy-v3", CorrelationID: "rule-fired-1"}, []string{"6", "1"}},
+		{"both and state", ledger.Filter{Tenant: "t1", PolicyVersion: "policy-v3", CorrelationID: "rule-fired-1", State: ledger.Succeeded}, []string{"1"}},
+		{"both and tool", ledger.Filter{Tenant: "t1", PolicyVersion: "policy-v3", CorrelationID: "rule-fired-1", ToolID: "orders.cancel"}, nil},
+		{"no prefix match", ledger.Filter{Tenant: "t1", PolicyVersion: "policy-v"}, nil},
+		{"no match", ledger.Filter{Tenant: "t1", CorrelationID: "rule-fired-9"}, nil},
+		{"paged", ledger.Filter{Tenant: "t1", CorrelationID: "rule-fired-1", Limit: 1}, []string{"6", "4", "3", "1"}},
+		{"other tenant", ledger.Filter{Tenant: "t2", PolicyVersion: "policy-v3", CorrelationID: "rule-fired-1"}, []string{"1"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := listAll(t, s, tt.filter)
+			if fmt.Sprint(got) != fmt.Sprint(tt.want) {
+				t.Fatalf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
 func testListPagination(t *testing.T, s ledger.Store) {
 	const n = 23
 	type key struct {

@@ -51,6 +51,7 @@ func Exercise(t *testing.T, newDB NewDatabase) {
 		{"ListNewestFirst", testListNewestFirst},
 		{"ListTiesOrderIDsAsBytes", testListTiesOrderIDsAsBytes},
 		{"ListFilters", testListFilters},
+		{"ListByPolicyAndCorrelation", testListByPolicyAndCorrelation},
 		{"ListPagination", testListPagination},
 		{"ListPaginationStableUnderInserts", testListPaginationStableUnderInserts},
 		{"ListLimits", testListLimits},

@@ -1,0 +1,6 @@
+-- 003: List by policy version and by correlation id (SPEC 1.5, 3.2): "the rule
+-- fired" and "the refunds it caused" are one query. Partial indexes: rows
+-- that carry '' cost no index entry on insert. The store's query repeats the
+-- "<> ''" term so that a generic plan (a bound parameter) may still use them.
+CREATE INDEX actions_tenant_policy_created ON actions (tenant, policy_version, created_at DESC, id) WHERE policy_version <> '';
+CREATE INDEX actions_tenant_correlation_created ON actions (tenant, correlation_id, created_at DESC, id) WHERE correlation_id <> '';
