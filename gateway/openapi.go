@@ -109,4 +109,3 @@ func writeJSONNode(b *bytes.Buffer, n *yaml.Node) error {
 	}
 	return nil
 }
-
