@@ -381,7 +381,7 @@ func driveAndScrape(t *testing.T) (map[string]bool, error) {
 	refund.SettleAfter = time.Millisecond
 	bindings["payments.issue_refund"] = refund
 	srv, err := gateway.New(gateway.Config{Registry: testrig.Registry(t), Ledger: svc, Invoker: &invoke.Client{},
-		Bindings: bindings, JoinTimeout: 5 * time.Second, Logf: t.Logf})
+		Bindings: bindings, JoinTimeout: 5 * time.Second, Logger: testrig.Logger(t)})
 	if err != nil {
 		return nil, err
 	}

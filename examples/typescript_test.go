@@ -158,7 +158,7 @@ func agentGateway(t *testing.T) (*sandbox.Server, string) {
 	}})
 	srv, err := gateway.New(gateway.Config{
 		Registry: testrig.Registry(t), Ledger: testrig.Ledger(t, "ts-agents"), Invoker: &invoke.Client{},
-		Bindings: testrig.Bindings(sbURL), JoinTimeout: 300 * time.Millisecond, Logf: t.Logf,
+		Bindings: testrig.Bindings(sbURL), JoinTimeout: 300 * time.Millisecond, Logger: testrig.Logger(t),
 		Keys: []gateway.Key{{Name: "ts-agent", SHA256Hex: config.HashKey("key-ts-agent"), Tenant: "acme", Role: "agent", Tools: []string{"*"}}},
 	})
 	if err != nil {

@@ -13,7 +13,7 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 	"fmt"
-	"log"
+	"log/slog"
 	"net/http"
 	"strings"
 	"time"
@@ -53,8 +53,8 @@ type Config struct {
 	// Keys are the API keys; nil means no authentication: every caller is an
 	// operator of tenant DefaultTenant (serve binds loopback only then).
 	Keys []Key
-	// Logf receives operational messages. Default log.Printf.
-	Logf func(format string, args ...any)
+	// Logger receives operational messages. Default slog.Default().
+	Logger *slog.Logger
 	// Retention: a terminal action's result is replayable this long after the
 	// action was created; later its key is refused (idempotency_key_expired).
 	// 0 keeps results forever.
@@ -123,8 +123,8 @@ func New(cfg Config) (*Server, error) {
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
 	}
-	if cfg.Logf == nil {
-		cfg.Logf = log.Printf
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
 	}
 	if cfg.Prometheus == nil {
 		cfg.Prometheus = prometheus.NewRegistry()
@@ -133,7 +133,7 @@ func New(cfg Config) (*Server, error) {
 	s.calls = toolcall.New(toolcall.Config{
 		Registry: cfg.Registry, Ledger: cfg.Ledger, Invoker: cfg.Invoker, Bindings: cfg.Bindings,
 		JoinTimeout: cfg.JoinTimeout, Retention: cfg.Retention, TombstoneRetention: cfg.TombstoneRetention,
-		ProbeState: cfg.DecisionLog != nil, Tracer: cfg.Tracer, Logf: cfg.Logf,
+		ProbeState: cfg.DecisionLog != nil, Tracer: cfg.Tracer, Logger: cfg.Logger,
 	})
 	var err error
 	if s.masks, err = masking.New(cfg.Registry); err != nil {
@@ -164,7 +164,7 @@ func (s *Server) Calls() *toolcall.Service { return s.calls }
 // to report into.
 func (s *Server) Metrics() *Metrics { return s.metrics }
 
-func (s *Server) logf(format string, args ...any) { s.cfg.Logf(format, args...) }
+func (s *Server) log() *slog.Logger { return s.cfg.Logger }
 
 // ServeHTTP serves the API. A state-changing request that a browser sends
 // from another origin is refused (CSRF): it matters most without keys, where

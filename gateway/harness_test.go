@@ -39,7 +39,7 @@ func newRig(t testing.TB, opts ...option) *rig {
 		Registry: testrig.Registry(t), Ledger: svc, Invoker: &invoke.Client{},
 		Bindings:    testrig.Bindings(sbURL),
 		JoinTimeout: 5 * time.Second,
-		Logf:        t.Logf,
+		Logger:      testrig.Logger(t),
 	}
 	for _, o := range opts {
 		o(&cfg)

@@ -37,9 +37,9 @@ func (s *Server) answerProblemScrubbed(where string, err error, scrub func(strin
 	}
 	switch {
 	case p.Code == toolcall.CodeInternal:
-		s.logf("%s", scrub(fmt.Sprintf("internal error on %s: %v", where, p.Cause)))
+		s.log().Error("internal error", "where", where, "error", scrub(p.Cause.Error()))
 	case p.Cause != nil && p.Status() >= 500:
-		s.logf("%s", scrub(fmt.Sprintf("%s on %s: %v", p.Code, where, p.Cause)))
+		s.log().Error(string(p.Code), "where", where, "error", scrub(p.Cause.Error()))
 	}
 	return p
 }

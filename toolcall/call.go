@@ -342,7 +342,7 @@ func (c *call) existing(ctx context.Context, a *ledger.Action) error {
 		c.noteProviderTransition(ctx, a)
 		if pc := c.body.Provider; pc != nil {
 			if err := c.s.cfg.Ledger.AddProviderCall(ctx, a, *pc); err != nil && !errors.Is(err, ledger.ErrStale) {
-				c.s.logf("record provider call for %s: %v", a.ID, err)
+				c.s.log().Warn("record provider call", append(actionAttrs(a), "error", err.Error())...)
 			}
 		}
 		switch a.State {

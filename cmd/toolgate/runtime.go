@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"log"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -47,7 +47,13 @@ func startGateway(ctx context.Context, cfg *config.Config, logw io.Writer) (*gat
 // startGatewayWith is startGateway with the tools read from tools instead of
 // cfg.ToolsDir when tools is not nil (serve's bundled examples).
 func startGatewayWith(ctx context.Context, cfg *config.Config, tools fs.FS, logw io.Writer) (*gatewayRuntime, error) {
-	logger := log.New(logw, "toolgate: ", log.LstdFlags|log.Lmsgprefix)
+	return startGatewayLogged(ctx, cfg, tools, newTextLogger(logw))
+}
+
+// startGatewayLogged is startGatewayWith logging to logger.
+func startGatewayLogged(ctx context.Context, cfg *config.Config, tools fs.FS, logger *slog.Logger) (*gatewayRuntime, error) {
+	infof := func(format string, args ...any) { logger.Info(fmt.Sprintf(format, args...)) }
+	errorf := func(format string, args ...any) { logger.Error(fmt.Sprintf(format, args...)) }
 	toolsName := cfg.ToolsDir
 	var reg *contract.Registry
 	var err error
@@ -69,7 +75,7 @@ func startGatewayWith(ctx context.Context, cfg *config.Config, tools fs.FS, logw
 	case "sqlite":
 		store, err = sqlite.Open(ctx, sqlite.Config{Path: ld.Location})
 	case "postgres":
-		store, err = postgres.Open(ctx, postgres.Config{DSN: ld.Location, RequireSyncStandby: cfg.LedgerHA, StartWithoutPrimary: true, Logf: logger.Printf})
+		store, err = postgres.Open(ctx, postgres.Config{DSN: ld.Location, RequireSyncStandby: cfg.LedgerHA, StartWithoutPrimary: true, Logf: infof})
 	default:
 		err = fmt.Errorf("ledger %s: the %s store is not available in this build", cfg.Ledger, ld.Kind)
 	}
@@ -87,7 +93,7 @@ func startGatewayWith(ctx context.Context, cfg *config.Config, tools fs.FS, logw
 			return nil, fmt.Errorf("recover orphaned actions: %w", err)
 		}
 		if n > 0 {
-			logger.Printf("%d running action(s) orphaned by the previous process are now unknown and will be reconciled", n)
+			infof("%d running action(s) orphaned by the previous process are now unknown and will be reconciled", n)
 		}
 	}
 	var keys []gateway.Key
@@ -108,12 +114,12 @@ func startGatewayWith(ctx context.Context, cfg *config.Config, tools fs.FS, logw
 		return nil, err
 	}
 	if tracer != nil {
-		logger.Printf("tracing: exporting spans over OTLP/HTTP (OTEL_* environment)")
+		infof("tracing: exporting spans over OTLP/HTTP (OTEL_* environment)")
 	}
 	srv, err := gateway.New(gateway.Config{
 		Tracer:   tracer,
 		Registry: reg, Ledger: svc, Invoker: &invoke.Client{}, Bindings: invokeBindings(cfg.Bindings),
-		JoinTimeout: cfg.JoinTimeout, MaxBodyBytes: cfg.MaxBodyBytes, Keys: keys, Logf: logger.Printf,
+		JoinTimeout: cfg.JoinTimeout, MaxBodyBytes: cfg.MaxBodyBytes, Keys: keys, Logger: logger,
 		DecisionLog: dlog.writer, Retention: cfg.Retention, TombstoneRetention: cfg.TombstoneRetention,
 	})
 	if err != nil {
@@ -126,7 +132,7 @@ func startGatewayWith(ctx context.Context, cfg *config.Config, tools fs.FS, logw
 			store.Close()
 			return nil, err
 		}
-		logger.Printf("no auth section: serving loopback only, every caller is an operator of tenant %q", gateway.DefaultTenant)
+		infof("no auth section: serving loopback only, every caller is an operator of tenant %q", gateway.DefaultTenant)
 	}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
@@ -135,7 +141,7 @@ func startGatewayWith(ctx context.Context, cfg *config.Config, tools fs.FS, logw
 	}
 	rctx, cancel := context.WithCancel(context.Background())
 	rt := &gatewayRuntime{cfg: cfg, store: store, svc: svc, server: srv, ln: ln, stop: cancel, done: make(chan struct{}), dlog: dlog, stopTracing: stopTracing}
-	rt.http = &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, ErrorLog: logger}
+	rt.http = &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
 	var bg sync.WaitGroup
 	bg.Add(2)
 	go func() {
@@ -146,16 +152,16 @@ func startGatewayWith(ctx context.Context, cfg *config.Config, tools fs.FS, logw
 	}()
 	go func() {
 		defer bg.Done()
-		cl := &ledger.Cleaner{Store: store, Retention: cfg.Retention, TombstoneRetention: cfg.TombstoneRetention, Errorf: logger.Printf}
+		cl := &ledger.Cleaner{Store: store, Retention: cfg.Retention, TombstoneRetention: cfg.TombstoneRetention, Errorf: errorf}
 		cl.Run(rctx)
 	}()
 	go func() { bg.Wait(); close(rt.done) }()
 	go func() {
 		if err := rt.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			logger.Printf("serve: %v", err)
+			errorf("serve: %v", err)
 		}
 	}()
-	logger.Printf("listening on http://%s (tools %s, ledger %s); dashboard http://%s/ui/", ln.Addr(), toolsName, cfg.Ledger, ln.Addr())
+	infof("listening on http://%s (tools %s, ledger %s); dashboard http://%s/ui/", ln.Addr(), toolsName, cfg.Ledger, ln.Addr())
 	return rt, nil
 }
 
