@@ -2,12 +2,35 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log"
 	"log/slog"
 	"strconv"
 	"strings"
 )
+
+// newLogger is the gateway's log in format: "text" (newTextLogger) or "json"
+// (one JSON object per line: time, level, msg, then the record's
+// attributes — action_id, tool_id, tenant, trace_id where they apply).
+func newLogger(w io.Writer, format string) (*slog.Logger, error) {
+	switch format {
+	case "text":
+		return newTextLogger(w), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo})), nil
+	}
+	return nil, fmt.Errorf("--log-format %q: want text or json", format)
+}
+
+// logLines logs each non-empty line of text as a record of its own.
+func logLines(logger *slog.Logger, level slog.Level, text string) {
+	for _, line := range strings.Split(text, "\n") {
+		if line = strings.TrimSpace(line); line != "" {
+			logger.Log(context.Background(), level, line)
+		}
+	}
+}
 
 // newTextLogger is the gateway's log in text mode: one line per record,
 // "2006/01/02 15:04:05 toolgate: MESSAGE key=value ...", as the gateway has
