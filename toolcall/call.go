@@ -8,6 +8,7 @@ import (
 
 	"github.com/toolgate/toolgate/contract"
 	"github.com/toolgate/toolgate/decisionlog"
+	"github.com/toolgate/toolgate/internal/canon"
 	"github.com/toolgate/toolgate/invoke"
 	"github.com/toolgate/toolgate/ledger"
 	"go.opentelemetry.io/otel/trace"
@@ -122,6 +123,10 @@ func (c *call) readBody() error {
 		}
 	}
 	if c.canon, c.digest, err = canonicalize(body.Arguments); err != nil {
+		var ne *canon.NotExactError
+		if errors.As(err, &ne) {
+			return notExact(ne)
+		}
 		return Errorf(CodeMalformedRequest, "\"arguments\" is not canonicalizable JSON: %v", err)
 	}
 	if c.body.CorrelationID == "" {
@@ -175,10 +180,16 @@ func (c *call) findKey() error {
 }
 
 // decoded returns the arguments decoded for validation and templates (an
-// empty object when they cannot be decoded; admit refuses such a call).
+// empty object when they cannot be decoded; admit refuses such a call). It
+// decodes the canonical arguments, the bytes sent downstream, so the value
+// validated is the value executed.
 func (c *call) decoded() any {
 	if c.args == nil {
-		v, err := contract.DecodeJSON(c.body.Arguments)
+		raw := c.canon
+		if raw == nil {
+			raw = c.body.Arguments
+		}
+		v, err := contract.DecodeJSON(raw)
 		if err != nil {
 			v, c.argsErr = map[string]any{}, err
 		}
