@@ -9,7 +9,6 @@ import (
 	"github.com/toolgate/toolgate/api"
 	"github.com/toolgate/toolgate/contract"
 	"github.com/toolgate/toolgate/decisionlog"
-	"github.com/toolgate/toolgate/internal/canon"
 	"github.com/toolgate/toolgate/ledger"
 )
 
@@ -154,24 +153,6 @@ type Problem struct {
 // Errorf returns a problem with code and a detail.
 func Errorf(code Code, format string, args ...any) *Problem {
 	return &Problem{Code: code, Detail: fmt.Sprintf(format, args...)}
-}
-
-// The errors[].code values toolgate itself gives (beside the JSON Schema
-// keywords and rule ids of validation).
-const (
-	// FieldNumberNotExact: a number whose value changes when read as an
-	// IEEE-754 double (SPEC 1.1; the rule is internal/canon's).
-	FieldNumberNotExact = "number_not_exact"
-)
-
-// notExact is the 422 problem for numbers a double cannot hold.
-func notExact(ne *canon.NotExactError) *Problem {
-	errs := make([]contract.FieldError, 0, len(ne.Numbers))
-	for _, n := range ne.Numbers {
-		errs = append(errs, contract.FieldError{Pointer: n.Pointer, Code: FieldNumberNotExact,
-			Detail: "the number changes value when read as an IEEE-754 double (64-bit float): send at most 15 significant digits, or send the value as a string"})
-	}
-	return invalidArguments(errs, ne.Total)
 }
 
 // InvalidArguments is the 422 problem for argument errors.
