@@ -125,6 +125,10 @@ type Problem struct {
 	// RetryAfter is the Retry-After header in seconds (0: none); it travels
 	// as a header, not in the body.
 	RetryAfter int `json:"-"`
+
+	// ErrorsTotal is how many argument errors there are when Errors lists
+	// only the first of them (toolcall.MaxFieldErrors); 0 when it lists all.
+	ErrorsTotal int `json:"errors_total,omitempty"`
 }
 
 // FieldError is one argument error of an invalid_arguments problem, one an

@@ -148,6 +148,10 @@ type Problem struct {
 	// later: outcome_unknown answered to a later call while the action is
 	// unknown (409, a conflict), not to the call that lost the outcome (504).
 	later bool
+
+	// ErrorsTotal is how many argument errors there are when Errors lists
+	// only the first MaxFieldErrors of them; 0 when it lists all.
+	ErrorsTotal int
 }
 
 // Errorf returns a problem with code and a detail.
@@ -160,12 +164,20 @@ func InvalidArguments(errs []contract.FieldError) *Problem {
 	return invalidArguments(errs, len(errs))
 }
 
+// MaxFieldErrors bounds the errors[] of a problem: a body of many small
+// mistakes must not make an answer many times its size. The detail and
+// errors_total still give the true number.
+const MaxFieldErrors = 50
+
 // invalidArguments is the 422 problem for errs, of total errors found.
 func invalidArguments(errs []contract.FieldError, total int) *Problem {
 	total = max(total, len(errs))
 	p := Errorf(CodeInvalidArguments, "%d argument%s invalid", total, plural(total, " is", "s are"))
-	for _, e := range errs {
+	for _, e := range errs[:min(len(errs), MaxFieldErrors)] {
 		p.Errors = append(p.Errors, api.FieldError{Pointer: e.Pointer, Code: e.Code, Detail: e.Detail})
+	}
+	if len(p.Errors) < total {
+		p.ErrorsTotal = total
 	}
 	return p
 }
@@ -221,7 +233,7 @@ func (p *Problem) Wire() api.Problem {
 	info := p.info()
 	return api.Problem{
 		Type: api.ProblemType(string(p.Code)), Title: info.Title, Status: p.Status(), Code: string(p.Code),
-		Detail: p.Detail, Errors: p.Errors, ActionID: p.ActionID, State: string(p.State), RetryAfter: p.RetryAfter,
+		Detail: p.Detail, Errors: p.Errors, ErrorsTotal: p.ErrorsTotal, ActionID: p.ActionID, State: string(p.State), RetryAfter: p.RetryAfter,
 	}
 }
 
