@@ -22,10 +22,14 @@ func (s *Server) putAction(w http.ResponseWriter, r *http.Request, p *Principal)
 	if err := s.decodeBody(w, r, &body, false); err != nil {
 		return err
 	}
-	a, created, err := s.calls.Prepare(r.Context(), p, r.PathValue("action_id"), ledger.PrepareSpec{
+	spec := ledger.PrepareSpec{
 		ToolID: body.ToolID, Version: body.Version, Scope: body.Scope,
 		PolicyVersion: body.PolicyVersion, CorrelationID: body.CorrelationID,
-	})
+	}
+	if err := toolcall.CheckPrepare(spec); err != nil {
+		return err
+	}
+	a, created, err := s.calls.Prepare(r.Context(), p, r.PathValue("action_id"), spec)
 	if err != nil {
 		return err
 	}

@@ -174,6 +174,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, problem(toolcall.CodeForbidden, "cross-origin browser request refused"))
 		return
 	}
+	cleanTraceHeaders(r.Header)
 	s.mux.ServeHTTP(w, r)
 }
 

@@ -129,6 +129,9 @@ func (c *call) readBody() error {
 		}
 		return Errorf(CodeMalformedRequest, "\"arguments\" is not canonicalizable JSON: %v", err)
 	}
+	if err := c.checkCorrelationIDs(); err != nil {
+		return err
+	}
 	if c.body.CorrelationID == "" {
 		c.body.CorrelationID = c.in.CorrelationID
 	}

@@ -28,7 +28,7 @@ func TestFloorPlan(t *testing.T) {
 		{pkg: "schemadiff", onlyOwn: []string{}},
 		{pkg: "decisionlog", onlyOwn: []string{}},
 		{pkg: "invoke", onlyOwn: []string{"ledger"}},
-		{pkg: "toolcall", onlyOwn: []string{"api", "contract", "decisionlog", "internal/canon", "invoke", "ledger"},
+		{pkg: "toolcall", onlyOwn: []string{"api", "contract", "decisionlog", "internal/canon", "internal/tracectx", "invoke", "ledger"},
 			forbidden: []string{"net/http", "net/http/httptest", "net/http/httptrace"}},
 		// The front ends answer from the call service's typed answers, never
 		// from a recorded HTTP response.
@@ -39,7 +39,7 @@ func TestFloorPlan(t *testing.T) {
 		{pkg: "internal/strictyaml", onlyOwn: []string{"internal/suggest"}},
 	}
 	// leaves may be imported by any package.
-	leaves := map[string]bool{"internal/canon": true, "internal/suggest": true, "internal/strictyaml": true}
+	leaves := map[string]bool{"internal/canon": true, "internal/suggest": true, "internal/strictyaml": true, "internal/tracectx": true}
 	for _, r := range rules {
 		imports := packageImports(t, filepath.Join("..", r.pkg))
 		for imp, file := range imports {

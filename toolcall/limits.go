@@ -3,10 +3,13 @@ package toolcall
 import (
 	"fmt"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/toolgate/toolgate/contract"
 	"github.com/toolgate/toolgate/internal/canon"
 	"github.com/toolgate/toolgate/invoke"
+	"github.com/toolgate/toolgate/ledger"
 )
 
 // The call path's limits and parsing rules beyond the contract
@@ -56,4 +59,67 @@ func notExact(ne *canon.NotExactError) *Problem {
 			Detail: "the number changes value when read as an IEEE-754 double (64-bit float): send at most 15 significant digits, or send the value as a string"})
 	}
 	return invalidArguments(errs, ne.Total)
+}
+
+// MaxIdentifierLength bounds the identifiers a call carries that the ledger
+// stores and the decision log writes: correlation ids, policy versions and
+// scopes (idempotency keys have their own rule, ValidKey).
+const MaxIdentifierLength = 255
+
+// ValidCorrelationID reports whether s is a correlation id: 1 to 255
+// visible ASCII characters (0x21-0x7E), like an idempotency key but of any
+// length from 1. Both the X-Correlation-ID header and the body's
+// correlation_id must be one (or absent).
+func ValidCorrelationID(s string) bool {
+	if len(s) < 1 || len(s) > MaxIdentifierLength {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x21 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// validLabel reports whether s is a policy version or scope: 1 to 255 bytes
+// of UTF-8 text without control characters.
+func validLabel(s string) bool {
+	if len(s) < 1 || len(s) > MaxIdentifierLength || !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			return false
+		}
+	}
+	return true
+}
+
+// checkCorrelationIDs refuses a call whose correlation id, from its
+// transport or its body, is not one (400 malformed_request).
+func (c *call) checkCorrelationIDs() error {
+	if id := c.in.CorrelationID; id != "" && !ValidCorrelationID(id) {
+		return Errorf(CodeMalformedRequest, "the X-Correlation-ID header must be 1 to %d visible ASCII characters (0x21-0x7E)", MaxIdentifierLength)
+	}
+	if id := c.body.CorrelationID; id != "" && !ValidCorrelationID(id) {
+		return Errorf(CodeMalformedRequest, "\"correlation_id\" must be 1 to %d visible ASCII characters (0x21-0x7E)", MaxIdentifierLength)
+	}
+	return nil
+}
+
+// CheckPrepare refuses what a prepared action (PUT /v1/actions/{id}) may
+// not store: a correlation id that is not one (ValidCorrelationID), a policy
+// version or scope longer than 255 bytes or with control characters
+// (400 malformed_request).
+func CheckPrepare(spec ledger.PrepareSpec) error {
+	if id := spec.CorrelationID; id != "" && !ValidCorrelationID(id) {
+		return Errorf(CodeMalformedRequest, "\"correlation_id\" must be 1 to %d visible ASCII characters (0x21-0x7E)", MaxIdentifierLength)
+	}
+	for _, f := range [...]struct{ name, v string }{{"policy_version", spec.PolicyVersion}, {"scope", spec.Scope}} {
+		if f.v != "" && !validLabel(f.v) {
+			return Errorf(CodeMalformedRequest, "%q must be 1 to %d bytes of text without control characters", f.name, MaxIdentifierLength)
+		}
+	}
+	return nil
 }
