@@ -37,6 +37,10 @@ type Action struct {
 	// Tombstone marks a terminal action past retention: its arguments and
 	// result body were purged; its key is refused until it is forgotten.
 	Tombstone bool `json:"tombstone,omitempty"`
+
+	// ProviderCallsOmitted counts the provider calls after the first
+	// MaxProviderCalls that were not recorded in ProviderCalls.
+	ProviderCallsOmitted int `json:"provider_calls_omitted,omitempty"`
 }
 
 // Terminal reports whether the action's state is final.

@@ -144,6 +144,7 @@ func renderAction(a *ledger.Action) api.Action {
 		CorrelationID: a.CorrelationID, Scope: a.Scope, PolicyVersion: a.PolicyVersion,
 		CreatedAt: a.CreatedAt, UpdatedAt: a.UpdatedAt, LastSentAt: timePtr(a.LastSentAt), UnknownSince: timePtr(a.UnknownSince),
 	}
+	rec.ProviderCallsOmitted = a.ProviderCallsOmitted
 	for i, pc := range a.ProviderCalls {
 		rec.ProviderCalls[i] = api.ProviderCall{Name: pc.Name, Route: pc.Route, CallID: pc.CallID, At: pc.At}
 	}

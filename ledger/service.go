@@ -140,7 +140,7 @@ func (s *Service) Start(ctx context.Context, tenant, id string, sp StartSpec) (a
 		History: []Transition{{To: Pending, Reason: "first call bound the arguments", By: string(ByGateway), At: now}},
 	}
 	if sp.Provider != nil {
-		a.ProviderCalls = []ProviderCall{*sp.Provider}
+		a.AddProviderCall(*sp.Provider)
 	}
 	if sp.Hold {
 		err = a.Move(AwaitingApproval, ByGateway, "", sp.Reason, now)
@@ -303,20 +303,15 @@ func (s *Service) Finish(ctx context.Context, a *Action, o Outcome, res *Result,
 }
 
 // AddProviderCall stores one more piece of provider evidence, unless the same
-// call id is already recorded.
+// call is already recorded (Action.AddProviderCall: past MaxProviderCalls
+// the call is only counted).
 func (s *Service) AddProviderCall(ctx context.Context, a *Action, pc ProviderCall) error {
-	if pc.CallID == "" && pc.Name == "" {
-		return nil
-	}
 	for try := 0; ; try++ {
-		for _, old := range a.ProviderCalls {
-			if old.CallID == pc.CallID && old.Name == pc.Name && old.Route == pc.Route {
-				return nil
-			}
-		}
 		b := a.clone()
 		pc.At = s.now()
-		b.ProviderCalls = append(b.ProviderCalls, pc)
+		if !b.AddProviderCall(pc) {
+			return nil
+		}
 		err := s.write(ctx, a, b)
 		if !errors.Is(err, ErrStale) || try > 3 {
 			return err

@@ -137,6 +137,9 @@ func (c *call) readBody() error {
 	}
 	if pc := body.Provider; pc != nil && pc.Name == "" && pc.CallID == "" && pc.Route == "" {
 		c.body.Provider = nil
+	} else if pc != nil {
+		clamped := ledger.ClampEvidence(*pc) // what the ledger keeps is what the log and the span say
+		c.body.Provider = &clamped
 	}
 	f := c.facts()
 	f.InputHash, f.Arguments, f.CorrelationID, f.Provider = c.digest, c.canon, c.body.CorrelationID, c.body.Provider
@@ -469,7 +472,7 @@ func (c *call) bind(ctx context.Context, a *ledger.Action) error {
 		return err
 	}
 	if c.body.Provider != nil {
-		a.ProviderCalls = append(a.ProviderCalls, *stamp(c.body.Provider))
+		a.AddProviderCall(*stamp(c.body.Provider))
 	}
 	_, claimSpan := c.s.child(ctx, "ledger.claim", trace.SpanKindInternal, attrActionID.String(a.ID))
 	err = c.s.cfg.Ledger.Bind(ctx, a, adm.v.Version, c.digest, c.canon, adm.hold, adm.reason)
