@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -63,6 +64,9 @@ func startGatewayWith(ctx context.Context, cfg *config.Config, tools fs.FS, logw
 	ld, err := config.LedgerDSN(cfg.Ledger)
 	if err != nil {
 		return nil, err
+	}
+	for _, p := range callDataFiles(cfg, ld) {
+		warnReadable(logger, p)
 	}
 	var store ledger.Store
 	switch ld.Kind {
@@ -173,6 +177,38 @@ func (rt *gatewayRuntime) Close() {
 	rt.dlog.close(ctx)
 	rt.stopTracing(ctx)
 	rt.store.Close()
+}
+
+// callDataFiles are the files of cfg that hold call data (raw arguments,
+// results, masked decisions): the SQLite ledger with its -wal and -shm, and
+// the decision log with its rotated files. toolgate creates them 0600.
+func callDataFiles(cfg *config.Config, ld config.Ledger) []string {
+	var out []string
+	if ld.Kind == "sqlite" {
+		out = append(out, ld.Location, ld.Location+"-wal", ld.Location+"-shm")
+	}
+	if p := cfg.DecisionLog.Path; p != "" {
+		out = append(out, p)
+		rotated, _ := filepath.Glob(p + ".[0-9]*")
+		out = append(out, rotated...)
+	}
+	return out
+}
+
+// warnReadable warns when an existing file of call data can be read (or
+// written) by users other than its owner; a missing file is no warning.
+func warnReadable(logger *log.Logger, path string) {
+	fi, err := os.Stat(path)
+	if err != nil || !fi.Mode().IsRegular() {
+		return
+	}
+	if m := fi.Mode().Perm(); m&0o077 != 0 {
+		how := "readable"
+		if m&0o044 == 0 {
+			how = "writable"
+		}
+		logger.Printf("warning: %s is %s by other users (mode %#o) and holds call data: chmod 600 %s", path, how, m, path)
+	}
 }
 
 func requireLoopback(listen string) error {
