@@ -40,6 +40,7 @@ const (
 	CodeActionNotAwaitingApproval Code = "action_not_awaiting_approval"
 	CodeActionDenied              Code = "action_denied"
 	CodeRequestTooLarge           Code = "request_too_large"
+	CodeTooManyRequests           Code = "too_many_requests"
 	CodeToolNotBound              Code = "tool_not_bound"
 	CodeLedgerUnavailable         Code = "ledger_unavailable"
 	CodeNotFound                  Code = "not_found"
@@ -107,6 +108,8 @@ var codes = map[Code]CodeInfo{
 		"An operator denied this action. It will not run; a new intended action needs a new key.", denied},
 	CodeRequestTooLarge: {413, "Request too large",
 		"The request body is larger than the gateway's max_body_bytes.", invalid},
+	CodeTooManyRequests: {429, "Too many requests",
+		"This API key, or its tenant, has as many requests in flight as the gateway allows (limits.in_flight_per_key, limits.in_flight_per_tenant). Nothing was done; retry after Retry-After, or send fewer requests at once.", invalid},
 	CodeToolNotBound: {503, "Tool not bound",
 		"The tool has a contract but no binding in this gateway's configuration, so there is nowhere to send it. An operator must add a binding.", unreachable},
 	CodeLedgerUnavailable: {503, "Ledger unavailable",
