@@ -17,6 +17,11 @@ const (
 	// DefaultListLimit and MaxListLimit bound a page of List (Filter.Limit).
 	DefaultListLimit = 50
 	MaxListLimit     = 500
+	// DefaultCacheSize, DefaultCacheBytes and DefaultCacheEntryBytes bound
+	// the replay cache (Service.CacheSize, CacheBytes, CacheEntryBytes).
+	DefaultCacheSize             = 10_000
+	DefaultCacheBytes      int64 = 64 << 20
+	DefaultCacheEntryBytes int64 = 256 << 10
 )
 
 // Service moves actions through their states on top of a Store. Every move is a
@@ -33,8 +38,15 @@ type Service struct {
 	Owner string
 
 	// CacheSize is how many terminal actions the call path keeps in memory
-	// for replays (GetForCall). Defaults to 10,000; negative turns it off.
+	// for replays (GetForCall). Defaults to DefaultCacheSize; negative turns
+	// it off.
 	CacheSize int
+	// CacheBytes bounds the memory those actions hold (arguments, result
+	// bodies, history). Defaults to DefaultCacheBytes.
+	CacheBytes int64
+	// CacheEntryBytes: an action larger than this is not cached; its
+	// replays read the store. Defaults to DefaultCacheEntryBytes.
+	CacheEntryBytes int64
 
 	mu      sync.Mutex
 	waiters map[string]chan struct{}

@@ -81,7 +81,8 @@ func startGatewayWith(ctx context.Context, cfg *config.Config, tools fs.FS, logw
 		return nil, fmt.Errorf("open ledger: %w", err)
 	}
 	host, _ := os.Hostname()
-	svc := &ledger.Service{Store: store, Lease: cfg.Lease, Owner: fmt.Sprintf("%s/%d", host, os.Getpid())}
+	svc := &ledger.Service{Store: store, Lease: cfg.Lease, Owner: fmt.Sprintf("%s/%d", host, os.Getpid()),
+		CacheSize: cfg.ReplayCache.Entries, CacheBytes: cfg.ReplayCache.Bytes, CacheEntryBytes: cfg.ReplayCache.MaxEntryBytes}
 	if ld.Kind == "sqlite" {
 		// An embedded ledger has one gateway: whatever is running was orphaned
 		// by the previous process (SPEC 4).
@@ -119,6 +120,7 @@ func startGatewayWith(ctx context.Context, cfg *config.Config, tools fs.FS, logw
 		Registry: reg, Ledger: svc, Invoker: &invoke.Client{}, Bindings: invokeBindings(cfg.Bindings),
 		JoinTimeout: cfg.JoinTimeout, MaxBodyBytes: cfg.MaxBodyBytes, Keys: keys, Logf: logger.Printf,
 		DecisionLog: dlog.writer, Retention: cfg.Retention, TombstoneRetention: cfg.TombstoneRetention,
+		MaxInFlightPerKey: cfg.Limits.InFlightPerKey, MaxInFlightPerTenant: cfg.Limits.InFlightPerTenant,
 	})
 	if err != nil {
 		store.Close()
@@ -139,7 +141,11 @@ func startGatewayWith(ctx context.Context, cfg *config.Config, tools fs.FS, logw
 	}
 	rctx, cancel := context.WithCancel(context.Background())
 	rt := &gatewayRuntime{cfg: cfg, store: store, svc: svc, server: srv, ln: ln, stop: cancel, done: make(chan struct{}), dlog: dlog, stopTracing: stopTracing}
-	rt.http = &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, ErrorLog: logger}
+	rt.http = srv.HTTPServer(gateway.HTTPLimits{
+		ReadHeaderTimeout: cfg.HTTP.ReadHeaderTimeout, ReadTimeout: cfg.HTTP.ReadTimeout, WriteTimeout: cfg.HTTP.WriteTimeout,
+		IdleTimeout: cfg.HTTP.IdleTimeout, MaxHeaderBytes: cfg.HTTP.MaxHeaderBytes,
+	})
+	rt.http.ErrorLog = logger
 	var bg sync.WaitGroup
 	bg.Add(2)
 	go func() {
