@@ -243,19 +243,27 @@ func Placeholders(tmpl string) ([]Placeholder, error) {
 	return out, nil
 }
 
-// ArgumentError names an argument that a binding's URL template cannot take.
+// ArgumentError names an argument that a binding's templates cannot take.
 type ArgumentError struct {
-	Field    string // the argument's path as {args.FIELD} writes it: "account", "customer.id"
-	Template string // the binding's field: "url", "lookup.url" or "state.url"
+	Field string // the argument's path as {args.FIELD} writes it: "account", "customer.id"
+	// Template is the binding's field: "url", "lookup.url", "state.url" or
+	// "downstream_key".
+	Template string
+	// Header: the argument would put a control character (or too many
+	// bytes) into the downstream key's header; otherwise it would make a
+	// URL path segment a dot segment.
+	Header bool
 }
 
-// DotSegmentArguments lists the arguments that make a path segment of one of
-// b's URL templates a dot segment (Expand refuses those), in template order,
-// each once, so that a call can be refused before anything is stored or sent.
-// An argument that reaches a URL through {downstream_key} is listed too.
+// ArgumentErrors lists the arguments a call's binding cannot send as they
+// are, in template order, each once, so that the call can be refused before
+// anything is stored or sent: an argument that makes a path segment of one
+// of b's URL templates a dot segment (Expand refuses those; one that
+// reaches a URL through {downstream_key} too), and one that makes the
+// downstream key an invalid header value (DownstreamKey refuses those).
 // Other expansion problems are left to the call itself.
-func DotSegmentArguments(b *Binding, v Vars) []ArgumentError {
-	keyArgs := []string{}
+func ArgumentErrors(b *Binding, v Vars) []ArgumentError {
+	var keyArgs []string
 	tmpl := b.DownstreamKey
 	if tmpl == "" {
 		tmpl = DefaultDownstreamKey
@@ -267,9 +275,24 @@ func DotSegmentArguments(b *Binding, v Vars) []ArgumentError {
 			}
 		}
 	}
-	key, _ := DownstreamKey(b, v)
 	var out []ArgumentError
 	seen := map[string]bool{}
+	add := func(field, template string, header bool) {
+		if !seen[field] {
+			seen[field] = true
+			out = append(out, ArgumentError{Field: field, Template: template, Header: header})
+		}
+	}
+	key, err := DownstreamKey(b, v)
+	if err != nil && len(keyArgs) > 0 {
+		if raw, rerr := expand(tmpl, v, "", false); rerr == nil && (len(raw) > 1024 || strings.ContainsFunc(raw, isControl)) {
+			for _, f := range keyArgs {
+				if s, err := argValue(v.Args, f); err == nil && (len(raw) > 1024 || strings.ContainsFunc(s, isControl)) {
+					add(f, "downstream_key", true)
+				}
+			}
+		}
+	}
 	for _, t := range [...]struct{ field, tmpl string }{{"url", b.URL}, {"lookup.url", b.LookupURL}, {"state.url", b.StateURL}} {
 		if t.tmpl == "" {
 			continue
@@ -287,12 +310,11 @@ func DotSegmentArguments(b *Binding, v Vars) []ArgumentError {
 				continue
 			}
 			for _, f := range fields {
-				if !seen[f] {
-					seen[f] = true
-					out = append(out, ArgumentError{Field: f, Template: t.field})
-				}
+				add(f, t.field, false)
 			}
 		}
 	}
 	return out
 }
+
+func isControl(r rune) bool { return r < 0x20 || r == 0x7f }

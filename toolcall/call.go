@@ -258,7 +258,7 @@ func (c *call) admit(ctx context.Context, v *contract.Version) (admission, error
 	if !ok {
 		return admission{}, Errorf(CodeToolNotBound, "%s has no binding in this gateway", c.tool.ID)
 	}
-	if p := c.dotSegments(b); p != nil {
+	if p := c.argumentErrors(b); p != nil {
 		return admission{}, p
 	}
 	hold, reason := holdReason(verdict, b)

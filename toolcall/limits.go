@@ -25,17 +25,22 @@ const (
 	// FieldDotSegment: an argument the binding puts in a URL path segment
 	// is "." or ".." (invoke.Expand).
 	FieldDotSegment = "dot_segment"
+	// FieldHeaderValue: an argument the binding puts in the downstream
+	// key's header has a control character, or makes it too long
+	// (invoke.DownstreamKey).
+	FieldHeaderValue = "header_value"
 )
 
-// dotSegments is the 422 problem for arguments that would make a path
-// segment of the binding's URLs a dot segment, or nil.
-func (c *call) dotSegments(b invoke.Binding) *Problem {
+// argumentErrors is the 422 problem for arguments the binding cannot send
+// as they are (invoke.ArgumentErrors): a URL path segment made "." or "..",
+// a downstream key header with a control character; or nil.
+func (c *call) argumentErrors(b invoke.Binding) *Problem {
 	args, _ := c.decoded().(map[string]any)
 	id := c.key
 	if id == "" {
 		id = "read-only-call" // any id: an action id is never a dot segment
 	}
-	bad := invoke.DotSegmentArguments(&b, invoke.Vars{Tenant: c.p.Tenant, ActionID: id, Args: args})
+	bad := invoke.ArgumentErrors(&b, invoke.Vars{Tenant: c.p.Tenant, ActionID: id, Args: args})
 	if len(bad) == 0 {
 		return nil
 	}
@@ -47,6 +52,10 @@ func (c *call) dotSegments(b invoke.Binding) *Problem {
 		}
 		errs[i] = contract.FieldError{Pointer: ptr, Code: FieldDotSegment,
 			Detail: fmt.Sprintf("the binding's %s uses this argument as a URL path segment, which must not be \".\" or \"..\"", a.Template)}
+		if a.Header {
+			errs[i].Code = FieldHeaderValue
+			errs[i].Detail = "the binding sends this argument in the downstream key's header (downstream_key), which must have no control characters and at most 1024 bytes"
+		}
 	}
 	return InvalidArguments(errs)
 }
