@@ -98,12 +98,14 @@ type Server struct {
 	noAuth *Principal
 	csrf   *http.CrossOriginProtection
 
-	metrics  *Metrics
-	inFlight *inFlight
-	maskers  map[string]*decisionlog.Masker
+	metrics *Metrics
+	maskers map[string]*decisionlog.Masker
 	// observers are told about every handled tool call (the dashboard's
 	// conflict and volume series); add them before serving.
 	observers []func(CallEvent)
+
+	// inFlight caps the requests in flight per key and tenant (limits.go).
+	inFlight *inFlight
 }
 
 // CallEvent is what observers learn about one handled tool call.
@@ -159,9 +161,9 @@ func New(cfg Config) (*Server, error) {
 		e.p = toolcall.NewPrincipal(k.Name, k.Tenant, k.Role, k.Tools)
 		s.keys = append(s.keys, e)
 	}
-	principals := []*Principal{s.noAuth}
-	if s.noAuth == nil {
-		principals = principals[:0]
+	var principals []*Principal
+	if s.noAuth != nil {
+		principals = append(principals, s.noAuth)
 	}
 	for _, k := range s.keys {
 		principals = append(principals, k.p)
@@ -194,9 +196,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	cleanTraceHeaders(r.Header)
 	if p := s.authenticate(r.Header); p != nil {
-		release, err := s.inFlight.acquire(p)
-		if err != nil {
-			writeProblem(w, err.(*toolcall.Problem))
+		release, refused := s.inFlight.acquire(p)
+		if refused != nil {
+			writeProblem(w, refused)
 			return
 		}
 		defer release()

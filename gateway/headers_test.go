@@ -35,10 +35,10 @@ func TestTraceparentIsParsedNotForwardedAsItCame(t *testing.T) {
 	rec := newRecorder(t)
 	g := newRig(t, withLimitTools(t, rec))
 	valid := "00-" + agentTrace + "-" + agentParent + "-01"
-	cases := append([]struct{ in, out string }{
+	cases := []struct{ in, out string }{
 		{valid, valid},
 		{"01-" + agentTrace + "-" + agentParent + "-01-a-later-field", valid}, // a later version is forwarded as 00
-	})
+	}
 	for _, bad := range invalidTraceparents {
 		cases = append(cases, struct{ in, out string }{bad, ""})
 	}

@@ -172,7 +172,7 @@ func newInFlight(perKey, perTenant int, principals []*Principal, reg prometheus.
 
 // acquire takes a slot for one request of p, or returns the 429 problem;
 // release gives the slot back.
-func (f *inFlight) acquire(p *Principal) (release func(), err error) {
+func (f *inFlight) acquire(p *Principal) (release func(), refused *toolcall.Problem) {
 	k, t := f.keys[p], f.tenants[p.Tenant]
 	if k == nil || t == nil {
 		return func() {}, nil

@@ -41,8 +41,8 @@ var limitTools = fstest.MapFS{
   "result":{"type":"object"}}`)},
 }
 
-// recorded is one request the downstream received.
-type recorded struct {
+// seenRequest is one request the downstream received.
+type seenRequest struct {
 	Method     string
 	RequestURI string // as it came on the wire
 	Header     http.Header
@@ -53,7 +53,7 @@ type recorded struct {
 // answers 200 {"ok":true}.
 type recorder struct {
 	mu   sync.Mutex
-	reqs []recorded
+	reqs []seenRequest
 	url  string
 }
 
@@ -62,7 +62,7 @@ func newRecorder(t testing.TB) *recorder {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		rec.mu.Lock()
-		rec.reqs = append(rec.reqs, recorded{Method: r.Method, RequestURI: r.RequestURI, Header: r.Header.Clone(), Body: b})
+		rec.reqs = append(rec.reqs, seenRequest{Method: r.Method, RequestURI: r.RequestURI, Header: r.Header.Clone(), Body: b})
 		rec.mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
 		w.Write([]byte(`{"ok":true}`))
@@ -72,15 +72,15 @@ func newRecorder(t testing.TB) *recorder {
 	return rec
 }
 
-func (rec *recorder) requests() []recorded {
+func (rec *recorder) requests() []seenRequest {
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
-	return append([]recorded(nil), rec.reqs...)
+	return append([]seenRequest(nil), rec.reqs...)
 }
 
 // calls are the requests for the transfer tool itself (not lookups).
-func (rec *recorder) calls() []recorded {
-	var out []recorded
+func (rec *recorder) calls() []seenRequest {
+	var out []seenRequest
 	for _, r := range rec.requests() {
 		if r.Method == "POST" {
 			out = append(out, r)
