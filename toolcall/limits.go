@@ -62,12 +62,19 @@ func (c *call) argumentErrors(b invoke.Binding) *Problem {
 
 // notExact is the 422 problem for numbers a double cannot hold.
 func notExact(ne *canon.NotExactError) *Problem {
+	return invalidArguments(NumberErrors(ne), ne.Total)
+}
+
+// NumberErrors are the argument errors (number_not_exact) of the numbers
+// ne lists, for every caller that judges arguments as the gateway does
+// (toolgate validate).
+func NumberErrors(ne *canon.NotExactError) []contract.FieldError {
 	errs := make([]contract.FieldError, 0, len(ne.Numbers))
 	for _, n := range ne.Numbers {
 		errs = append(errs, contract.FieldError{Pointer: n.Pointer, Code: FieldNumberNotExact,
 			Detail: "the number changes value when read as an IEEE-754 double (64-bit float): send at most 15 significant digits, or send the value as a string"})
 	}
-	return invalidArguments(errs, ne.Total)
+	return errs
 }
 
 // MaxIdentifierLength bounds the identifiers a call carries that the ledger

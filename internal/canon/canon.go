@@ -6,6 +6,10 @@
 // buffer, unescaped strings are copied as they are, and integers of up to 15
 // digits (exact in a float64) are printed as they came; every other number
 // goes through the library's ES6 formatter.
+//
+// TransformExact is Transform for the call path: it also refuses a number
+// whose value would change in the canonical form (exact.go), listing each
+// by JSON pointer.
 package canon
 
 import (
