@@ -70,6 +70,12 @@ type Config struct {
 	// Prometheus is where the metrics are registered and what /metrics
 	// serves. Default: a new registry of the gateway's own.
 	Prometheus *prometheus.Registry
+
+	// MaxInFlightPerKey and MaxInFlightPerTenant cap the requests one API
+	// key, and all keys of one tenant, may have in flight at once; more are
+	// answered 429 too_many_requests. Defaults DefaultMaxInFlightPerKey and
+	// DefaultMaxInFlightPerTenant; negative: no cap.
+	MaxInFlightPerKey, MaxInFlightPerTenant int
 }
 
 // Key is one API key: the SHA-256 of the bearer token and what it may do.
@@ -98,6 +104,9 @@ type Server struct {
 	// observers are told about every handled tool call (the dashboard's
 	// conflict and volume series); add them before serving.
 	observers []func(CallEvent)
+
+	// inFlight caps the requests in flight per key and tenant (limits.go).
+	inFlight *inFlight
 }
 
 // CallEvent is what observers learn about one handled tool call.
@@ -153,6 +162,14 @@ func New(cfg Config) (*Server, error) {
 		e.p = toolcall.NewPrincipal(k.Name, k.Tenant, k.Role, k.Tools)
 		s.keys = append(s.keys, e)
 	}
+	var principals []*Principal
+	if s.noAuth != nil {
+		principals = append(principals, s.noAuth)
+	}
+	for _, k := range s.keys {
+		principals = append(principals, k.p)
+	}
+	s.inFlight = newInFlight(cfg.MaxInFlightPerKey, cfg.MaxInFlightPerTenant, principals, cfg.Prometheus)
 	s.routes()
 	return s, nil
 }
@@ -169,11 +186,23 @@ func (s *Server) log() *slog.Logger { return s.cfg.Logger }
 // ServeHTTP serves the API. A state-changing request that a browser sends
 // from another origin is refused (CSRF): it matters most without keys, where
 // every caller is an operator. Clients that are not browsers send neither
-// Sec-Fetch-Site nor Origin and pass unchanged.
+// Sec-Fetch-Site nor Origin and pass unchanged. Every request of a known key
+// takes one of the key's and the tenant's in-flight slots (429 when none is
+// left); an answer written before the body was read closes the connection.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	defer trackBody(w, r).unread(w)
 	if err := s.csrf.Check(r); err != nil {
 		writeProblem(w, problem(toolcall.CodeForbidden, "cross-origin browser request refused"))
 		return
+	}
+	cleanTraceHeaders(r.Header)
+	if p := s.authenticate(r.Header); p != nil {
+		release, refused := s.inFlight.acquire(p)
+		if refused != nil {
+			writeProblem(w, refused)
+			return
+		}
+		defer release()
 	}
 	s.mux.ServeHTTP(w, r)
 }

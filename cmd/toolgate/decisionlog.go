@@ -35,7 +35,7 @@ func openDecisionLog(cfg config.DecisionLog, logger *slog.Logger) (*decisionLog,
 		return nil, fmt.Errorf("decision log: %w", err)
 	}
 	d.writer = decisionlog.NewWriter(sink, decisionlog.Config{
-		Mode: mode,
+		Mode: mode, QueueBytes: cfg.QueueBytes, MaxPayloadBytes: cfg.MaxPayloadBytes,
 		OnDrop: func(decisionlog.DropReason) {
 			if d.dropped != nil {
 				d.dropped.Inc()

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -70,6 +71,9 @@ func startGatewayLogged(ctx context.Context, cfg *config.Config, tools fs.FS, lo
 	if err != nil {
 		return nil, err
 	}
+	for _, p := range callDataFiles(cfg, ld) {
+		warnReadable(logger, p)
+	}
 	var store ledger.Store
 	switch ld.Kind {
 	case "sqlite":
@@ -83,7 +87,8 @@ func startGatewayLogged(ctx context.Context, cfg *config.Config, tools fs.FS, lo
 		return nil, fmt.Errorf("open ledger: %w", err)
 	}
 	host, _ := os.Hostname()
-	svc := &ledger.Service{Store: store, Lease: cfg.Lease, Owner: fmt.Sprintf("%s/%d", host, os.Getpid())}
+	svc := &ledger.Service{Store: store, Lease: cfg.Lease, Owner: fmt.Sprintf("%s/%d", host, os.Getpid()),
+		CacheSize: cfg.ReplayCache.Entries, CacheBytes: cfg.ReplayCache.Bytes, CacheEntryBytes: cfg.ReplayCache.MaxEntryBytes}
 	if ld.Kind == "sqlite" {
 		// An embedded ledger has one gateway: whatever is running was orphaned
 		// by the previous process (SPEC 4).
@@ -121,6 +126,7 @@ func startGatewayLogged(ctx context.Context, cfg *config.Config, tools fs.FS, lo
 		Registry: reg, Ledger: svc, Invoker: &invoke.Client{}, Bindings: invokeBindings(cfg.Bindings),
 		JoinTimeout: cfg.JoinTimeout, MaxBodyBytes: cfg.MaxBodyBytes, Keys: keys, Logger: logger,
 		DecisionLog: dlog.writer, Retention: cfg.Retention, TombstoneRetention: cfg.TombstoneRetention,
+		MaxInFlightPerKey: cfg.Limits.InFlightPerKey, MaxInFlightPerTenant: cfg.Limits.InFlightPerTenant,
 	})
 	if err != nil {
 		store.Close()
@@ -141,7 +147,11 @@ func startGatewayLogged(ctx context.Context, cfg *config.Config, tools fs.FS, lo
 	}
 	rctx, cancel := context.WithCancel(context.Background())
 	rt := &gatewayRuntime{cfg: cfg, store: store, svc: svc, server: srv, ln: ln, stop: cancel, done: make(chan struct{}), dlog: dlog, stopTracing: stopTracing}
-	rt.http = &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
+	rt.http = srv.HTTPServer(gateway.HTTPLimits{
+		ReadHeaderTimeout: cfg.HTTP.ReadHeaderTimeout, ReadTimeout: cfg.HTTP.ReadTimeout, WriteTimeout: cfg.HTTP.WriteTimeout,
+		IdleTimeout: cfg.HTTP.IdleTimeout, MaxHeaderBytes: cfg.HTTP.MaxHeaderBytes,
+	})
+	rt.http.ErrorLog = slog.NewLogLogger(logger.Handler(), slog.LevelWarn)
 	var bg sync.WaitGroup
 	bg.Add(2)
 	go func() {
@@ -179,6 +189,38 @@ func (rt *gatewayRuntime) Close() {
 	rt.dlog.close(ctx)
 	rt.stopTracing(ctx)
 	rt.store.Close()
+}
+
+// callDataFiles are the files of cfg that hold call data (raw arguments,
+// results, masked decisions): the SQLite ledger with its -wal and -shm, and
+// the decision log with its rotated files. toolgate creates them 0600.
+func callDataFiles(cfg *config.Config, ld config.Ledger) []string {
+	var out []string
+	if ld.Kind == "sqlite" {
+		out = append(out, ld.Location, ld.Location+"-wal", ld.Location+"-shm")
+	}
+	if p := cfg.DecisionLog.Path; p != "" {
+		out = append(out, p)
+		rotated, _ := filepath.Glob(p + ".[0-9]*")
+		out = append(out, rotated...)
+	}
+	return out
+}
+
+// warnReadable warns when an existing file of call data can be read (or
+// written) by users other than its owner; a missing file is no warning.
+func warnReadable(logger *slog.Logger, path string) {
+	fi, err := os.Stat(path)
+	if err != nil || !fi.Mode().IsRegular() {
+		return
+	}
+	if m := fi.Mode().Perm(); m&0o077 != 0 {
+		how := "readable"
+		if m&0o044 == 0 {
+			how = "writable"
+		}
+		logger.Warn(fmt.Sprintf("warning: %s is %s by other users (mode %#o) and holds call data: chmod 600 %s", path, how, m, path))
+	}
 }
 
 func requireLoopback(listen string) error {

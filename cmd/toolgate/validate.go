@@ -3,12 +3,15 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"strings"
 
 	"github.com/toolgate/toolgate/contract"
+	"github.com/toolgate/toolgate/internal/canon"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 func init() {
@@ -69,8 +72,21 @@ func runValidate(_ context.Context, e env) int {
 	if err != nil {
 		return fail("%v", err)
 	}
+	// As the gateway does (SPEC 1.1): a tool's arguments are judged in
+	// their canonical form, and a number a double cannot hold is refused.
+	var notExact []contract.FieldError
+	if *tool != "" {
+		c, err := canon.TransformExact(data)
+		var ne *canon.NotExactError
+		switch {
+		case errors.As(err, &ne):
+			notExact = toolcall.NumberErrors(ne)
+		case err == nil:
+			data = c
+		}
+	}
 	value, err := contract.DecodeJSON(data)
-	if err != nil {
+	if err != nil && notExact == nil {
 		return fail("%s: %v", args[0], err)
 	}
 	var report validateReport
@@ -103,8 +119,12 @@ func runValidate(_ context.Context, e env) int {
 			}
 		}
 		report.ToolID, report.Version = t.ID, v.Version
-		verdict := v.Validate(value)
-		report.Errors, report.Review = verdict.Errors, verdict.Review
+		if notExact != nil {
+			report.Errors = notExact
+		} else {
+			verdict := v.Validate(value)
+			report.Errors, report.Review = verdict.Errors, verdict.Review
+		}
 	}
 	report.Valid = len(report.Errors) == 0
 	if report.Errors == nil {
