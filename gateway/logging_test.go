@@ -2,13 +2,11 @@ package gateway_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/toolgate/toolgate/gateway"
@@ -26,28 +24,11 @@ func (q quotingInvoker) Call(ctx context.Context, r invoke.Request) invoke.Resul
 		Err: errors.New("connection reset after sending " + string(r.Body))}
 }
 
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // A call's log line carries the call's attributes and none of its argument
 // values, even when the error it reports quotes them.
 func TestCallLogLineHoldsNoArgumentValue(t *testing.T) {
 	t.Parallel()
-	var logs lockedBuffer
+	var logs syncBuffer
 	g := newRig(t, withKeys, func(c *gateway.Config) {
 		c.Invoker = quotingInvoker{&invoke.Client{}}
 		c.Logger = slog.New(slog.NewJSONHandler(&logs, nil))

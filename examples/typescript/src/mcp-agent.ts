@@ -5,13 +5,12 @@
 // the result goes back to the model as a tool_result.
 //
 //   ANTHROPIC_API_KEY=... TOOLGATE_URL=http://127.0.0.1:8080 node dist/mcp-agent.js
-import Anthropic from "@anthropic-ai/sdk";
+import type Anthropic from "@anthropic-ai/sdk";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { actionKey, authHeaders, runAction, toolgateURL, type Outcome } from "./toolgate.js";
+import { anthropicLoop } from "./anthropic-loop.js";
+import { authHeaders, runAction, toolgateURL, type Outcome } from "./toolgate.js";
 
-const anthropic = new Anthropic(); // ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL
-const model = process.env.ANTHROPIC_MODEL ?? "claude-sonnet-4-5";
 const conversation = process.env.CONVERSATION_ID ?? "conv-mcp-0001";
 
 const mcp = new Client({ name: "toolgate-example-agent", version: "1.0.0" });
@@ -24,9 +23,6 @@ const tools: Anthropic.Tool[] = (await mcp.listTools()).tools.map((t) => {
   mcpName.set(name, t.name);
   return { name, description: t.description, input_schema: t.inputSchema as Anthropic.Tool.InputSchema };
 });
-const messages: Anthropic.MessageParam[] = [
-  { role: "user", content: "Order ord_8Xk2Lm9Q was charged twice. Please refund the duplicate 19.99 EUR." },
-];
 
 // callTool runs one tools/call and reports what toolgate said (its _meta).
 async function callTool(use: Anthropic.ToolUseBlock, key: string): Promise<[Outcome, Anthropic.ToolResultBlockParam]> {
@@ -45,27 +41,5 @@ async function callTool(use: Anthropic.ToolUseBlock, key: string): Promise<[Outc
   return [outcome, { type: "tool_result", tool_use_id: use.id, content, is_error: result.isError === true }];
 }
 
-for (let step = 0; step < 8; step++) {
-  const reply = await anthropic.messages.create({
-    model,
-    max_tokens: 1024,
-    system: "You are a customer-service agent. Use the tools; amounts are in minor units.",
-    messages,
-    tools,
-  });
-  messages.push({ role: "assistant", content: reply.content });
-  const uses = reply.content.filter((b): b is Anthropic.ToolUseBlock => b.type === "tool_use");
-  if (uses.length === 0) {
-    const text = reply.content.map((b) => (b.type === "text" ? b.text : "")).join("");
-    console.log(`assistant: ${text}`);
-    break;
-  }
-  const results: Anthropic.ToolResultBlockParam[] = [];
-  for (const [i, use] of uses.entries()) {
-    const key = actionKey(conversation, step, i);
-    console.log(`step ${step}: ${use.name} ${JSON.stringify(use.input)}`);
-    results.push(await runAction(key, () => callTool(use, key)));
-  }
-  messages.push({ role: "user", content: results });
-}
+await anthropicLoop(tools, conversation, (use, key) => runAction(key, () => callTool(use, key)));
 await mcp.close();
