@@ -11,6 +11,7 @@ import (
 
 	"github.com/toolgate/toolgate/contract"
 	"github.com/toolgate/toolgate/internal/canon"
+	"github.com/toolgate/toolgate/internal/junit"
 	"github.com/toolgate/toolgate/toolcall"
 )
 
@@ -197,8 +198,8 @@ func (r validateReport) subject() string {
 
 // writeValidateJUnit writes one test case for the call, failing with every error.
 func writeValidateJUnit(w io.Writer, r validateReport, file string) {
-	s := junitSuite{Name: "toolgate validate", Tests: 1}
-	c := junitCase{Name: r.subject(), ClassName: "toolgate.validate", File: file}
+	s := junit.Suite{Name: "toolgate validate", Tests: 1}
+	c := junit.Case{Name: r.subject(), ClassName: "toolgate.validate", File: file}
 	var lines []string
 	for _, fe := range r.Errors {
 		lines = append(lines, fmt.Sprintf("%s: %s: %s", rootPointerText(fe.Pointer), fe.Code, fe.Detail))
@@ -208,12 +209,12 @@ func writeValidateJUnit(w io.Writer, r validateReport, file string) {
 	}
 	if !r.Valid {
 		s.Failures = 1
-		c.Failure = &junitFailure{Message: r.Detail, Type: "invalid_arguments", Text: strings.Join(lines, "\n")}
+		c.Failures = []junit.Failure{{Message: r.Detail, Type: "invalid_arguments", Text: strings.Join(lines, "\n")}}
 	} else if len(lines) > 0 {
 		c.SystemOut = strings.Join(lines, "\n")
 	}
-	s.Cases = []junitCase{c}
-	writeXML(w, s)
+	s.Cases = []junit.Case{c}
+	junit.Write(w, s)
 }
 
 func writeValidateMarkdown(w io.Writer, r validateReport, file string) {
