@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -22,7 +23,7 @@ func benchRolloutCalls(b *testing.B, shadow bool) {
 	}))
 	b.Cleanup(ds.Close)
 	g := newRig(b, func(c *gateway.Config) {
-		c.Logf = func(string, ...any) {}
+		c.Logger = slog.New(slog.DiscardHandler)
 		c.Bindings = map[string]invoke.Binding{"refund.create_request": {URL: ds.URL}}
 	})
 	if shadow {

@@ -21,6 +21,7 @@ import (
 	"github.com/toolgate/toolgate/gate"
 	"github.com/toolgate/toolgate/gateway"
 	"github.com/toolgate/toolgate/internal/pgtest"
+	"github.com/toolgate/toolgate/internal/testrig"
 	"github.com/toolgate/toolgate/invoke"
 	"github.com/toolgate/toolgate/ledger"
 	"github.com/toolgate/toolgate/ledger/postgres"
@@ -64,7 +65,7 @@ type fleet struct {
 	urls     []string
 	servers  []*gateway.Server
 	clock    *clock
-	ds       *recorder
+	ds       *fleetDownstream
 	reg      *contract.Registry
 	dsn      string
 	approved []gate.Approval
@@ -98,7 +99,7 @@ func rolloutTools(t testing.TB) *contract.Registry {
 func newFleet(t testing.TB, n int, opt fleetOption) *fleet {
 	t.Helper()
 	dsn, _ := pgtest.Schema(t)
-	f := &fleet{t: t, clock: &clock{}, ds: newRecorder(t), reg: rolloutTools(t), dsn: dsn}
+	f := &fleet{t: t, clock: &clock{}, ds: newFleetDownstream(t), reg: rolloutTools(t), dsn: dsn}
 	key := func(token, name, role string) gateway.Key {
 		return gateway.Key{Name: name, SHA256Hex: config.HashKey(token), Tenant: "acme", Role: role, Tools: []string{"*"}}
 	}
@@ -114,7 +115,7 @@ func newFleet(t testing.TB, n int, opt fleetOption) *fleet {
 		srv, err := gateway.New(gateway.Config{
 			Registry: f.reg, Ledger: svc, Invoker: &invoke.Client{},
 			Bindings:    map[string]invoke.Binding{"notes.create": bind, "refund.create_request": bind},
-			JoinTimeout: 5 * time.Second, Keys: keys, Logf: t.Logf,
+			JoinTimeout: 5 * time.Second, Keys: keys, Logger: testrig.Logger(t),
 			DeprecatedAt: opt.deprecatedAt,
 			Approvals: func() ([]gate.Approval, error) {
 				f.mu.Lock()
@@ -222,17 +223,17 @@ func (f *fleet) actionVersion(i int, id string) string {
 	return a.Version
 }
 
-// recorder is the fleet's downstream: it answers 201 with a receipt, counts
+// fleetDownstream is the fleet's downstream: it answers 201 with a receipt, counts
 // the requests per downstream key, and holds a request whose body asks for
 // "slow" for 300ms (to make joins).
-type recorder struct {
+type fleetDownstream struct {
 	url  string
 	mu   sync.Mutex
 	keys map[string]int
 }
 
-func newRecorder(t testing.TB) *recorder {
-	d := &recorder{keys: map[string]int{}}
+func newFleetDownstream(t testing.TB) *fleetDownstream {
+	d := &fleetDownstream{keys: map[string]int{}}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		d.mu.Lock()
@@ -251,7 +252,7 @@ func newRecorder(t testing.TB) *recorder {
 }
 
 // sent is how many requests the downstream got under an action's key.
-func (d *recorder) sent(tenant, action string) int {
+func (d *fleetDownstream) sent(tenant, action string) int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.keys[tenant+":"+action]

@@ -33,7 +33,7 @@ func TestFloorPlan(t *testing.T) {
 		{pkg: "replay", onlyOwn: []string{"invoke", "ledger", "internal/canon"}},
 		// rollout is the pure rules of a version rollout, below the call path.
 		{pkg: "rollout", onlyOwn: []string{"api", "contract", "ledger"}, forbidden: []string{"net/http"}},
-		{pkg: "toolcall", onlyOwn: []string{"api", "contract", "decisionlog", "internal/canon", "invoke", "ledger", "rollout"},
+		{pkg: "toolcall", onlyOwn: []string{"api", "contract", "decisionlog", "internal/canon", "internal/tracectx", "invoke", "ledger", "rollout"},
 			forbidden: []string{"net/http", "net/http/httptest", "net/http/httptrace"}},
 		// The front ends answer from the call service's typed answers, never
 		// from a recorded HTTP response.
@@ -45,7 +45,7 @@ func TestFloorPlan(t *testing.T) {
 		{pkg: "internal/masking", onlyOwn: []string{"contract", "decisionlog"}},
 	}
 	// leaves may be imported by any package.
-	leaves := map[string]bool{"internal/canon": true, "internal/suggest": true, "internal/strictyaml": true}
+	leaves := map[string]bool{"internal/canon": true, "internal/junit": true, "internal/suggest": true, "internal/strictyaml": true, "internal/tracectx": true}
 	for _, r := range rules {
 		imports := packageImports(t, filepath.Join("..", r.pkg))
 		for imp, file := range imports {

@@ -93,7 +93,7 @@ func (s *Service) loadRollouts() {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	if err := s.refreshRollouts(ctx); err != nil {
-		s.logf("rollouts: read the rollout records: %v (the registry's defaults serve until they are read)", err)
+		s.log().Warn("read the rollout records; the registry's defaults serve until they are read", "component", "rollouts", "error", err.Error())
 	}
 }
 
@@ -420,7 +420,7 @@ func (s *Service) checkHalt(ctx context.Context, t *contract.Tool, r *ledger.Rol
 		}
 		return err
 	}
-	s.logf("rollouts: %s: %s", t.ID, ev.Detail)
+	s.log().Warn("canary halted automatically", "component", "rollouts", "tool_id", t.ID, "version", r.Candidate, "detail", ev.Detail)
 	if o := s.cfg.RolloutObserver; o != nil {
 		o.AutoHalted(t.ID, r.Candidate, why)
 	}

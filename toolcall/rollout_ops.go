@@ -37,7 +37,7 @@ func (s *Service) Rollout(ctx context.Context, p *Principal, toolID string) (api
 		return api.Rollout{}, err
 	}
 	if err := s.flushCounts(ctx); err != nil {
-		s.logf("rollouts: %v", err)
+		s.log().Warn("flush rollout counts", "component", "rollouts", "error", err.Error())
 	}
 	return s.rolloutStatus(ctx, t, StatusHistory)
 }
@@ -68,7 +68,7 @@ func (s *Service) rolloutStatus(ctx context.Context, t *contract.Tool, history i
 // each with its latest history entries.
 func (s *Service) Rollouts(ctx context.Context, p *Principal, history int) (api.RolloutList, error) {
 	if err := s.flushCounts(ctx); err != nil {
-		s.logf("rollouts: %v", err)
+		s.log().Warn("flush rollout counts", "component", "rollouts", "error", err.Error())
 	}
 	out := api.RolloutList{Rollouts: []api.Rollout{}}
 	for _, t := range s.cfg.Registry.Tools() {
@@ -125,7 +125,7 @@ func (s *Service) ChangeRollout(ctx context.Context, p *Principal, toolID string
 		err = s.putRollout(ctx, &next, ev)
 		switch {
 		case err == nil:
-			s.logf("rollouts: %s: %s by %s: %s", t.ID, ev.Action, ev.By, ev.Detail)
+			s.log().Info("rollout changed", "component", "rollouts", "tool_id", t.ID, "action", string(ev.Action), "by", ev.By, "detail", ev.Detail)
 			return s.rolloutStatus(ctx, t, StatusHistory)
 		case !errors.Is(err, ledger.ErrStale):
 			return api.Rollout{}, storeFailed(err)

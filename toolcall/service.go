@@ -14,7 +14,7 @@ package toolcall
 import (
 	"context"
 	"encoding/json"
-	"log"
+	"log/slog"
 	"time"
 
 	"github.com/toolgate/toolgate/contract"
@@ -69,8 +69,8 @@ type Config struct {
 	// Tracer makes the validate, ledger.claim and downstream spans under the
 	// call's span in the context. Default: no spans.
 	Tracer trace.Tracer
-	// Logf receives operational messages. Default log.Printf.
-	Logf func(format string, args ...any)
+	// Logger receives operational messages. Default slog.Default().
+	Logger *slog.Logger
 	// DeprecatedAt returns toolgate.lock's deprecated_at of a version: the
 	// start of its deprecation window. Default: no lock, the window starts
 	// when the rollout record stamps it (rollout.go).
@@ -98,8 +98,8 @@ func New(cfg Config) *Service {
 	if cfg.JoinTimeout <= 0 {
 		cfg.JoinTimeout = DefaultJoinTimeout
 	}
-	if cfg.Logf == nil {
-		cfg.Logf = log.Printf
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
 	}
 	if cfg.Tracer == nil {
 		cfg.Tracer = noopTracer
@@ -107,7 +107,12 @@ func New(cfg Config) *Service {
 	return &Service{cfg: cfg, ro: newRollouts()}
 }
 
-func (s *Service) logf(format string, args ...any) { s.cfg.Logf(format, args...) }
+func (s *Service) log() *slog.Logger { return s.cfg.Logger }
+
+// actionAttrs are the log attributes that name an action.
+func actionAttrs(a *ledger.Action) []any {
+	return []any{"action_id", a.ID, "tool_id", a.ToolID, "tenant", a.Tenant}
+}
 
 // invoker is the invoker for a binding: the seam where a second kind of
 // downstream (a tool of an upstream MCP server) is chosen by its binding.

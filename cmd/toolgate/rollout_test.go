@@ -18,6 +18,7 @@ import (
 	"github.com/toolgate/toolgate/contract"
 	"github.com/toolgate/toolgate/gate"
 	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/internal/testrig"
 	"github.com/toolgate/toolgate/invoke"
 	"github.com/toolgate/toolgate/ledger"
 	"github.com/toolgate/toolgate/ledger/sqlite"
@@ -65,7 +66,7 @@ func rolloutGateway(t *testing.T, clk *frozen, approvals []gate.Approval) (strin
 		Registry: reg, Ledger: &ledger.Service{Store: st, Now: clk.Now},
 		Bindings: map[string]invoke.Binding{"refund.create_request": {URL: ds.URL}},
 		Keys:     []gateway.Key{key(roOncall, "oncall", "operator"), key(roCS, "customer_service_agent", "agent"), key(roOps, "ops_agent", "agent")},
-		Logf:     t.Logf,
+		Logger:   testrig.Logger(t),
 		Approvals: func() ([]gate.Approval, error) {
 			return approvals, nil
 		},
