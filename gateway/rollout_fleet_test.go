@@ -126,7 +126,7 @@ func newFleet(t testing.TB, n int, opt fleetOption) *fleet {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ts := httptest.NewServer(srv)
+		ts := httptest.NewServer(contractChecked(t, srv))
 		t.Cleanup(ts.Close)
 		if !opt.noTicks {
 			ctx, cancel := context.WithCancel(context.Background())

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -27,7 +28,8 @@ import (
 //	POST /v1/rollouts/{tool_id}/rollback  {"note"?, "revision"?}
 //	POST /v1/rollouts/{tool_id}/halt      {"note"?, "revision"?}
 //
-// Each transition answers 200 with the new status.
+// Each transition answers 200 with the new status; another transition name
+// is 404 not_found naming the nearest.
 
 // listHistory is how many audit entries each tool of GET /v1/rollouts carries.
 const listHistory = 10
@@ -37,10 +39,29 @@ func (s *Server) rolloutRoutes(m *http.ServeMux) {
 	h := func(pattern string, fn handler) { m.Handle(pattern, s.wrap(operators, fn)) }
 	h("GET /v1/rollouts", s.listRollouts)
 	h("GET /v1/rollouts/{tool_id}", s.getRollout)
-	h("POST /v1/rollouts/{tool_id}/{transition}", s.postRollout)
-	for _, p := range []string{"/v1/rollouts", "/v1/rollouts/{tool_id}", "/v1/rollouts/{tool_id}/{transition}"} {
+	// One operation per transition, each with its own body (api/openapi.yaml).
+	h("POST /v1/rollouts/{tool_id}/shadow", s.postRollout(rollout.ActShadow))
+	h("POST /v1/rollouts/{tool_id}/canary", s.postRollout(rollout.ActCanary))
+	h("POST /v1/rollouts/{tool_id}/promote", s.postRollout(rollout.ActPromote))
+	h("POST /v1/rollouts/{tool_id}/rollback", s.postRollout(rollout.ActRollback))
+	h("POST /v1/rollouts/{tool_id}/halt", s.postRollout(rollout.ActHalt))
+	for _, p := range []string{"/v1/rollouts", "/v1/rollouts/{tool_id}"} {
 		m.HandleFunc(p, methodNotAllowed)
 	}
+	// Another method on a transition is 405; a transition that does not
+	// exist is 404 naming the nearest one, for an operator only.
+	unknown := s.wrap(operators, func(w http.ResponseWriter, r *http.Request, p *Principal) error {
+		t := r.PathValue("transition")
+		return problem(toolcall.CodeNotFound, "no rollout transition %q: use one of %s%s", t,
+			strings.Join(rolloutTransitions, ", "), suggest.DidYouMean(suggest.Nearest(t, rolloutTransitions, 1)...))
+	})
+	m.Handle("/v1/rollouts/{tool_id}/{transition}", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if slices.Contains(rolloutTransitions, r.PathValue("transition")) {
+			methodNotAllowed(w, r)
+			return
+		}
+		unknown.ServeHTTP(w, r)
+	}))
 }
 
 func (s *Server) listRollouts(w http.ResponseWriter, r *http.Request, p *Principal) error {
@@ -62,44 +83,45 @@ func (s *Server) getRollout(w http.ResponseWriter, r *http.Request, p *Principal
 // rolloutTransitions are the transitions POST /v1/rollouts/{tool_id}/{transition} takes.
 var rolloutTransitions = []string{rollout.ActShadow, rollout.ActCanary, rollout.ActPromote, rollout.ActRollback, rollout.ActHalt}
 
-func (s *Server) postRollout(w http.ResponseWriter, r *http.Request, p *Principal) error {
-	var ch toolcall.RolloutChange
-	ch.Action = r.PathValue("transition")
-	switch ch.Action {
-	case rollout.ActShadow:
-		var body api.ShadowRequest
-		if err := s.decodeStrict(w, r, &body, false); err != nil {
+func (s *Server) postRollout(action string) handler {
+	return func(w http.ResponseWriter, r *http.Request, p *Principal) error {
+		var ch toolcall.RolloutChange
+		ch.Action = action
+		switch ch.Action {
+		case rollout.ActShadow:
+			var body api.ShadowRequest
+			if err := s.decodeStrict(w, r, &body, false); err != nil {
+				return err
+			}
+			ch.Version, ch.Note, ch.Revision = body.Version, body.Note, body.Revision
+		case rollout.ActCanary:
+			var body api.CanaryRequest
+			if err := s.decodeStrict(w, r, &body, false); err != nil {
+				return err
+			}
+			ch.Version, ch.Note, ch.Revision = body.Version, body.Note, body.Revision
+			ch.Percent, ch.Principals, ch.HaltMargin, ch.HaltMinSample = body.Percent, body.Principals, body.HaltMargin, body.HaltMinSample
+		case rollout.ActPromote:
+			var body api.PromoteRequest
+			if err := s.decodeStrict(w, r, &body, true); err != nil {
+				return err
+			}
+			ch.Version, ch.Approver, ch.Note, ch.Revision = body.Version, body.Approver, body.Note, body.Revision
+		case rollout.ActRollback, rollout.ActHalt:
+			var body api.RolloutNoteRequest
+			if err := s.decodeStrict(w, r, &body, true); err != nil {
+				return err
+			}
+			ch.Note, ch.Revision = body.Note, body.Revision
+		default:
+			return fmt.Errorf("postRollout: no transition %q", action)
+		}
+		st, err := s.calls.ChangeRollout(r.Context(), p, r.PathValue("tool_id"), ch)
+		if err != nil {
 			return err
 		}
-		ch.Version, ch.Note, ch.Revision = body.Version, body.Note, body.Revision
-	case rollout.ActCanary:
-		var body api.CanaryRequest
-		if err := s.decodeStrict(w, r, &body, false); err != nil {
-			return err
-		}
-		ch.Version, ch.Note, ch.Revision = body.Version, body.Note, body.Revision
-		ch.Percent, ch.Principals, ch.HaltMargin, ch.HaltMinSample = body.Percent, body.Principals, body.HaltMargin, body.HaltMinSample
-	case rollout.ActPromote:
-		var body api.PromoteRequest
-		if err := s.decodeStrict(w, r, &body, true); err != nil {
-			return err
-		}
-		ch.Version, ch.Approver, ch.Note, ch.Revision = body.Version, body.Approver, body.Note, body.Revision
-	case rollout.ActRollback, rollout.ActHalt:
-		var body api.RolloutNoteRequest
-		if err := s.decodeStrict(w, r, &body, true); err != nil {
-			return err
-		}
-		ch.Note, ch.Revision = body.Note, body.Revision
-	default:
-		return problem(toolcall.CodeNotFound, "no rollout transition %q: use one of %s%s", ch.Action,
-			strings.Join(rolloutTransitions, ", "), suggest.DidYouMean(suggest.Nearest(ch.Action, rolloutTransitions, 1)...))
+		return writeJSON(w, http.StatusOK, st)
 	}
-	st, err := s.calls.ChangeRollout(r.Context(), p, r.PathValue("tool_id"), ch)
-	if err != nil {
-		return err
-	}
-	return writeJSON(w, http.StatusOK, st)
 }
 
 // decodeStrict is decodeBody that refuses a member the body type does not
