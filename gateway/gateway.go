@@ -152,7 +152,7 @@ func New(cfg Config) (*Server, error) {
 		JoinTimeout: cfg.JoinTimeout, Retention: cfg.Retention, TombstoneRetention: cfg.TombstoneRetention,
 		ProbeState: cfg.DecisionLog != nil, Tracer: cfg.Tracer, Logger: cfg.Logger,
 		DeprecatedAt: cfg.DeprecatedAt, PromotionApproval: promotionApproval(cfg.Approvals),
-		RolloutObserver: newRolloutMetrics(cfg.Prometheus),
+		RolloutObserver: newRolloutMetrics(cfg.Prometheus, cfg.Registry),
 	})
 	var err error
 	if s.masks, err = masking.New(cfg.Registry); err != nil {

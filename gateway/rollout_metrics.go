@@ -25,7 +25,10 @@ type rolloutMetrics struct {
 	deprecated  *prometheus.CounterVec // toolgate_deprecated_version_calls_total{tool_id,version,principal}
 }
 
-func newRolloutMetrics(reg prometheus.Registerer) *rolloutMetrics {
+// newRolloutMetrics registers the metrics on reg. The auto-halt counter has a
+// zero series per tool of tools from the start, so that an alert on its
+// increase sees the first halt (a series born at 1 has no increase).
+func newRolloutMetrics(reg prometheus.Registerer, tools *contract.Registry) *rolloutMetrics {
 	m := &rolloutMetrics{
 		shadowCalls: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "toolgate_rollout_shadow_calls_total",
 			Help: "New calls the default version accepted that were also validated against the shadow or canary candidate."},
@@ -44,6 +47,11 @@ func newRolloutMetrics(reg prometheus.Registerer) *rolloutMetrics {
 			[]string{"tool_id", "version", "principal"}),
 	}
 	reg.MustRegister(m.shadowCalls, m.wouldFail, m.canary, m.autoHalts, m.deprecated)
+	if tools != nil {
+		for _, t := range tools.Tools() {
+			m.autoHalts.WithLabelValues(t.ID)
+		}
+	}
 	return m
 }
 
