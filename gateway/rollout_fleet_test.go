@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -21,7 +22,6 @@ import (
 	"github.com/toolgate/toolgate/gate"
 	"github.com/toolgate/toolgate/gateway"
 	"github.com/toolgate/toolgate/internal/pgtest"
-	"github.com/toolgate/toolgate/internal/testrig"
 	"github.com/toolgate/toolgate/invoke"
 	"github.com/toolgate/toolgate/ledger"
 	"github.com/toolgate/toolgate/ledger/postgres"
@@ -70,6 +70,7 @@ type fleet struct {
 	dsn      string
 	approved []gate.Approval
 	mu       sync.Mutex
+	logs     *syncBuffer // every replica's operational log
 }
 
 type fleetOption struct {
@@ -79,15 +80,18 @@ type fleetOption struct {
 
 // rolloutTools writes the bundled examples plus notes.create (versions 0.9.0,
 // deprecated with a 30-day window, 1.0.0 and 1.1.0, which adds an optional
-// argument) into a directory and loads it.
+// argument) and vault.put (1.0.0 and 1.1.0, which constrains its x-sensitive
+// arguments) into a directory and loads it.
 func rolloutTools(t testing.TB) *contract.Registry {
 	t.Helper()
 	dir := t.TempDir()
 	if err := os.CopyFS(dir, examples.AgentTools()); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.CopyFS(filepath.Join(dir, "notes.create"), os.DirFS("testdata/rollout-tools/notes.create")); err != nil {
-		t.Fatal(err)
+	for _, tool := range []string{"notes.create", "vault.put"} {
+		if err := os.CopyFS(filepath.Join(dir, tool), os.DirFS("testdata/rollout-tools/"+tool)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	reg, err := contract.Load(dir)
 	if err != nil {
@@ -99,12 +103,17 @@ func rolloutTools(t testing.TB) *contract.Registry {
 func newFleet(t testing.TB, n int, opt fleetOption) *fleet {
 	t.Helper()
 	dsn, _ := pgtest.Schema(t)
-	f := &fleet{t: t, clock: &clock{}, ds: newFleetDownstream(t), reg: rolloutTools(t), dsn: dsn}
+	f := &fleet{t: t, clock: &clock{}, ds: newFleetDownstream(t), reg: rolloutTools(t), dsn: dsn, logs: &syncBuffer{}}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the replicas' log:\n%s", f.logs.String())
+		}
+	})
 	key := func(token, name, role string) gateway.Key {
 		return gateway.Key{Name: name, SHA256Hex: config.HashKey(token), Tenant: "acme", Role: role, Tools: []string{"*"}}
 	}
 	keys := []gateway.Key{key(fleetCS, "cs-agent", "agent"), key(fleetOps, "ops-agent", "agent"), key(fleetOncall, "oncall", "operator")}
-	bind := invoke.Binding{URL: f.ds.url + "/do", Timeout: 5 * time.Second}
+	bind := invoke.Binding{URL: f.ds.url + "/do", LookupURL: f.ds.url + "/by-key/{downstream_key}", Timeout: 5 * time.Second}
 	for i := range n {
 		st, err := postgres.Open(context.Background(), postgres.Config{DSN: dsn, MaxConns: 6})
 		if err != nil {
@@ -114,8 +123,9 @@ func newFleet(t testing.TB, n int, opt fleetOption) *fleet {
 		svc := &ledger.Service{Store: st, Owner: fmt.Sprintf("replica-%d", i), Now: f.clock.Now}
 		srv, err := gateway.New(gateway.Config{
 			Registry: f.reg, Ledger: svc, Invoker: &invoke.Client{},
-			Bindings:    map[string]invoke.Binding{"notes.create": bind, "refund.create_request": bind},
-			JoinTimeout: 5 * time.Second, Keys: keys, Logger: testrig.Logger(t),
+			Bindings:    map[string]invoke.Binding{"notes.create": bind, "refund.create_request": bind, "vault.put": bind},
+			JoinTimeout: 5 * time.Second, Keys: keys,
+			Logger: slog.New(slog.NewTextHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 			DeprecatedAt: opt.deprecatedAt,
 			Approvals: func() ([]gate.Approval, error) {
 				f.mu.Lock()
@@ -224,8 +234,10 @@ func (f *fleet) actionVersion(i int, id string) string {
 }
 
 // fleetDownstream is the fleet's downstream: it answers 201 with a receipt, counts
-// the requests per downstream key, and holds a request whose body asks for
-// "slow" for 300ms (to make joins).
+// the requests per downstream key, holds a request whose body asks for
+// "slow" for 300ms (to make joins), and answers one whose body asks to
+// "lose" 500 after taking its effect (an unknown outcome). Its lookup
+// GET /by-key/{key} answers 200 with the receipt of a key it took, else 404.
 type fleetDownstream struct {
 	url  string
 	mu   sync.Mutex
@@ -235,12 +247,28 @@ type fleetDownstream struct {
 func newFleetDownstream(t testing.TB) *fleetDownstream {
 	d := &fleetDownstream{keys: map[string]int{}}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if key, ok := strings.CutPrefix(r.URL.Path, "/by-key/"); ok && r.Method == "GET" {
+			d.mu.Lock()
+			n := d.keys[key]
+			d.mu.Unlock()
+			if n == 0 {
+				http.NotFound(w, r)
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"receipt":%q}`, key)
+			return
+		}
 		body, _ := io.ReadAll(r.Body)
 		d.mu.Lock()
 		d.keys[r.Header.Get("Idempotency-Key")]++
 		d.mu.Unlock()
 		if strings.Contains(string(body), "slow") {
 			time.Sleep(300 * time.Millisecond)
+		}
+		if strings.Contains(string(body), "lose") {
+			http.Error(w, "lost", http.StatusInternalServerError)
+			return
 		}
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusCreated)
