@@ -125,7 +125,7 @@ func newFleet(t testing.TB, n int, opt fleetOption) *fleet {
 			Registry: f.reg, Ledger: svc, Invoker: &invoke.Client{},
 			Bindings:    map[string]invoke.Binding{"notes.create": bind, "refund.create_request": bind, "vault.put": bind},
 			JoinTimeout: 5 * time.Second, Keys: keys,
-			Logger: slog.New(slog.NewTextHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+			Logger:       slog.New(slog.NewTextHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 			DeprecatedAt: opt.deprecatedAt,
 			Approvals: func() ([]gate.Approval, error) {
 				f.mu.Lock()
