@@ -57,22 +57,22 @@ const (
 
 // Config is the whole gateway configuration.
 type Config struct {
-	Listen             string             `yaml:"listen"`              // default 127.0.0.1:8080
-	ToolsDir           string             `yaml:"tools_dir"`           // default ./agent-tools
-	Ledger             string             `yaml:"ledger"`              // sqlite://PATH or postgres://…; default sqlite://./toolgate.db
-	LedgerHA           bool               `yaml:"ledger_ha"`           // true: refuse to start on PostgreSQL without a synchronous standby; default false
-	Retention          time.Duration      `yaml:"retention"`           // default 168h
-	TombstoneRetention time.Duration      `yaml:"tombstone_retention"` // default 720h
-	JoinTimeout        time.Duration      `yaml:"join_timeout"`        // default 5s
-	MaxBodyBytes       int64              `yaml:"max_body_bytes"`      // default 1 MiB
-	Lease              time.Duration      `yaml:"lease"`               // default 30s
-	ReconcileInterval  time.Duration      `yaml:"reconcile_interval"`  // default 5s
+	Listen             string        `yaml:"listen"`              // default 127.0.0.1:8080
+	ToolsDir           string        `yaml:"tools_dir"`           // default ./agent-tools
+	Ledger             string        `yaml:"ledger"`              // sqlite://PATH or postgres://…; default sqlite://./toolgate.db
+	LedgerHA           bool          `yaml:"ledger_ha"`           // true: refuse to start on PostgreSQL without a synchronous standby; default false
+	Retention          time.Duration `yaml:"retention"`           // default 168h
+	TombstoneRetention time.Duration `yaml:"tombstone_retention"` // default 720h
+	JoinTimeout        time.Duration `yaml:"join_timeout"`        // default 5s
+	MaxBodyBytes       int64         `yaml:"max_body_bytes"`      // default 1 MiB
+	Lease              time.Duration `yaml:"lease"`               // default 30s
+	ReconcileInterval  time.Duration `yaml:"reconcile_interval"`  // default 5s
 	// UpstreamCheckInterval is how often serve reads the tools/list of each upstream MCP
 	// server a binding names, to stop tools whose definition drifted; default 1m.
-	UpstreamCheckInterval time.Duration `yaml:"upstream_check_interval"`
-	DecisionLog        DecisionLog        `yaml:"decision_log"`
-	Auth               *Auth              `yaml:"auth"` // nil: no auth, loopback only
-	Bindings           map[string]Binding `yaml:"bindings"`
+	UpstreamCheckInterval time.Duration      `yaml:"upstream_check_interval"`
+	DecisionLog           DecisionLog        `yaml:"decision_log"`
+	Auth                  *Auth              `yaml:"auth"` // nil: no auth, loopback only
+	Bindings              map[string]Binding `yaml:"bindings"`
 
 	file  string         // the file name given to ParseFile, "" for Parse
 	lines map[string]int // YAML path → line, for problems found after parsing

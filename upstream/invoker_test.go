@@ -34,6 +34,7 @@ func TestCallClassification(t *testing.T) {
 		tool      string
 		timeout   time.Duration
 		cut       bool // cut the connections while the call is held
+		stateless bool
 		outcome   ledger.Outcome
 		status    int
 		effects   int
@@ -45,12 +46,15 @@ func TestCallClassification(t *testing.T) {
 		{name: "internal error after the effect is unknown", fault: upstreamtest.RPCError, outcome: ledger.Lost, effects: 1, errSubstr: "-32603"},
 		{name: "timeout after the effect is unknown", fault: upstreamtest.HoldAfter, timeout: 300 * time.Millisecond, outcome: ledger.Lost, effects: 1},
 		{name: "timeout before the effect is unknown too", fault: upstreamtest.HoldBefore, timeout: 300 * time.Millisecond, outcome: ledger.Lost, effects: 0},
-		{name: "connection cut after the effect is unknown", fault: upstreamtest.HoldAfter, cut: true, outcome: ledger.Lost, effects: 1},
+		{name: "connection cut after the effect is unknown", fault: upstreamtest.HoldAfter, cut: true, stateless: true, outcome: ledger.Lost, effects: 1},
+		// A session's stream is resumed (a GET, never the call again) and
+		// waits for the held answer: the attempt times out, unknown.
+		{name: "stream cut on a session is unknown", fault: upstreamtest.HoldAfter, cut: true, timeout: time.Second, outcome: ledger.Lost, effects: 1},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			srv := upstreamtest.Start(t, true, false)
+			srv := upstreamtest.Start(t, true, tc.stateless)
 			pool := upstream.NewPool(upstream.Config{Logf: t.Logf})
 			t.Cleanup(pool.Close)
 			inv := upstream.NewInvoker(pool)
