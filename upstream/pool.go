@@ -102,9 +102,15 @@ func (p *Pool) Close() {
 	servers := p.servers
 	p.servers = map[string]*server{}
 	p.mu.Unlock()
+	var wg sync.WaitGroup
 	for _, sv := range servers {
-		sv.close()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sv.close() // at most the SDK's 5 s for the session's DELETE
+		}()
 	}
+	wg.Wait()
 }
 
 // ErrTooManyServers is the error for a server past Config.MaxServers.
@@ -293,4 +299,22 @@ func (p *Pool) ListTools(ctx context.Context, url string, headers map[string]str
 		return nil, fmt.Errorf("MCP server %s: %w", redactURL(url), err)
 	}
 	return tools, nil
+}
+
+// Describe reads the server's tools/list and its name (from its
+// initialization), for toolgate import.
+func (p *Pool) Describe(ctx context.Context, url string, headers map[string]string) ([]*mcp.Tool, string, error) {
+	tools, err := p.ListTools(ctx, url, headers)
+	if err != nil {
+		return nil, "", err
+	}
+	name := ""
+	if sv, err := p.server(url, headers); err == nil {
+		if cs := sv.current(); cs != nil {
+			if ir := cs.InitializeResult(); ir != nil && ir.ServerInfo != nil {
+				name = ir.ServerInfo.Name
+			}
+		}
+	}
+	return tools, name, nil
 }
