@@ -522,13 +522,14 @@ func (x *inliner) schema(ref *openapi3.SchemaRef) any {
 	one := map[string]*openapi3.SchemaRef{"items": v.Items, "not": v.Not, "contains": v.Contains, "propertyNames": v.PropertyNames,
 		"if": v.If, "then": v.Then, "else": v.Else, "additionalProperties": v.AdditionalProperties.Schema,
 		"unevaluatedItems": v.UnevaluatedItems.Schema, "unevaluatedProperties": v.UnevaluatedProperties.Schema}
-	for k, sub := range one {
-		if sub != nil {
+	for _, k := range sortedNames(one) {
+		if sub := one[k]; sub != nil {
 			m[k] = x.schema(sub)
 		}
 	}
 	many := map[string]openapi3.SchemaRefs{"allOf": v.AllOf, "anyOf": v.AnyOf, "oneOf": v.OneOf, "prefixItems": v.PrefixItems}
-	for k, subs := range many {
+	for _, k := range sortedNames(many) {
+		subs := many[k]
 		if len(subs) == 0 {
 			continue
 		}
@@ -539,13 +540,14 @@ func (x *inliner) schema(ref *openapi3.SchemaRef) any {
 		m[k] = list
 	}
 	maps := map[string]openapi3.Schemas{"properties": v.Properties, "patternProperties": v.PatternProperties, "dependentSchemas": v.DependentSchemas}
-	for k, subs := range maps {
+	for _, k := range sortedNames(maps) {
+		subs := maps[k]
 		if len(subs) == 0 {
 			continue
 		}
 		mm := map[string]any{}
-		for name, sub := range subs {
-			mm[name] = x.schema(sub)
+		for _, name := range sortedNames(subs) {
+			mm[name] = x.schema(subs[name])
 		}
 		m[k] = mm
 	}

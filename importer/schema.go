@@ -165,7 +165,8 @@ func (c *converter) node(s any, ptr string, depth int, inProps bool) (any, error
 				return nil, fmt.Errorf("%s%s: %s must be an object", c.where, p, k)
 			}
 			conv := map[string]any{}
-			for name, sub := range mm {
+			for _, name := range sortedNames(mm) {
+				sub := mm[name]
 				cs, err := c.node(sub, p+"/"+escape(name), depth+1, k == "properties")
 				if err != nil {
 					return nil, err
@@ -193,7 +194,8 @@ func (c *converter) node(s any, ptr string, depth int, inProps bool) (any, error
 		case k == "dependencies":
 			mm, _ := v.(map[string]any)
 			req, sch := map[string]any{}, map[string]any{}
-			for name, d := range mm {
+			for _, name := range sortedNames(mm) {
+				d := mm[name]
 				if arr, isArr := d.([]any); isArr {
 					req[name] = arr
 					continue
@@ -410,4 +412,13 @@ func decodeNumbers(data []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	return dec.Decode(v)
+}
+
+func sortedNames[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }

@@ -107,7 +107,6 @@ type watched struct {
 	st     Status
 	first  json.RawMessage // unpinned: the definition seen first
 	defErr error           // the listed definition could not be read
-	logged string          // the live digest whose verdict was last logged
 }
 
 // NewWatcher watches cfg.Bindings' MCP tools through pool's sessions. Every
@@ -463,6 +462,8 @@ func (w *Watcher) ReadyLines() []string {
 			out = append(out, fmt.Sprintf("upstream %s: stopped (%s): %s", s.ToolID, s.State, s.Reason))
 		case s.State == StateUnchecked || s.State == StateUnreachable:
 			out = append(out, fmt.Sprintf("upstream %s: %s: %s", s.ToolID, s.State, orText(s.Error, "checked on its first call")))
+		case s.Error != "":
+			out = append(out, fmt.Sprintf("upstream %s: %s as last seen; the last check failed: %s", s.ToolID, s.State, s.Error))
 		case !s.Pinned:
 			out = append(out, fmt.Sprintf("upstream %s: unpinned: %s", s.ToolID, s.Reason))
 		}
