@@ -117,8 +117,8 @@ func (in *Invoker) Call(ctx context.Context, r invoke.Request) invoke.Result {
 		return out
 	}
 	out.Outcome, out.Err = classify(err, at, b, fmt.Sprintf("mcp %s tools/call %s", redactURL(m.URL), m.Tool))
-	if out.Outcome == ledger.Lost || errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, mcp.ErrSessionMissing) {
-		sv.drop(cs) // the next call starts a fresh session
+	if serverError(err) == nil {
+		sv.drop(cs) // a transport failure: the next call starts a fresh session
 	}
 	return out
 }

@@ -3,6 +3,7 @@ package upstream_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"strings"
 	"testing"
@@ -186,5 +187,42 @@ func TestCheckMetaKey(t *testing.T) {
 		if got := upstream.CheckMetaKey(key) == ""; got != ok {
 			t.Errorf("%q: ok %v, want %v (%s)", key, got, ok, upstream.CheckMetaKey(key))
 		}
+	}
+}
+
+// A session the network broke is dropped and the next call connects anew:
+// the call after it is answered, and nothing was sent twice.
+func TestReconnectAfterBrokenSession(t *testing.T) {
+	t.Parallel()
+	srv := upstreamtest.Start(t, true, false)
+	pool := upstream.NewPool(upstream.Config{})
+	t.Cleanup(pool.Close)
+	inv := upstream.NewInvoker(pool)
+	b := binding(srv.URL, 2*time.Second)
+	if res := inv.Call(context.Background(), request(b, "key-0005", ticketArgs)); res.Outcome != ledger.Answered {
+		t.Fatalf("first: %+v", res)
+	}
+	srv.EndSessions()
+	srv.HTTP.CloseClientConnections()
+	time.Sleep(50 * time.Millisecond)
+	var res invoke.Result
+	for i := range 10 {
+		res = inv.Call(context.Background(), request(b, fmt.Sprintf("key-10%02d", i), ticketArgs))
+		if res.Outcome == ledger.Answered {
+			break
+		}
+		if res.Outcome != ledger.NotStarted {
+			t.Fatalf("a call on a broken session must not be lost: %+v", res)
+		}
+		time.Sleep(300 * time.Millisecond) // the reconnection backoff
+	}
+	if res.Outcome != ledger.Answered {
+		t.Fatalf("no reconnection: %+v", res)
+	}
+	if n := len(srv.Tickets()); n != 2 {
+		t.Fatalf("%d tickets, want 2", n)
+	}
+	if srv.Sessions() < 2 {
+		t.Fatalf("%d sessions were opened, want a second one", srv.Sessions())
 	}
 }

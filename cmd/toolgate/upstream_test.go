@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -29,24 +28,7 @@ type upGateway struct {
 	url     string
 	cfgPath string
 	dir     string
-	logs    *lockedBuffer
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
+	logs    *sandboxOutput
 }
 
 func startUpGateway(t *testing.T, extra string) *upGateway {
@@ -80,7 +62,7 @@ bindings:
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &lockedBuffer{}
+	logs := &sandboxOutput{}
 	rt, err := startGateway(context.Background(), c, logs)
 	if err != nil {
 		t.Fatal(err)

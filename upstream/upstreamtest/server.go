@@ -50,16 +50,17 @@ type Server struct {
 
 	mcp *mcp.Server
 
-	mu      sync.Mutex
-	tickets []Ticket
-	faults  []Fault
-	calls   int
-	release chan struct{}
-	held    int
-	heldCh  chan struct{}
-	lookups int
-	lookup  bool // find_ticket_by_key is listed
-	posts   int
+	mu       sync.Mutex
+	tickets  []Ticket
+	faults   []Fault
+	calls    int
+	release  chan struct{}
+	held     int
+	heldCh   chan struct{}
+	lookups  int
+	lookup   bool // find_ticket_by_key is listed
+	posts    int
+	sessions int
 }
 
 // CreateTicketTool is create_ticket's definition as the server first lists it.
@@ -124,6 +125,11 @@ func Start(t testing.TB, lookup, stateless bool) *Server {
 	s := &Server{release: make(chan struct{}), heldCh: make(chan struct{}, 64), lookup: lookup}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "tickets", Version: "1"}, &mcp.ServerOptions{
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
+		InitializedHandler: func(context.Context, *mcp.InitializedRequest) {
+			s.mu.Lock()
+			s.sessions++
+			s.mu.Unlock()
+		},
 	})
 	s.mcp.AddTool(CreateTicketTool(), s.createTicket)
 	s.mcp.AddTool(ListTicketsTool(), s.countTickets)
@@ -211,6 +217,9 @@ func (s *Server) Calls() int   { s.mu.Lock(); defer s.mu.Unlock(); return s.call
 func (s *Server) Lookups() int { s.mu.Lock(); defer s.mu.Unlock(); return s.lookups }
 func (s *Server) Posts() int   { s.mu.Lock(); defer s.mu.Unlock(); return s.posts }
 
+// Sessions counts the sessions clients initialized.
+func (s *Server) Sessions() int { s.mu.Lock(); defer s.mu.Unlock(); return s.sessions }
+
 func (s *Server) nextFault() (Fault, <-chan struct{}) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -282,4 +291,13 @@ func (s *Server) findTicket(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 func (s *Server) countTickets(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	n := len(s.Tickets())
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf(`{"open":%d}`, n)}}}, nil
+}
+
+// EndSessions ends every session on the server's side (as a restarted
+// server would have forgotten them): a client's next request on one is
+// answered 404.
+func (s *Server) EndSessions() {
+	for ss := range s.mcp.Sessions() {
+		ss.Close()
+	}
 }
