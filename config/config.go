@@ -147,6 +147,7 @@ const (
 	RuleToolUnknown  = "binding-tool-unknown" // a binding or an API key names a tool the registry lacks
 	RuleTemplate     = "binding-template"     // a URL template with an unknown or misplaced placeholder
 	RuleUnbound      = "tool-unbound"         // a tool without a binding (warning)
+	RuleUnpinned     = "upstream-unpinned"    // an MCP binding's tool without a usable pin (warning)
 )
 
 // Problem is one thing wrong with a configuration.
