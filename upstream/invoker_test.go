@@ -92,6 +92,9 @@ func TestCallClassification(t *testing.T) {
 			if got := len(srv.Tickets()); got != tc.effects {
 				t.Fatalf("%d effects, want %d", got, tc.effects)
 			}
+			if n := srv.Calls(); n > 1 {
+				t.Fatalf("the tool was called %d times for one attempt", n)
+			}
 			if strings.Contains(errText(res.Err), "printer on fire") {
 				t.Fatalf("the error repeats an argument: %v", res.Err)
 			}
