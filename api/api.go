@@ -37,6 +37,10 @@ type Action struct {
 	// Tombstone marks a terminal action past retention: its arguments and
 	// result body were purged; its key is refused until it is forgotten.
 	Tombstone bool `json:"tombstone,omitempty"`
+
+	// ProviderCallsOmitted counts the provider calls after the first
+	// MaxProviderCalls that were not recorded in ProviderCalls.
+	ProviderCallsOmitted int `json:"provider_calls_omitted,omitempty"`
 }
 
 // Terminal reports whether the action's state is final.
@@ -144,6 +148,10 @@ type Problem struct {
 	// RetryAfter is the Retry-After header in seconds (0: none); it travels
 	// as a header, not in the body.
 	RetryAfter int `json:"-"`
+
+	// ErrorsTotal is how many argument errors there are when Errors lists
+	// only the first of them (toolcall.MaxFieldErrors); 0 when it lists all.
+	ErrorsTotal int `json:"errors_total,omitempty"`
 }
 
 // FieldError is one argument error of an invalid_arguments problem, one an

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -146,7 +147,7 @@ func startEnv(ctx context.Context, cfg *Config) (e *env, err error) {
 		srv, err := gateway.New(gateway.Config{
 			Registry: reg, Ledger: &ledger.Service{Store: store, Lease: 30 * time.Second, Owner: "bench"},
 			Invoker: &invoke.Client{}, Bindings: map[string]invoke.Binding{refundTool: binding},
-			Logf: func(string, ...any) {}, Prometheus: prom,
+			Logger: slog.New(slog.DiscardHandler), Prometheus: prom,
 		})
 		if err != nil {
 			return e, fmt.Errorf("bench: gateway on %s: %w", name, err)

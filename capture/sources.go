@@ -73,25 +73,14 @@ func FromLog(r io.Reader, toolID string) (recs []Record, warnings []string, err 
 }
 
 // Lister is the part of a ledger.Store capture needs.
-type Lister interface {
-	List(ctx context.Context, f ledger.Filter) (ledger.Page, error)
-}
+type Lister = ledger.Lister
 
 // FromLedger lists a tenant's actions of toolID (every page) and returns their canonical
 // arguments and 2xx result bodies, oldest first.
 func FromLedger(ctx context.Context, store Lister, tenant, toolID string) ([]Record, error) {
-	var acts []*ledger.Action
-	f := ledger.Filter{Tenant: tenant, ToolID: toolID, Limit: 500}
-	for {
-		page, err := store.List(ctx, f)
-		if err != nil {
-			return nil, fmt.Errorf("list actions of %s: %w", tenant, err)
-		}
-		acts = append(acts, page.Actions...)
-		if page.Next == "" {
-			break
-		}
-		f.Cursor = page.Next
+	acts, err := ledger.ListAll(ctx, store, ledger.Filter{Tenant: tenant, ToolID: toolID})
+	if err != nil {
+		return nil, err
 	}
 	sort.SliceStable(acts, func(i, j int) bool { return acts[i].CreatedAt.Before(acts[j].CreatedAt) })
 	recs := make([]Record, 0, len(acts))

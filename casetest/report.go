@@ -2,11 +2,12 @@ package casetest
 
 import (
 	"encoding/json"
-	"encoding/xml"
 	"fmt"
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/toolgate/toolgate/internal/junit"
 )
 
 // Formats are the report formats of Write.
@@ -163,53 +164,28 @@ func writeMarkdown(w io.Writer, r *Report) {
 	fmt.Fprintf(w, "\n**Decision:** %s\n", r.Decision)
 }
 
-// JUnitSuites is the JUnit XML document Write produces: one <testsuite> per tool and
-// suite, one <testcase> per contract case. Exported so tests (and tools) can parse it.
-type JUnitSuites struct {
-	XMLName  xml.Name     `xml:"testsuites"`
-	Name     string       `xml:"name,attr"`
-	Tests    int          `xml:"tests,attr"`
-	Failures int          `xml:"failures,attr"`
-	Suites   []JUnitSuite `xml:"testsuite"`
-}
-
-// JUnitSuite is one <testsuite>.
-type JUnitSuite struct {
-	Name     string      `xml:"name,attr"`
-	Tests    int         `xml:"tests,attr"`
-	Failures int         `xml:"failures,attr"`
-	Skipped  int         `xml:"skipped,attr"`
-	Cases    []JUnitCase `xml:"testcase"`
-}
-
-// JUnitCase is one <testcase>.
-type JUnitCase struct {
-	Name      string        `xml:"name,attr"`
-	Classname string        `xml:"classname,attr"`
-	File      string        `xml:"file,attr,omitempty"`
-	Failures  []JUnitResult `xml:"failure"`
-	SystemOut string        `xml:"system-out,omitempty"`
-}
-
-// JUnitResult is one <failure>.
-type JUnitResult struct {
-	Message string `xml:"message,attr"`
-	Type    string `xml:"type,attr"`
-	Text    string `xml:",chardata"`
-}
+// The JUnit XML document Write produces: one <testsuite> per tool and suite,
+// one <testcase> per contract case, in the schema every report command shares.
+// Exported so tests and tools can parse it.
+type (
+	JUnitSuites = junit.Suites
+	JUnitSuite  = junit.Suite
+	JUnitCase   = junit.Case
+	JUnitResult = junit.Failure
+)
 
 func writeJUnit(w io.Writer, reports []*Report) error {
-	doc := JUnitSuites{Name: "toolgate test"}
+	doc := junit.Suites{Name: "toolgate test"}
 	for _, r := range reports {
 		for _, s := range r.Suites {
-			js := JUnitSuite{Name: r.Tool + " " + r.versions() + " " + s.Suite, Tests: s.Total, Failures: s.Total - s.Passed, Cases: []JUnitCase{}}
+			js := junit.Suite{Name: r.Tool + " " + r.versions() + " " + s.Suite, Tests: s.Total, Failures: s.Total - s.Passed, Cases: []junit.Case{}}
 			for _, c := range r.Cases {
 				if c.Suite != s.Suite {
 					continue
 				}
-				jc := JUnitCase{Name: c.ID + written(c), Classname: r.Tool + "." + c.Suite, File: c.File}
+				jc := junit.Case{Name: c.ID + written(c), ClassName: r.Tool + "." + c.Suite, File: c.File}
 				for _, f := range c.Failures {
-					jc.Failures = append(jc.Failures, JUnitResult{Message: f.Cause, Type: f.Check, Text: f.Detail})
+					jc.Failures = append(jc.Failures, junit.Failure{Message: f.Cause, Type: f.Check, Text: f.Detail})
 				}
 				if len(c.Notes) > 0 {
 					jc.SystemOut = strings.Join(c.Notes, "\n")
@@ -221,14 +197,5 @@ func writeJUnit(w io.Writer, reports []*Report) error {
 			doc.Failures += js.Failures
 		}
 	}
-	if _, err := io.WriteString(w, xml.Header); err != nil {
-		return err
-	}
-	enc := xml.NewEncoder(w)
-	enc.Indent("", "  ")
-	if err := enc.Encode(doc); err != nil {
-		return err
-	}
-	_, err := io.WriteString(w, "\n")
-	return err
+	return junit.Write(w, doc)
 }

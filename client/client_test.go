@@ -17,6 +17,7 @@ import (
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/contract"
 	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/internal/testrig"
 	"github.com/toolgate/toolgate/invoke"
 	"github.com/toolgate/toolgate/ledger"
 	"github.com/toolgate/toolgate/ledger/sqlite"
@@ -59,7 +60,7 @@ func setup(t *testing.T) *env {
 			{Name: "oncall", SHA256Hex: config.HashKey(operatorKey), Tenant: "acme", Role: "operator", Tools: []string{"*"}},
 			{Name: "agent", SHA256Hex: config.HashKey(agentKey), Tenant: "acme", Role: "agent", Tools: []string{"*"}},
 		},
-		Logf: t.Logf,
+		Logger: testrig.Logger(t),
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -74,6 +74,12 @@ type Config struct {
 	Auth                  *Auth              `yaml:"auth"` // nil: no auth, loopback only
 	Bindings              map[string]Binding `yaml:"bindings"`
 
+	// The limits against slow and greedy clients and the memory bounds
+	// (limits.go, docs/security.md).
+	HTTP        HTTP        `yaml:"http"`
+	Limits      Limits      `yaml:"limits"`
+	ReplayCache ReplayCache `yaml:"replay_cache"`
+
 	file  string         // the file name given to ParseFile, "" for Parse
 	lines map[string]int // YAML path → line, for problems found after parsing
 }
@@ -82,6 +88,9 @@ type Config struct {
 type DecisionLog struct {
 	Path      string `yaml:"path"`      // "" disables the log
 	Arguments string `yaml:"arguments"` // digest | masked | full; default masked
+
+	QueueBytes      int64 `yaml:"queue_bytes"`       // bytes of records waiting to be written; default 16 MiB
+	MaxPayloadBytes int   `yaml:"max_payload_bytes"` // a larger payload is logged by its digest; default 64 KiB
 }
 
 // Auth lists the API keys.
@@ -322,6 +331,7 @@ func (c *Config) applyDefaults() {
 		setDur(&b.SettleAfter, DefaultSettleAfter)
 		c.Bindings[id] = b
 	}
+	c.applyLimitDefaults()
 }
 
 var hex64 = regexp.MustCompile(`^[0-9a-fA-F]{64}$`)
@@ -383,6 +393,7 @@ func (c *Config) check() []Problem {
 	if c.MaxBodyBytes < 0 {
 		bad("max_body_bytes", "must not be negative")
 	}
+	c.checkLimits(bad)
 	if m := c.DecisionLog.Arguments; !contains(argumentModes, m) {
 		bad("decision_log.arguments", "%s", oneOf("arguments mode", m, argumentModes))
 	}

@@ -54,7 +54,7 @@ func CompileDocument(data []byte) (*Schema, error) {
 	if err != nil {
 		return nil, err
 	}
-	return compileSchemaValue(doc, "urn:toolgate:schema")
+	return compileWith(doc, "urn:toolgate:schema", false)
 }
 
 // ParseSchema compiles a plain JSON Schema document read from path with the strictness
@@ -109,14 +109,24 @@ var metaSchema2020 = sync.OnceValue(func() *jsonschema.Schema {
 })
 
 func compileSchemaValue(doc any, url string) (*Schema, error) {
+	return compileWith(doc, url, true)
+}
+
+// compileWith compiles doc with the gateway's validator settings; with notes
+// it also records the x-sensitive marks (a vocabulary whose meta-schema is
+// 2020-12's, so only a contract's 2020-12 schemas take it).
+func compileWith(doc any, url string, withNotes bool) (*Schema, error) {
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
 	c.AssertFormat()
 	c.RegisterFormat(regexFormat)
 	c.UseLoader(noLoader{})
-	n := &notes{bySchema: map[*jsonschema.Schema]*schemaNote{}, dynamic: map[string][]*jsonschema.Schema{}}
-	c.RegisterVocabulary(sensitiveVocabulary(n, metaSchema2020()))
-	c.AssertVocabs()
+	var n *notes
+	if withNotes {
+		n = &notes{bySchema: map[*jsonschema.Schema]*schemaNote{}, dynamic: map[string][]*jsonschema.Schema{}}
+		c.RegisterVocabulary(sensitiveVocabulary(n, metaSchema2020()))
+		c.AssertVocabs()
+	}
 	if err := c.AddResource(url, doc); err != nil {
 		return nil, err
 	}

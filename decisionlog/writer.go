@@ -2,7 +2,11 @@ package decisionlog
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -25,6 +29,14 @@ type Config struct {
 	Mode ArgumentsMode
 	// BufferSize is how many records may wait to be written. Defaults to 4096.
 	BufferSize int
+	// QueueBytes bounds the bytes the waiting records hold (their payloads
+	// and a fixed share per record); a record that would pass it is dropped
+	// and counted as DropBufferFull. Defaults to DefaultQueueBytes.
+	QueueBytes int64
+	// MaxPayloadBytes: a payload (arguments, result, state probe) larger
+	// than this is not logged but erased, the line keeping its digest
+	// (input_hash, result_hash). Defaults to DefaultMaxPayloadBytes.
+	MaxPayloadBytes int
 	// OnDrop is called once per dropped record, from whichever goroutine
 	// dropped it (Log's caller for DropBufferFull); it must be quick and must
 	// not block: increment toolgate_decision_log_dropped_total there.
@@ -36,6 +48,13 @@ type Config struct {
 	// Now stamps records whose Timestamp is zero. Defaults to time.Now.
 	Now func() time.Time
 }
+
+// Defaults of Config.
+const (
+	DefaultBufferSize            = 4096
+	DefaultQueueBytes      int64 = 16 << 20
+	DefaultMaxPayloadBytes       = 64 << 10
+)
 
 // Stats counts what a Writer did with the records it was given.
 type Stats struct {
@@ -65,18 +84,26 @@ type Writer struct {
 	closed bool
 
 	written, full, unmasked, writeFailed, closedDrops atomic.Uint64
+	queued                                            atomic.Int64 // bytes of the records waiting
 }
 
 type entry struct {
-	rec Record
-	m   *Masker
+	rec  Record
+	m    *Masker
+	size int64 // counted in queued until written
 }
 
 // NewWriter starts a Writer over sink. The Writer owns the sink and closes it
 // in Close.
 func NewWriter(sink Sink, cfg Config) *Writer {
 	if cfg.BufferSize <= 0 {
-		cfg.BufferSize = 4096
+		cfg.BufferSize = DefaultBufferSize
+	}
+	if cfg.QueueBytes <= 0 {
+		cfg.QueueBytes = DefaultQueueBytes
+	}
+	if cfg.MaxPayloadBytes <= 0 {
+		cfg.MaxPayloadBytes = DefaultMaxPayloadBytes
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -94,29 +121,76 @@ func NewWriter(sink Sink, cfg Config) *Writer {
 }
 
 // Log queues rec to be masked by m (nil: nothing is sensitive) and written.
-// It never blocks: when the buffer is full the record is dropped and counted,
-// and Log reports false. Log takes ownership of rec's slices and pointers
-// (payload bytes, Provider); the caller must not modify them afterwards.
+// It never blocks: when the buffer is full (BufferSize records, or
+// QueueBytes bytes) the record is dropped and counted, and Log reports
+// false. A payload over MaxPayloadBytes is erased first (digestLarge). Log
+// takes ownership of rec's slices and pointers (payload bytes, Provider);
+// the caller must not modify them afterwards.
 func (w *Writer) Log(rec Record, m *Masker) bool {
 	if rec.Timestamp.IsZero() {
 		rec.Timestamp = w.cfg.Now()
 	}
+	w.digestLarge(&rec)
+	size := recordBytes(&rec)
+	if w.queued.Add(size) > w.cfg.QueueBytes {
+		w.queued.Add(-size)
+		w.drop(DropBufferFull, 1)
+		return false
+	}
 	w.mu.RLock()
 	if w.closed {
 		w.mu.RUnlock()
+		w.queued.Add(-size)
 		w.drop(DropClosed, 1)
 		return false
 	}
 	select {
-	case w.ch <- entry{rec: rec, m: m}:
+	case w.ch <- entry{rec: rec, m: m, size: size}:
 		w.mu.RUnlock()
 		return true
 	default:
 		w.mu.RUnlock()
+		w.queued.Add(-size)
 		w.drop(DropBufferFull, 1)
 		return false
 	}
 }
+
+// digestLarge erases each payload of rec larger than MaxPayloadBytes: the
+// line keeps the result's digest (result_hash, computed here) and the
+// arguments' (input_hash), and lists the payload as erased. A record is
+// copied and masked later, in the writer's goroutine; a megabyte result
+// must not wait in the queue for that.
+func (w *Writer) digestLarge(rec *Record) {
+	limit := w.cfg.MaxPayloadBytes
+	erase := func(p *json.RawMessage, pointer string) {
+		if len(*p) > limit {
+			*p = nil
+			rec.Erased = append(slices.Clip(rec.Erased), pointer)
+		}
+	}
+	if len(rec.Result) > limit && rec.ResultHash == "" {
+		sum := sha256.Sum256(rec.Result)
+		rec.ResultHash = "sha256:" + hex.EncodeToString(sum[:])
+	}
+	erase(&rec.Arguments, "/arguments")
+	erase(&rec.Result, "/result")
+	erase(&rec.StateBefore, "/state_before")
+	erase(&rec.StateAfter, "/state_after")
+}
+
+// recordBytes estimates the memory a queued record holds.
+func recordBytes(rec *Record) int64 {
+	n := 1024 + len(rec.Arguments) + len(rec.Result) + len(rec.StateBefore) + len(rec.StateAfter) +
+		len(rec.StateBeforeError) + len(rec.StateAfterError) + len(rec.CorrelationID) + len(rec.ActionID) + len(rec.IdempotencyKey)
+	if p := rec.Provider; p != nil {
+		n += len(p.Name) + len(p.Route) + len(p.CallID)
+	}
+	return int64(n)
+}
+
+// QueuedBytes is how many bytes the records waiting to be written hold.
+func (w *Writer) QueuedBytes() int64 { return w.queued.Load() }
 
 // Dropped is how many records were dropped, for every reason.
 func (w *Writer) Dropped() uint64 { return w.Stats().Dropped() }
@@ -196,6 +270,7 @@ func (w *Writer) run() {
 		if !ok {
 			break
 		}
+		w.queued.Add(-e.size)
 		if w.stopped() {
 			w.drop(DropClosed, 1)
 			w.discard()
@@ -210,6 +285,7 @@ func (w *Writer) run() {
 				if !ok {
 					break batch
 				}
+				w.queued.Add(-e.size)
 				if w.stopped() {
 					w.drop(DropClosed, 1)
 					break batch
@@ -238,7 +314,8 @@ func (w *Writer) stopped() bool {
 
 // discard counts what is left in the (closed) channel as dropped.
 func (w *Writer) discard() {
-	for range w.ch {
+	for e := range w.ch {
+		w.queued.Add(-e.size)
 		w.drop(DropClosed, 1)
 	}
 }

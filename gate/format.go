@@ -2,12 +2,12 @@ package gate
 
 import (
 	"encoding/json"
-	"encoding/xml"
 	"fmt"
 	"io"
 	"strings"
 
 	"github.com/toolgate/toolgate/casetest"
+	"github.com/toolgate/toolgate/internal/junit"
 )
 
 // Formats are the output formats of Write; "line" is one line for any CI log.
@@ -131,26 +131,17 @@ func writeMarkdown(w io.Writer, d *Decision) {
 }
 
 func writeJUnit(w io.Writer, d *Decision) error {
-	s := casetest.JUnitSuite{Name: fmt.Sprintf("toolgate gate %s %s -> %s", d.Tool, d.From, d.To), Tests: len(d.Checks)}
+	s := junit.Suite{Name: fmt.Sprintf("toolgate gate %s %s -> %s", d.Tool, d.From, d.To), Tests: len(d.Checks)}
 	for i, c := range d.Checks {
-		jc := casetest.JUnitCase{Name: fmt.Sprintf("%02d %s", i+1, c.Name), Classname: "toolgate.gate." + d.Tool}
+		jc := junit.Case{Name: fmt.Sprintf("%02d %s", i+1, c.Name), ClassName: "toolgate.gate." + d.Tool}
 		if !c.OK {
 			s.Failures++
-			jc.Failures = []casetest.JUnitResult{{Message: c.Detail, Type: c.Name}}
+			jc.Failures = []junit.Failure{{Message: c.Detail, Type: c.Name}}
 		} else {
 			jc.SystemOut = c.Detail
 		}
 		s.Cases = append(s.Cases, jc)
 	}
-	doc := casetest.JUnitSuites{Name: "toolgate gate", Tests: s.Tests, Failures: s.Failures, Suites: []casetest.JUnitSuite{s}}
-	if _, err := io.WriteString(w, xml.Header); err != nil {
-		return err
-	}
-	enc := xml.NewEncoder(w)
-	enc.Indent("", "  ")
-	if err := enc.Encode(doc); err != nil {
-		return err
-	}
-	_, err := io.WriteString(w, "\n")
-	return err
+	doc := junit.Suites{Name: "toolgate gate", Tests: s.Tests, Failures: s.Failures, Suites: []junit.Suite{s}}
+	return junit.Write(w, doc)
 }

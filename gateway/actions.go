@@ -24,10 +24,14 @@ func (s *Server) putAction(w http.ResponseWriter, r *http.Request, p *Principal)
 	if err := s.decodeBody(w, r, &body, false); err != nil {
 		return err
 	}
-	a, created, err := s.calls.Prepare(r.Context(), p, r.PathValue("action_id"), ledger.PrepareSpec{
+	spec := ledger.PrepareSpec{
 		ToolID: body.ToolID, Version: body.Version, Scope: body.Scope,
 		PolicyVersion: body.PolicyVersion, CorrelationID: body.CorrelationID,
-	})
+	}
+	if err := toolcall.CheckPrepare(spec); err != nil {
+		return err
+	}
+	a, created, err := s.calls.Prepare(r.Context(), p, r.PathValue("action_id"), spec)
 	if err != nil {
 		return err
 	}
@@ -186,6 +190,7 @@ func (s *Server) viewAction(a *ledger.Action) actionView {
 		CorrelationID: scrub(a.CorrelationID), Scope: scrub(a.Scope), PolicyVersion: scrub(a.PolicyVersion),
 		CreatedAt: a.CreatedAt, UpdatedAt: a.UpdatedAt, LastSentAt: timePtr(a.LastSentAt), UnknownSince: timePtr(a.UnknownSince),
 	}
+	v.ProviderCallsOmitted = a.ProviderCallsOmitted
 	for i, pc := range a.ProviderCalls {
 		v.ProviderCalls[i] = api.ProviderCall{Name: scrub(pc.Name), Route: scrub(pc.Route), CallID: scrub(pc.CallID), At: pc.At}
 	}

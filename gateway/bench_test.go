@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -40,7 +41,7 @@ func cpuPerOp(b *testing.B) func() {
 }
 
 func benchRig(b *testing.B) *rig {
-	return newRig(b, func(c *gateway.Config) { c.Logf = func(string, ...any) {} })
+	return newRig(b, func(c *gateway.Config) { c.Logger = slog.New(slog.DiscardHandler) })
 }
 
 func BenchmarkCallNewAction(b *testing.B) {

@@ -53,7 +53,8 @@ type reply struct {
 	problem *api.Problem
 	code    string
 	outcome decisionlog.Outcome
-	gone    bool // the caller went away: nothing is written
+	gone    bool      // the caller went away: nothing is written
+	cause   *causeLog // what the log says about the problem, if anything
 }
 
 // replyOf turns what the call service returned into the one-shot answer.
@@ -64,8 +65,10 @@ func (s *Server) replyOf(where string, ans *toolcall.Answer, err error) reply {
 		// written; outcome invalid, as before the call service.
 		return reply{gone: true, outcome: decisionlog.OutcomeInvalid}
 	case err != nil:
-		wire, outcome := s.callProblem(where, &ans.Facts, err)
-		return problemReply(&wire, outcome)
+		wire, outcome, cause := s.callProblem(where, &ans.Facts, err)
+		rep := problemReply(&wire, outcome)
+		rep.cause = cause
+		return rep
 	case ans.Awaiting:
 		body, _ := json.Marshal(map[string]string{"action_id": ans.ActionID, "state": string(ans.State)})
 		return reply{status: http.StatusAccepted, contentType: "application/json", body: append(body, '\n'),

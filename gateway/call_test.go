@@ -490,11 +490,14 @@ func TestHealth(t *testing.T) {
 	}
 }
 
-func TestArgumentsTheValidatorCannotReadAreA400(t *testing.T) {
+func TestNumbersNoDoubleHoldsAreRefused(t *testing.T) {
 	t.Parallel()
 	g := newRig(t)
 	long := strings.Repeat("9", 120) // a number the schema library must never see
 	r := g.refund("refund-key-0030", `{"order_id":"ord_12345678","amount_minor":`+long+`,"currency":"EUR","reason":"customer_request"}`)
-	r.wantProblem(t, 400, "malformed_request")
+	p := r.wantProblem(t, 422, "invalid_arguments")
+	if e := p["errors"].([]any)[0].(map[string]any); e["pointer"] != "/amount_minor" || e["code"] != "number_not_exact" {
+		t.Fatalf("%s", r.body)
+	}
 	g.wantEffects(0)
 }

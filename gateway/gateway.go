@@ -13,7 +13,7 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 	"fmt"
-	"log"
+	"log/slog"
 	"net/http"
 	"strings"
 	"time"
@@ -60,8 +60,8 @@ type Config struct {
 	// Keys are the API keys; nil means no authentication: every caller is an
 	// operator of tenant DefaultTenant (serve binds loopback only then).
 	Keys []Key
-	// Logf receives operational messages. Default log.Printf.
-	Logf func(format string, args ...any)
+	// Logger receives operational messages. Default slog.Default().
+	Logger *slog.Logger
 	// Retention: a terminal action's result is replayable this long after the
 	// action was created; later its key is refused (idempotency_key_expired).
 	// 0 keeps results forever.
@@ -77,6 +77,12 @@ type Config struct {
 	// Prometheus is where the metrics are registered and what /metrics
 	// serves. Default: a new registry of the gateway's own.
 	Prometheus *prometheus.Registry
+
+	// MaxInFlightPerKey and MaxInFlightPerTenant cap the requests one API
+	// key, and all keys of one tenant, may have in flight at once; more are
+	// answered 429 too_many_requests. Defaults DefaultMaxInFlightPerKey and
+	// DefaultMaxInFlightPerTenant; negative: no cap.
+	MaxInFlightPerKey, MaxInFlightPerTenant int
 }
 
 // Key is one API key: the SHA-256 of the bearer token and what it may do.
@@ -105,6 +111,9 @@ type Server struct {
 	// observers are told about every handled tool call (the dashboard's
 	// conflict and volume series); add them before serving.
 	observers []func(CallEvent)
+
+	// inFlight caps the requests in flight per key and tenant (limits.go).
+	inFlight *inFlight
 }
 
 // CallEvent is what observers learn about one handled tool call.
@@ -130,8 +139,8 @@ func New(cfg Config) (*Server, error) {
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
 	}
-	if cfg.Logf == nil {
-		cfg.Logf = log.Printf
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
 	}
 	if cfg.Prometheus == nil {
 		cfg.Prometheus = prometheus.NewRegistry()
@@ -141,13 +150,13 @@ func New(cfg Config) (*Server, error) {
 		Registry: cfg.Registry, Ledger: cfg.Ledger, Invoker: cfg.Invoker, Bindings: cfg.Bindings,
 		Upstream: cfg.Upstream, Drift: cfg.Drift,
 		JoinTimeout: cfg.JoinTimeout, Retention: cfg.Retention, TombstoneRetention: cfg.TombstoneRetention,
-		ProbeState: cfg.DecisionLog != nil, Tracer: cfg.Tracer, Logf: cfg.Logf,
+		ProbeState: cfg.DecisionLog != nil, Tracer: cfg.Tracer, Logger: cfg.Logger,
 	})
 	var err error
 	if s.masks, err = masking.New(cfg.Registry); err != nil {
 		return nil, fmt.Errorf("decision log masking: %w", err)
 	}
-	s.metrics = NewMetrics(cfg.Prometheus, cfg.Ledger.Store)
+	s.metrics = newServerMetrics(cfg)
 	if cfg.Keys == nil {
 		s.noAuth = toolcall.NewPrincipal("anonymous", DefaultTenant, "operator", []string{"*"})
 	}
@@ -161,6 +170,14 @@ func New(cfg Config) (*Server, error) {
 		e.p = toolcall.NewPrincipal(k.Name, k.Tenant, k.Role, k.Tools)
 		s.keys = append(s.keys, e)
 	}
+	var principals []*Principal
+	if s.noAuth != nil {
+		principals = append(principals, s.noAuth)
+	}
+	for _, k := range s.keys {
+		principals = append(principals, k.p)
+	}
+	s.inFlight = newInFlight(cfg.MaxInFlightPerKey, cfg.MaxInFlightPerTenant, principals, cfg.Prometheus)
 	s.routes()
 	return s, nil
 }
@@ -172,16 +189,28 @@ func (s *Server) Calls() *toolcall.Service { return s.calls }
 // to report into.
 func (s *Server) Metrics() *Metrics { return s.metrics }
 
-func (s *Server) logf(format string, args ...any) { s.cfg.Logf(format, args...) }
+func (s *Server) log() *slog.Logger { return s.cfg.Logger }
 
 // ServeHTTP serves the API. A state-changing request that a browser sends
 // from another origin is refused (CSRF): it matters most without keys, where
 // every caller is an operator. Clients that are not browsers send neither
-// Sec-Fetch-Site nor Origin and pass unchanged.
+// Sec-Fetch-Site nor Origin and pass unchanged. Every request of a known key
+// takes one of the key's and the tenant's in-flight slots (429 when none is
+// left); an answer written before the body was read closes the connection.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	defer trackBody(w, r).unread(w)
 	if err := s.csrf.Check(r); err != nil {
 		writeProblem(w, problem(toolcall.CodeForbidden, "cross-origin browser request refused"))
 		return
+	}
+	cleanTraceHeaders(r.Header)
+	if p := s.authenticate(r.Header); p != nil {
+		release, refused := s.inFlight.acquire(p)
+		if refused != nil {
+			writeProblem(w, refused)
+			return
+		}
+		defer release()
 	}
 	s.mux.ServeHTTP(w, r)
 }
@@ -225,6 +254,7 @@ func (s *Server) routes() {
 	})
 	m.HandleFunc("GET /problems/{code}", serveProblemPage)
 	s.providerRoutes(m)
+	s.openapiRoutes(m)
 	s.mcpRoutes(m)
 	s.uiRoutes(m)
 	for _, p := range []string{"/v1/tools/{tool_id}/calls", "/v1/actions/{action_id}", "/v1/actions/{action_id}/calls",

@@ -39,7 +39,7 @@ func newRig(t testing.TB, opts ...option) *rig {
 		Registry: testrig.Registry(t), Ledger: svc, Invoker: &invoke.Client{},
 		Bindings:    testrig.Bindings(sbURL),
 		JoinTimeout: 5 * time.Second,
-		Logf:        t.Logf,
+		Logger:      testrig.Logger(t),
 	}
 	for _, o := range opts {
 		o(&cfg)
@@ -48,7 +48,7 @@ func newRig(t testing.TB, opts ...option) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := httptest.NewServer(srv)
+	ts := httptest.NewServer(contractChecked(t, srv)) // every answer held to api/openapi.yaml
 	t.Cleanup(ts.Close)
 	return &rig{t: t, url: ts.URL, sb: sb, sbURL: sbURL, svc: svc, server: srv, cfg: cfg}
 }

@@ -75,13 +75,13 @@ func (api *mcpAPI) server(r *http.Request) *mcp.Server {
 	})
 	x, err := api.ex.get(provider.FormatMCP)
 	if err != nil {
-		api.s.logf("mcp: export: %v", err)
+		api.s.log().Error("mcp: export", "error", err.Error())
 		return srv
 	}
 	for _, def := range x.Tools {
 		var t mcp.Tool
 		if err := json.Unmarshal(def, &t); err != nil {
-			api.s.logf("mcp: tool definition: %v", err)
+			api.s.log().Error("mcp: tool definition", "error", err.Error())
 			continue
 		}
 		id, ok := x.ToolID(t.Name)
@@ -90,7 +90,7 @@ func (api *mcpAPI) server(r *http.Request) *mcp.Server {
 			continue
 		}
 		if in, _ := t.InputSchema.(map[string]any); in == nil || in["type"] != "object" {
-			api.s.logf("mcp: %s is not listed: MCP needs an object input schema", id)
+			api.s.log().Warn("mcp: tool not listed: MCP needs an object input schema", "tool_id", id)
 			continue
 		}
 		srv.AddTool(&t, api.handler(tool, t.OutputSchema != nil))
@@ -187,7 +187,7 @@ func (api *mcpAPI) result(tool *contract.Tool, rep *reply, structured bool) *mcp
 		if sc, ok := structuredResult(tool, rep.body); ok {
 			res.StructuredContent = sc
 		} else {
-			api.s.logf("mcp: %s answered a result that is not a JSON object; no structuredContent", tool.ID)
+			api.s.log().Warn("mcp: a result that is not a JSON object has no structuredContent", "tool_id", tool.ID)
 		}
 	}
 	return res

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"strings"
 	"time"
@@ -36,6 +37,9 @@ func (s *Server) endCall(o *callObs, f *toolcall.Facts, rep *reply) {
 	outcome, status, code := rep.outcome, rep.status, rep.code
 	elapsed := time.Since(o.start)
 	defer toolcall.EndCall(o.span, f, outcome, status, code)
+	if rep.cause != nil {
+		s.logCall(o, f, code, rep.cause)
+	}
 	if m := s.metrics; m != nil {
 		tool := f.ToolID
 		m.Calls.WithLabelValues(tool, string(outcome)).Inc()
@@ -112,10 +116,15 @@ func isHex(s string) bool {
 // line of a 5xx cause) go through the call's masker: a sensitive argument
 // value that an error quotes (a rule that could not be evaluated, a cause
 // from below) is replaced there, as in the decision log.
-func (s *Server) callProblem(where string, f *toolcall.Facts, err error) (api.Problem, decisionlog.Outcome) {
+func (s *Server) callProblem(where string, f *toolcall.Facts, err error) (api.Problem, decisionlog.Outcome, *causeLog) {
 	m := s.masks.Call(f.ToolID, f.ArgsVersion, f.Version)
 	scrub := m.Scrubber(f.Arguments, nil)
-	p := s.answerProblemScrubbed(where, err, scrub)
+	p := toolcall.ProblemOf(err)
+	var cl *causeLog
+	if level, text, ok := logCause(p); ok {
+		// The log gets no argument value at all, sensitive or not.
+		cl = &causeLog{level: level, where: where, err: everyArgument.Scrubber(f.Arguments, nil)(scrub(text))}
+	}
 	wire := p.Wire()
 	wire.Detail = scrub(wire.Detail)
 	if len(wire.Errors) > 0 {
@@ -130,7 +139,45 @@ func (s *Server) callProblem(where string, f *toolcall.Facts, err error) (api.Pr
 		}
 		wire.Errors = errs
 	}
-	return wire, p.Outcome()
+	return wire, p.Outcome(), cl
+}
+
+// causeLog is the log line of a call's problem (logCause), written by endCall.
+type causeLog struct {
+	level      slog.Level
+	where, err string
+}
+
+// everyArgument masks every value of a call's arguments: its Scrubber takes
+// them out of a log line.
+var everyArgument = func() *decisionlog.Masker {
+	m, err := decisionlog.NewMasker(decisionlog.MaskerConfig{Arguments: decisionlog.MaskRules("")})
+	if err != nil {
+		panic(err) // the root pointer always compiles
+	}
+	return m
+}()
+
+// logCall writes a call's log line: its message, then the call's
+// attributes where they apply.
+func (s *Server) logCall(o *callObs, f *toolcall.Facts, code string, cl *causeLog) {
+	attrs := make([]any, 0, 14)
+	for _, kv := range [][2]string{{"action_id", f.ActionID}, {"tool_id", f.ToolID}, {"tenant", f.Tenant},
+		{"trace_id", traceIDOf(o)}, {"code", code}, {"where", cl.where}, {"error", cl.err}} {
+		if kv[1] != "" {
+			attrs = append(attrs, kv[0], kv[1])
+		}
+	}
+	s.log().Log(context.Background(), cl.level, code, attrs...)
+}
+
+// traceIDOf is the call's trace id: its span's, else its traceparent's.
+func traceIDOf(o *callObs) string {
+	if sc := o.span.SpanContext(); sc.IsValid() {
+		return sc.TraceID().String()
+	}
+	id, _ := parseTraceparent(o.traceparent)
+	return id
 }
 
 // cutLastSegment splits a JSON pointer before its last segment.

@@ -1,9 +1,11 @@
 package gateway
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"html"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -22,26 +24,35 @@ func problem(code toolcall.Code, format string, args ...any) *toolcall.Problem {
 }
 
 // answerProblem maps err to its problem (toolcall.ProblemOf) and logs what
-// must not reach the caller: an internal error's cause, or the cause of any
-// 5xx problem. where names the request for the log.
+// must not reach the caller (logCause). where names the request for the log.
+// A tool call's problem is logged by endCall instead, with the call's
+// attributes and scrubbed of its arguments (callProblem).
 func (s *Server) answerProblem(where string, err error) *toolcall.Problem {
-	return s.answerProblemScrubbed(where, err, nil)
-}
-
-// answerProblemScrubbed is answerProblem whose log line goes through scrub
-// (nil: none), which replaces a call's sensitive values.
-func (s *Server) answerProblemScrubbed(where string, err error, scrub func(string) string) *toolcall.Problem {
 	p := toolcall.ProblemOf(err)
-	if scrub == nil {
-		scrub = func(s string) string { return s }
-	}
-	switch {
-	case p.Code == toolcall.CodeInternal:
-		s.logf("%s", scrub(fmt.Sprintf("internal error on %s: %v", where, p.Cause)))
-	case p.Cause != nil && p.Status() >= 500:
-		s.logf("%s", scrub(fmt.Sprintf("%s on %s: %v", p.Code, where, p.Cause)))
+	if level, text, ok := logCause(p); ok {
+		s.log().Log(context.Background(), level, string(p.Code), "where", where, "code", string(p.Code), "error", text)
 	}
 	return p
+}
+
+// logCause says whether the log gets a line about p, at which level and with
+// which text: every 5xx problem is logged, with its cause (which the caller
+// is never told) or else its detail. The gateway's own failures
+// (internal_error, ledger_unavailable) are errors; the downstream's
+// (downstream_unreachable, outcome_unknown, ...) warnings.
+func logCause(p *toolcall.Problem) (level slog.Level, text string, ok bool) {
+	if p.Status() < 500 {
+		return 0, "", false
+	}
+	level = slog.LevelWarn
+	if p.Code == toolcall.CodeInternal || p.Code == toolcall.CodeLedgerUnavailable {
+		level = slog.LevelError
+	}
+	text = p.Detail
+	if p.Cause != nil {
+		text = p.Cause.Error()
+	}
+	return level, text, true
 }
 
 // writeError answers err as problem+json.

@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -237,11 +237,7 @@ func newSecRig(t testing.TB, tools map[string]string, opts ...secOption) *secRig
 	cfg := gateway.Config{
 		Registry: reg, Ledger: testrig.Ledger(t, "sec"), Invoker: &invoke.Client{}, Bindings: bindings,
 		JoinTimeout: 2 * time.Second, Keys: secKeys(), DecisionLog: s.log, Tracer: tp.Tracer("toolgate"),
-		Logf: func(format string, args ...any) {
-			line := strings.TrimRight(fmt.Sprintf(format, args...), "\n")
-			s.ops.Write([]byte(line + "\n"))
-			t.Log(line)
-		},
+		Logger: slog.New(slog.NewTextHandler(opsWriter{s.ops, t}, nil)),
 	}
 	for _, o := range opts {
 		o(&cfg, s)
@@ -250,10 +246,22 @@ func newSecRig(t testing.TB, tools map[string]string, opts ...secOption) *secRig
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := httptest.NewServer(srv)
+	ts := httptest.NewServer(contractChecked(t, srv))
 	t.Cleanup(ts.Close)
 	s.rig = &rig{t: t, url: ts.URL, svc: cfg.Ledger, server: srv, cfg: cfg}
 	return s
+}
+
+// opsWriter keeps the gateway's operational log and shows it in the test's.
+type opsWriter struct {
+	ops *syncBuffer
+	t   testing.TB
+}
+
+func (w opsWriter) Write(p []byte) (int, error) {
+	w.ops.Write(p)
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
 }
 
 // decisionLog closes the decision log (once) and returns every line.

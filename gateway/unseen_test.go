@@ -22,7 +22,7 @@ func (g *rig) replica() *rig {
 	if err != nil {
 		g.t.Fatal(err)
 	}
-	ts := httptest.NewServer(srv)
+	ts := httptest.NewServer(contractChecked(g.t, srv))
 	g.t.Cleanup(ts.Close)
 	r := *g
 	r.url, r.svc, r.server, r.cfg = ts.URL, cfg.Ledger, srv, cfg

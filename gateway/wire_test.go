@@ -34,6 +34,7 @@ func wireActions() []*ledger.Action {
 	}
 	binary := &ledger.Action{Tenant: "acme", ID: "wire-key-0002", ToolID: "t", State: ledger.Rejected,
 		Result: &ledger.Result{StatusCode: 500, Body: []byte{0xff, 0x00}}, CreatedAt: at, UpdatedAt: at}
+	full.ProviderCallsOmitted = 4
 	tombstone := &ledger.Action{Tenant: "acme", ID: "wire-key-0003", ToolID: "t", State: ledger.Succeeded,
 		Result: &ledger.Result{StatusCode: 201}, CreatedAt: at, UpdatedAt: at}
 	return []*ledger.Action{full, binary, tombstone}

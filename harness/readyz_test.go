@@ -26,7 +26,7 @@ func TestReadyzReportsDurability(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	srv, err := gateway.New(gateway.Config{Registry: testrig.Registry(t), Ledger: &ledger.Service{Store: st, Owner: "readyz"}, Logf: t.Logf})
+	srv, err := gateway.New(gateway.Config{Registry: testrig.Registry(t), Ledger: &ledger.Service{Store: st, Owner: "readyz"}, Logger: testrig.Logger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

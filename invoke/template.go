@@ -29,8 +29,42 @@ type Vars struct {
 // template's first "?", query-escaped (url.QueryEscape) after it. Values must
 // be non-empty strings, numbers or booleans; anything else is an error wrapping
 // ErrTemplate. Text outside placeholders is copied unchanged.
+//
+// A path segment that a substituted value makes "." or ".." (or one of the
+// forms a WHATWG URL parser also reads as a dot segment, such as "%2e%2E") is
+// a *DotSegmentError: a server that resolves dot segments would send the
+// request to another path. Percent-encoding the dots would not help, since
+// those parsers decode them first, so such a value is refused.
 func Expand(tmpl string, v Vars, downstreamKey string) (string, error) {
 	return expand(tmpl, v, downstreamKey, true)
+}
+
+// DotSegmentError is Expand's error for a path segment that substituted
+// values make a dot segment. It names the template and the placeholders in
+// the segment, never their values. It wraps ErrTemplate.
+type DotSegmentError struct {
+	Template     string
+	Placeholders []string // e.g. "args.account", "downstream_key"
+}
+
+func (e *DotSegmentError) Error() string {
+	names := make([]string, len(e.Placeholders))
+	for i, n := range e.Placeholders {
+		names[i] = "{" + n + "}"
+	}
+	return fmt.Sprintf("%v: the path segment made of %s is a dot segment (\".\" or \"..\"), which would change the path", ErrTemplate, strings.Join(names, ""))
+}
+
+func (e *DotSegmentError) Unwrap() error { return ErrTemplate }
+
+// isDotSegment reports whether a path segment is one a URL parser resolves:
+// "." or "..", or (WHATWG URL) the same with a dot written as %2e or %2E.
+func isDotSegment(seg string) bool {
+	switch strings.ToLower(seg) {
+	case ".", "..", "%2e", ".%2e", "%2e.", "%2e%2e":
+		return true
+	}
+	return false
 }
 
 // DownstreamKey expands the binding's downstream key template (default
@@ -60,7 +94,16 @@ func DownstreamKey(b *Binding, v Vars) (string, error) {
 func expand(tmpl string, v Vars, downstreamKey string, escape bool) (string, error) {
 	var b strings.Builder
 	b.Grow(len(tmpl) + 32)
-	inQuery := false
+	inPath := escape // the part before "?" or "#" of a URL, where segments are checked
+	seg := 0         // where the current path segment starts in b
+	var segNames []string
+	endSegment := func() error {
+		if len(segNames) > 0 && isDotSegment(b.String()[seg:]) {
+			return &DotSegmentError{Template: tmpl, Placeholders: segNames}
+		}
+		segNames = nil
+		return nil
+	}
 	for i := 0; i < len(tmpl); {
 		c := tmpl[i]
 		switch c {
@@ -77,20 +120,33 @@ func expand(tmpl string, v Vars, downstreamKey string, escape bool) (string, err
 			switch {
 			case !escape:
 				b.WriteString(val)
-			case inQuery:
+			case !inPath:
 				b.WriteString(url.QueryEscape(val))
 			default:
 				b.WriteString(url.PathEscape(val))
+				segNames = append(segNames, name)
 			}
 			i += end + 2
 		case '}':
 			return "", fmt.Errorf("%w: unmatched \"}\" at byte %d", ErrTemplate, i)
 		default:
-			if c == '?' {
-				inQuery = true
+			if inPath && (c == '/' || c == '?' || c == '#') {
+				if err := endSegment(); err != nil {
+					return "", err
+				}
+				inPath = c == '/'
+				b.WriteByte(c)
+				seg = b.Len()
+				i++
+				continue
 			}
 			b.WriteByte(c)
 			i++
+		}
+	}
+	if inPath {
+		if err := endSegment(); err != nil {
+			return "", err
 		}
 	}
 	return b.String(), nil
@@ -186,3 +242,79 @@ func Placeholders(tmpl string) ([]Placeholder, error) {
 	}
 	return out, nil
 }
+
+// ArgumentError names an argument that a binding's templates cannot take.
+type ArgumentError struct {
+	Field string // the argument's path as {args.FIELD} writes it: "account", "customer.id"
+	// Template is the binding's field: "url", "lookup.url", "state.url" or
+	// "downstream_key".
+	Template string
+	// Header: the argument would put a control character (or too many
+	// bytes) into the downstream key's header; otherwise it would make a
+	// URL path segment a dot segment.
+	Header bool
+}
+
+// ArgumentErrors lists the arguments a call's binding cannot send as they
+// are, in template order, each once, so that the call can be refused before
+// anything is stored or sent: an argument that makes a path segment of one
+// of b's URL templates a dot segment (Expand refuses those; one that
+// reaches a URL through {downstream_key} too), and one that makes the
+// downstream key an invalid header value (DownstreamKey refuses those).
+// Other expansion problems are left to the call itself.
+func ArgumentErrors(b *Binding, v Vars) []ArgumentError {
+	var keyArgs []string
+	tmpl := b.DownstreamKey
+	if tmpl == "" {
+		tmpl = DefaultDownstreamKey
+	}
+	if ps, err := Placeholders(tmpl); err == nil {
+		for _, p := range ps {
+			if f, ok := strings.CutPrefix(p.Name, "args."); ok {
+				keyArgs = append(keyArgs, f)
+			}
+		}
+	}
+	var out []ArgumentError
+	seen := map[string]bool{}
+	add := func(field, template string, header bool) {
+		if !seen[field] {
+			seen[field] = true
+			out = append(out, ArgumentError{Field: field, Template: template, Header: header})
+		}
+	}
+	key, err := DownstreamKey(b, v)
+	if err != nil && len(keyArgs) > 0 {
+		if raw, rerr := expand(tmpl, v, "", false); rerr == nil && (len(raw) > 1024 || strings.ContainsFunc(raw, isControl)) {
+			for _, f := range keyArgs {
+				if s, err := argValue(v.Args, f); err == nil && (len(raw) > 1024 || strings.ContainsFunc(s, isControl)) {
+					add(f, "downstream_key", true)
+				}
+			}
+		}
+	}
+	for _, t := range [...]struct{ field, tmpl string }{{"url", b.URL}, {"lookup.url", b.LookupURL}, {"state.url", b.StateURL}} {
+		if t.tmpl == "" {
+			continue
+		}
+		_, err := expand(t.tmpl, v, key, true)
+		var de *DotSegmentError
+		if !errors.As(err, &de) {
+			continue
+		}
+		for _, name := range de.Placeholders {
+			fields := keyArgs
+			if f, ok := strings.CutPrefix(name, "args."); ok {
+				fields = []string{f}
+			} else if name != "downstream_key" {
+				continue
+			}
+			for _, f := range fields {
+				add(f, t.field, false)
+			}
+		}
+	}
+	return out
+}
+
+func isControl(r rune) bool { return r < 0x20 || r == 0x7f }

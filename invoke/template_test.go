@@ -24,6 +24,9 @@ func TestExpand(t *testing.T) {
 			"list":     []any{"a"},
 			"customer": map[string]any{"id": "cus/1", "tags": map[string]any{}},
 			"q":        "a&b=c d",
+			"dot":      ".",
+			"dots":     "..",
+			"three":    "...",
 		},
 	}
 	tests := []struct {
@@ -56,6 +59,15 @@ func TestExpand(t *testing.T) {
 		{name: "bare args", tmpl: "http://h/{args.}", wantErr: "no field name"},
 		{name: "empty downstream key", tmpl: "http://h/{downstream_key}", wantErr: "is empty"},
 		{name: "empty braces", tmpl: "http://h/{}", wantErr: "unknown placeholder {}"},
+		{name: "dot segment", tmpl: "http://h/a/{args.dots}/b", wantErr: "{args.dots} is a dot segment"},
+		{name: "dot segment at the end", tmpl: "http://h/a/{args.dot}", wantErr: "dot segment"},
+		{name: "dot segment before the query", tmpl: "http://h/a/{args.dots}?x=1", wantErr: "dot segment"},
+		{name: "dot segment of two values", tmpl: "http://h/a/{args.dot}{args.dot}/b", wantErr: "{args.dot}{args.dot} is a dot segment"},
+		{name: "dot segment with a literal %2e", tmpl: "http://h/a/%2E{args.dot}", wantErr: "dot segment"},
+		{name: "dots inside a segment", tmpl: "http://h/a/x{args.dots}/{args.dots}y", want: "http://h/a/x../..y"},
+		{name: "three dots", tmpl: "http://h/a/{args.three}", want: "http://h/a/..."},
+		{name: "dots in the query", tmpl: "http://h/a?x={args.dots}", want: "http://h/a?x=.."},
+		{name: "dots in the downstream key's path", tmpl: "http://h/by-key/{downstream_key}", key: "..", wantErr: "{downstream_key} is a dot segment"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -104,7 +116,7 @@ func TestDownstreamKey(t *testing.T) {
 
 // FuzzExpand checks that Expand never panics, that any error wraps ErrTemplate,
 // and that a value substituted into a path segment or a query parameter comes
-// back unchanged when the URL is parsed.
+// back unchanged when the URL is parsed (a dot segment is refused instead).
 func FuzzExpand(f *testing.F) {
 	f.Add("http://h/refunds/{args.id}", "ord_1")
 	f.Add("{tenant}:{action_id}", "a/b?c=d&e")
@@ -120,6 +132,13 @@ func FuzzExpand(f *testing.F) {
 			return
 		}
 		out, err := Expand("http://h/x/{args.id}?q={downstream_key}", v, value)
+		var de *DotSegmentError
+		if value == "." || value == ".." {
+			if !errors.As(err, &de) {
+				t.Fatalf("Expand with value %q: %q, %v; want a dot segment error", value, out, err)
+			}
+			return
+		}
 		if err != nil {
 			t.Fatalf("Expand with value %q: %v", value, err)
 		}
@@ -132,6 +151,70 @@ func FuzzExpand(f *testing.F) {
 		}
 		if got := u.Query().Get("q"); got != value {
 			t.Fatalf("query %q does not round-trip %q (url %q)", got, value, out)
+		}
+	})
+}
+
+// fuzzTemplates are binding URL templates of the kinds a configuration
+// allows: placeholders in the path and the query, never in the scheme or host.
+var fuzzTemplates = []string{
+	"http://h.example:8080/a/{args.x}/b?q={args.y}#f",
+	"http://h.example:8080/{args.x}{args.y}",
+	"http://h.example:8080/a/%2e{args.x}/{args.y}%2E",
+	"https://h.example/t/{tenant}/{action_id}/{downstream_key}",
+	"http://h.example:8080/a.{args.x}/{args.y}.json?z={args.x}&w={downstream_key}",
+}
+
+// FuzzExpand holds the URL template expander to its promises for any values:
+// it never panics and every error wraps ErrTemplate; the expanded URL keeps
+// the template's scheme and host, has no dot segment, and carries no raw
+// control character, space or non-ASCII byte (so no CR/LF); and a value in a
+// path segment or a query parameter comes back unchanged when the URL is
+// parsed. Any template at all is tried too, for the first promise.
+func FuzzExpandURL(f *testing.F) {
+	f.Add(uint8(0), "ord_1", "x")
+	f.Add(uint8(1), ".", ".")
+	f.Add(uint8(2), "..", "%2e")
+	f.Add(uint8(3), "a/b?c=d&e", "\r\nHost: evil")
+	f.Add(uint8(4), "@evil.example", "#frag")
+	f.Add(uint8(0), "ünï😀", "%00\x00\xff")
+	f.Fuzz(func(t *testing.T, which uint8, x, y string) {
+		v := Vars{Tenant: "t", ActionID: x, Args: map[string]any{"x": x, "y": y}}
+		if _, err := Expand(x, v, y); err != nil && !errors.Is(err, ErrTemplate) {
+			t.Fatalf("Expand(%q): error %v does not wrap ErrTemplate", x, err)
+		}
+		tmpl := fuzzTemplates[int(which)%len(fuzzTemplates)]
+		out, err := Expand(tmpl, v, y)
+		if err != nil {
+			if !errors.Is(err, ErrTemplate) {
+				t.Fatalf("%q: %v does not wrap ErrTemplate", tmpl, err)
+			}
+			return
+		}
+		want, _ := url.Parse(strings.NewReplacer("{", "", "}", "").Replace(tmpl))
+		u, err := url.Parse(out)
+		if err != nil {
+			t.Fatalf("url.Parse(%q): %v", out, err)
+		}
+		if u.Scheme != want.Scheme || u.Host != want.Host || u.User != nil {
+			t.Fatalf("%q with %q, %q: scheme or host changed: %q", tmpl, x, y, out)
+		}
+		for i := 0; i < len(out); i++ {
+			if c := out[i]; c <= ' ' || c >= 0x7f {
+				t.Fatalf("%q: raw byte %#x at %d", out, c, i)
+			}
+		}
+		path, _, _ := strings.Cut(out[len(want.Scheme)+3+len(want.Host):], "?")
+		path, _, _ = strings.Cut(path, "#")
+		for _, seg := range strings.Split(path, "/") {
+			if isDotSegment(seg) {
+				t.Fatalf("%q: dot segment %q", out, seg)
+			}
+		}
+		if which%uint8(len(fuzzTemplates)) == 0 {
+			if u.Path != "/a/"+x+"/b" || u.Query().Get("q") != y {
+				t.Fatalf("%q: values do not round-trip: path %q, q %q", out, u.Path, u.Query().Get("q"))
+			}
 		}
 	})
 }

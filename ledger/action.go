@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"time"
+	"unicode/utf8"
 )
 
 // Action is one intended side effect, named by an application-owned id and
@@ -36,7 +37,10 @@ type Action struct {
 	Checks       int       // lookups run since the action became unknown
 
 	Result        *Result
-	ProviderCalls []ProviderCall
+	ProviderCalls []ProviderCall // the first MaxProviderCalls, in arrival order
+	// ProviderCallsOmitted counts the provider calls that came after the
+	// first MaxProviderCalls and were not recorded.
+	ProviderCallsOmitted int
 
 	CorrelationID string
 	Scope         string
@@ -64,6 +68,55 @@ type ProviderCall struct {
 	Route  string    `json:"route,omitempty"`
 	CallID string    `json:"call_id,omitempty"`
 	At     time.Time `json:"at"`
+}
+
+// Bounds of an action's provider evidence: a retried action must not grow
+// without end (every replay may bring a new call id), so only the first
+// MaxProviderCalls calls are kept and the later ones counted
+// (ProviderCallsOmitted), and each field of a call keeps its first
+// MaxEvidenceLength bytes.
+const (
+	MaxProviderCalls  = 20
+	MaxEvidenceLength = 255
+)
+
+// ClampEvidence returns pc with each field cut to MaxEvidenceLength bytes,
+// at a UTF-8 character boundary.
+func ClampEvidence(pc ProviderCall) ProviderCall {
+	pc.Name, pc.Route, pc.CallID = clampText(pc.Name), clampText(pc.Route), clampText(pc.CallID)
+	return pc
+}
+
+func clampText(s string) string {
+	if len(s) <= MaxEvidenceLength {
+		return s
+	}
+	n := MaxEvidenceLength
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// AddProviderCall records pc (clamped) as evidence of a, unless the same
+// call is recorded already; past MaxProviderCalls it is only counted. It
+// reports whether a changed.
+func (a *Action) AddProviderCall(pc ProviderCall) bool {
+	if pc.CallID == "" && pc.Name == "" {
+		return false
+	}
+	pc = ClampEvidence(pc)
+	for _, old := range a.ProviderCalls {
+		if old.CallID == pc.CallID && old.Name == pc.Name && old.Route == pc.Route {
+			return false
+		}
+	}
+	if len(a.ProviderCalls) >= MaxProviderCalls {
+		a.ProviderCallsOmitted++
+		return true
+	}
+	a.ProviderCalls = append(a.ProviderCalls, pc)
+	return true
 }
 
 // Errors the stores report; nothing above a store sees a driver error.

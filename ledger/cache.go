@@ -16,21 +16,54 @@ import (
 // It also remembers which actions this process claimed and has not yet seen
 // end (live): a hint, not a record, that a call for such a key is a
 // duplicate and should read the ledger first.
+//
+// It is bounded by entries (max) and by bytes (maxBytes, as actionBytes
+// counts them); an action larger than maxEntry is not kept at all, so a
+// replay of it reads the store.
 type terminalCache struct {
-	mu    sync.Mutex
-	max   int
-	ll    *list.List // of *cacheEntry, most recent at the front
-	items map[string]*list.Element
-	live  map[string]struct{}
+	mu       sync.Mutex
+	max      int
+	maxBytes int64
+	maxEntry int64
+	bytes    int64      // actionBytes of the entries
+	ll       *list.List // of *cacheEntry, most recent at the front
+	items    map[string]*list.Element
+	live     map[string]struct{}
 }
 
 type cacheEntry struct {
-	key string
-	a   Action
+	key  string
+	a    Action
+	size int64
 }
 
-func newTerminalCache(max int) *terminalCache {
-	return &terminalCache{max: max, ll: list.New(), items: map[string]*list.Element{}, live: map[string]struct{}{}}
+func newTerminalCache(max int, maxBytes, maxEntry int64) *terminalCache {
+	return &terminalCache{max: max, maxBytes: maxBytes, maxEntry: min(maxEntry, maxBytes),
+		ll: list.New(), items: map[string]*list.Element{}, live: map[string]struct{}{}}
+}
+
+// actionBytes estimates the memory a cached action holds: its payloads,
+// its lists and a fixed share for the rest of the record.
+func actionBytes(a *Action) int64 {
+	n := int64(512 + len(a.Arguments) + len(a.ID) + len(a.Tenant) + len(a.ToolID) + len(a.ArgsDigest) +
+		len(a.CorrelationID) + len(a.Scope) + len(a.PolicyVersion))
+	if a.Result != nil {
+		n += int64(len(a.Result.Body) + len(a.Result.ContentType))
+	}
+	for _, h := range a.History {
+		n += int64(64 + len(h.Reason) + len(h.By))
+	}
+	for _, pc := range a.ProviderCalls {
+		n += int64(48 + len(pc.Name) + len(pc.Route) + len(pc.CallID))
+	}
+	return n
+}
+
+func (c *terminalCache) remove(el *list.Element) {
+	e := el.Value.(*cacheEntry)
+	c.ll.Remove(el)
+	delete(c.items, e.key)
+	c.bytes -= e.size
 }
 
 func (c *terminalCache) get(tenant, id string) (*Action, bool) {
@@ -54,8 +87,7 @@ func (c *terminalCache) note(a *Action) {
 	el, ok := c.items[k]
 	if !a.State.Terminal() {
 		if ok {
-			c.ll.Remove(el)
-			delete(c.items, k)
+			c.remove(el)
 		}
 		if len(c.live) >= c.max {
 			clear(c.live) // only a hint: forgetting it costs a ledger read or a no-op insert
@@ -64,16 +96,17 @@ func (c *terminalCache) note(a *Action) {
 		return
 	}
 	delete(c.live, k)
+	size := actionBytes(a)
 	if ok {
-		el.Value.(*cacheEntry).a = *a
-		c.ll.MoveToFront(el)
-		return
+		c.remove(el)
 	}
-	c.items[k] = c.ll.PushFront(&cacheEntry{key: k, a: *a})
-	for c.ll.Len() > c.max {
-		old := c.ll.Back()
-		c.ll.Remove(old)
-		delete(c.items, old.Value.(*cacheEntry).key)
+	if size > c.maxEntry {
+		return // too large to keep: its replays read the store
+	}
+	c.items[k] = c.ll.PushFront(&cacheEntry{key: k, a: *a, size: size})
+	c.bytes += size
+	for c.ll.Len() > c.max || c.bytes > c.maxBytes {
+		c.remove(c.ll.Back())
 	}
 }
 
@@ -82,8 +115,7 @@ func (c *terminalCache) forget(tenant, id string) {
 	defer c.mu.Unlock()
 	k := waitKey(tenant, id)
 	if el, ok := c.items[k]; ok {
-		c.ll.Remove(el)
-		delete(c.items, k)
+		c.remove(el)
 	}
 	delete(c.live, k)
 }
@@ -107,11 +139,30 @@ func (s *Service) cache() *terminalCache {
 	s.cacheOnce.Do(func() {
 		n := s.CacheSize
 		if n == 0 {
-			n = 10_000
+			n = DefaultCacheSize
 		}
-		s.terminal = newTerminalCache(n)
+		b, e := s.CacheBytes, s.CacheEntryBytes
+		if b <= 0 {
+			b = DefaultCacheBytes
+		}
+		if e <= 0 {
+			e = DefaultCacheEntryBytes
+		}
+		s.terminal = newTerminalCache(n, b, e)
 	})
 	return s.terminal
+}
+
+// CachedBytes is how many bytes the replay cache holds now (as it counts
+// them against CacheBytes); 0 with the cache off.
+func (s *Service) CachedBytes() int64 {
+	c := s.cache()
+	if c == nil {
+		return 0
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.bytes
 }
 
 // GetForCall is Get for the call path: a terminal action this process has

@@ -1,6 +1,9 @@
 package ledger
 
 import (
+	"bytes"
+	"encoding/json"
+	"strconv"
 	"time"
 	"unicode/utf8"
 )
@@ -86,6 +89,36 @@ func AppendProviderCallsJSON(dst []byte, pcs []ProviderCall) []byte {
 		dst = append(dst, '}')
 	}
 	return append(dst, ']')
+}
+
+// AppendEvidenceJSON appends the stored form of an action's provider
+// evidence: the JSON array of pcs (AppendProviderCallsJSON) or, when omitted
+// calls were counted, {"calls":[…],"omitted":N}. DecodeEvidenceJSON reads
+// both forms.
+func AppendEvidenceJSON(dst []byte, pcs []ProviderCall, omitted int) []byte {
+	if omitted <= 0 {
+		return AppendProviderCallsJSON(dst, pcs)
+	}
+	dst = append(dst, `{"calls":`...)
+	dst = AppendProviderCallsJSON(dst, pcs)
+	dst = append(dst, `,"omitted":`...)
+	dst = strconv.AppendInt(dst, int64(omitted), 10)
+	return append(dst, '}')
+}
+
+// DecodeEvidenceJSON reads what AppendEvidenceJSON wrote (or, from rows
+// written before the omitted count existed, a plain array).
+func DecodeEvidenceJSON(data []byte) (pcs []ProviderCall, omitted int, err error) {
+	if t := bytes.TrimSpace(data); len(t) > 0 && t[0] == '{' {
+		var ev struct {
+			Calls   []ProviderCall `json:"calls"`
+			Omitted int            `json:"omitted"`
+		}
+		err = json.Unmarshal(t, &ev)
+		return ev.Calls, ev.Omitted, err
+	}
+	err = json.Unmarshal(data, &pcs)
+	return pcs, 0, err
 }
 
 // appendJSONTime writes t in UTC as time.Time's MarshalJSON does; a year

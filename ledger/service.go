@@ -17,6 +17,11 @@ const (
 	// DefaultListLimit and MaxListLimit bound a page of List (Filter.Limit).
 	DefaultListLimit = 50
 	MaxListLimit     = 500
+	// DefaultCacheSize, DefaultCacheBytes and DefaultCacheEntryBytes bound
+	// the replay cache (Service.CacheSize, CacheBytes, CacheEntryBytes).
+	DefaultCacheSize             = 10_000
+	DefaultCacheBytes      int64 = 64 << 20
+	DefaultCacheEntryBytes int64 = 256 << 10
 )
 
 // Service moves actions through their states on top of a Store. Every move is a
@@ -33,8 +38,15 @@ type Service struct {
 	Owner string
 
 	// CacheSize is how many terminal actions the call path keeps in memory
-	// for replays (GetForCall). Defaults to 10,000; negative turns it off.
+	// for replays (GetForCall). Defaults to DefaultCacheSize; negative turns
+	// it off.
 	CacheSize int
+	// CacheBytes bounds the memory those actions hold (arguments, result
+	// bodies, history). Defaults to DefaultCacheBytes.
+	CacheBytes int64
+	// CacheEntryBytes: an action larger than this is not cached; its
+	// replays read the store. Defaults to DefaultCacheEntryBytes.
+	CacheEntryBytes int64
 
 	mu      sync.Mutex
 	waiters map[string]chan struct{}
@@ -141,7 +153,7 @@ func (s *Service) Start(ctx context.Context, tenant, id string, sp StartSpec) (a
 		History: []Transition{{To: Pending, Reason: "first call bound the arguments", By: string(ByGateway), At: now}},
 	}
 	if sp.Provider != nil {
-		a.ProviderCalls = []ProviderCall{*sp.Provider}
+		a.AddProviderCall(*sp.Provider)
 	}
 	if sp.Hold {
 		err = a.Move(AwaitingApproval, ByGateway, "", sp.Reason, now)
@@ -304,20 +316,15 @@ func (s *Service) Finish(ctx context.Context, a *Action, o Outcome, res *Result,
 }
 
 // AddProviderCall stores one more piece of provider evidence, unless the same
-// call id is already recorded.
+// call is already recorded (Action.AddProviderCall: past MaxProviderCalls
+// the call is only counted).
 func (s *Service) AddProviderCall(ctx context.Context, a *Action, pc ProviderCall) error {
-	if pc.CallID == "" && pc.Name == "" {
-		return nil
-	}
 	for try := 0; ; try++ {
-		for _, old := range a.ProviderCalls {
-			if old.CallID == pc.CallID && old.Name == pc.Name && old.Route == pc.Route {
-				return nil
-			}
-		}
 		b := a.clone()
 		pc.At = s.now()
-		b.ProviderCalls = append(b.ProviderCalls, pc)
+		if !b.AddProviderCall(pc) {
+			return nil
+		}
 		err := s.write(ctx, a, b)
 		if !errors.Is(err, ErrStale) || try > 3 {
 			return err

@@ -2,11 +2,12 @@ package replay
 
 import (
 	"encoding/json"
-	"encoding/xml"
 	"fmt"
 	"io"
 	"sort"
 	"strings"
+
+	"github.com/toolgate/toolgate/internal/junit"
 )
 
 // Formats are the output formats of Write.
@@ -200,57 +201,22 @@ func markdown(r *Report) string {
 	return b.String()
 }
 
-type junitSuites struct {
-	XMLName  xml.Name     `xml:"testsuites"`
-	Name     string       `xml:"name,attr"`
-	Tests    int          `xml:"tests,attr"`
-	Failures int          `xml:"failures,attr"`
-	Skipped  int          `xml:"skipped,attr"`
-	Suites   []junitSuite `xml:"testsuite"`
-}
-
-type junitSuite struct {
-	Name      string      `xml:"name,attr"`
-	Tests     int         `xml:"tests,attr"`
-	Failures  int         `xml:"failures,attr"`
-	Skipped   int         `xml:"skipped,attr"`
-	Cases     []junitCase `xml:"testcase"`
-	SystemOut string      `xml:"system-out,omitempty"`
-}
-
-type junitCase struct {
-	Name      string        `xml:"name,attr"`
-	ClassName string        `xml:"classname,attr"`
-	Failure   *junitFailure `xml:"failure,omitempty"`
-	Skipped   *junitSkipped `xml:"skipped,omitempty"`
-}
-
-type junitFailure struct {
-	Message string `xml:"message,attr"`
-	Type    string `xml:"type,attr"`
-	Text    string `xml:",chardata"`
-}
-
-type junitSkipped struct {
-	Message string `xml:"message,attr"`
-}
-
 // writeJUnit writes one test case per executed call: differs fail, not
 // replayable ones are skipped with the reason; the skipped records are
 // counted in the suite's system-out.
 func writeJUnit(w io.Writer, r *Report) error {
-	s := junitSuite{Name: "replay " + r.Source + " -> " + r.Target}
+	s := junit.Suite{Name: "replay " + r.Source + " -> " + r.Target}
 	for _, res := range r.Results {
 		if res.Verdict == Skipped {
 			continue
 		}
-		c := junitCase{Name: res.Name(), ClassName: "toolgate.replay." + res.ToolID}
+		c := junit.Case{Name: res.Name(), ClassName: "toolgate.replay." + res.ToolID}
 		switch res.Verdict {
 		case Differs:
-			c.Failure = &junitFailure{Message: res.Explain(), Type: string(Differs), Text: res.Name() + ": " + res.Explain()}
+			c.Failures = []junit.Failure{{Message: res.Explain(), Type: string(Differs), Text: res.Name() + ": " + res.Explain()}}
 			s.Failures++
 		case NotReplayable:
-			c.Skipped = &junitSkipped{Message: "not replayable: " + res.Explain()}
+			c.Skipped = &junit.Skipped{Message: "not replayable: " + res.Explain()}
 			s.Skipped++
 		}
 		s.Cases = append(s.Cases, c)
@@ -262,15 +228,6 @@ func writeJUnit(w io.Writer, r *Report) error {
 	}
 	out = append(out, "Decision: "+r.Decision)
 	s.SystemOut = strings.Join(out, "\n")
-	doc := junitSuites{Name: "toolgate replay", Tests: s.Tests, Failures: s.Failures, Skipped: s.Skipped, Suites: []junitSuite{s}}
-	if _, err := io.WriteString(w, xml.Header); err != nil {
-		return err
-	}
-	enc := xml.NewEncoder(w)
-	enc.Indent("", "  ")
-	if err := enc.Encode(doc); err != nil {
-		return err
-	}
-	_, err := io.WriteString(w, "\n")
-	return err
+	doc := junit.Suites{Name: "toolgate replay", Tests: s.Tests, Failures: s.Failures, Skipped: s.Skipped, Suites: []junit.Suite{s}}
+	return junit.Write(w, doc)
 }

@@ -232,9 +232,7 @@ func contains(xs []string, s string) bool {
 }
 
 // Lister is the part of a ledger.Store FromLedger needs.
-type Lister interface {
-	List(ctx context.Context, f ledger.Filter) (ledger.Page, error)
-}
+type Lister = ledger.Lister
 
 // FromLedger lists a tenant's actions that f keeps (created since f.Since)
 // and returns one Call per action, in the order their last request was sent:
@@ -244,18 +242,9 @@ type Lister interface {
 // ledger keeps every body byte for byte, but no binding: Run needs
 // Config.Bindings (or a gateway target) for these calls.
 func FromLedger(ctx context.Context, store Lister, tenant string, f Filter) ([]Call, error) {
-	var acts []*ledger.Action
-	lf := ledger.Filter{Tenant: tenant, ToolID: f.ToolID, Limit: ledger.MaxListLimit}
-	for {
-		page, err := store.List(ctx, lf)
-		if err != nil {
-			return nil, fmt.Errorf("list actions of %s: %w", tenant, err)
-		}
-		acts = append(acts, page.Actions...)
-		if page.Next == "" {
-			break
-		}
-		lf.Cursor = page.Next
+	acts, err := ledger.ListAll(ctx, store, ledger.Filter{Tenant: tenant, ToolID: f.ToolID})
+	if err != nil {
+		return nil, err
 	}
 	sentAt := func(a *ledger.Action) time.Time {
 		if !a.LastSentAt.IsZero() {

@@ -2,11 +2,12 @@ package schemadiff
 
 import (
 	"encoding/json"
-	"encoding/xml"
 	"fmt"
 	"io"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/toolgate/toolgate/internal/junit"
 )
 
 // Formats are the output formats Write accepts.
@@ -149,34 +150,13 @@ func writeMarkdown(w io.Writer, r Report) error {
 	return err
 }
 
-type junitSuite struct {
-	XMLName  xml.Name    `xml:"testsuite"`
-	Name     string      `xml:"name,attr"`
-	Tests    int         `xml:"tests,attr"`
-	Failures int         `xml:"failures,attr"`
-	Cases    []junitCase `xml:"testcase"`
-}
-
-type junitCase struct {
-	Name      string        `xml:"name,attr"`
-	ClassName string        `xml:"classname,attr"`
-	Failure   *junitFailure `xml:"failure,omitempty"`
-	SystemOut string        `xml:"system-out,omitempty"`
-}
-
-type junitFailure struct {
-	Message string `xml:"message,attr"`
-	Type    string `xml:"type,attr"`
-	Text    string `xml:",chardata"`
-}
-
 // writeJUnit writes one test case per change plus one for the bump. A change fails when
 // the report is not OK and the change alone needs more than was declared (or, without a
 // declared version, when it is worse than compatible).
 func writeJUnit(w io.Writer, r Report) error {
-	s := junitSuite{Name: "toolgate diff"}
+	s := junit.Suite{Name: "toolgate diff"}
 	for _, c := range r.Changes {
-		tc := junitCase{Name: c.Kind + " " + c.Pointer, ClassName: "schemadiff." + string(c.Direction), SystemOut: string(c.Tier) + ": " + c.Detail}
+		tc := junit.Case{Name: c.Kind + " " + c.Pointer, ClassName: "schemadiff." + string(c.Direction), SystemOut: string(c.Tier) + ": " + c.Detail}
 		if ev := evidence(c); len(ev) > 0 {
 			tc.SystemOut += "\n" + strings.Join(ev, "\n")
 		}
@@ -189,27 +169,18 @@ func writeJUnit(w io.Writer, r Report) error {
 			}
 		}
 		if fails {
-			tc.Failure = &junitFailure{Message: string(c.Tier) + " change", Type: c.Kind, Text: strings.Join(append([]string{c.Detail}, evidence(c)...), "\n")}
+			tc.Failures = []junit.Failure{{Message: string(c.Tier) + " change", Type: c.Kind, Text: strings.Join(append([]string{c.Detail}, evidence(c)...), "\n")}}
 			s.Failures++
 		}
 		s.Cases = append(s.Cases, tc)
 	}
-	bump := junitCase{Name: "required bump", ClassName: "schemadiff",
+	bump := junit.Case{Name: "required bump", ClassName: "schemadiff",
 		SystemOut: fmt.Sprintf("tier %s; required bump %s; declared bump %s", r.Tier, r.RequiredBump, declared(r))}
 	if !r.BumpOK {
-		bump.Failure = &junitFailure{Message: verdict(r), Type: "bump", Text: bump.SystemOut}
+		bump.Failures = []junit.Failure{{Message: verdict(r), Type: "bump", Text: bump.SystemOut}}
 		s.Failures++
 	}
 	s.Cases = append(s.Cases, bump)
 	s.Tests = len(s.Cases)
-	if _, err := io.WriteString(w, xml.Header); err != nil {
-		return err
-	}
-	enc := xml.NewEncoder(w)
-	enc.Indent("", "  ")
-	if err := enc.Encode(s); err != nil {
-		return err
-	}
-	_, err := io.WriteString(w, "\n")
-	return err
+	return junit.Write(w, s)
 }

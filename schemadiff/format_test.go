@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"flag"
+	"github.com/toolgate/toolgate/internal/junit"
 	"os"
 	"path/filepath"
 	"testing"
@@ -88,7 +89,7 @@ func TestFormats(t *testing.T) {
 						}
 					}
 				case "junit":
-					var s junitSuite
+					var s junit.Suite
 					if err := xml.Unmarshal(buf.Bytes(), &s); err != nil {
 						t.Fatal(err)
 					}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/toolgate/toolgate/contract"
 	"github.com/toolgate/toolgate/decisionlog"
+	"github.com/toolgate/toolgate/internal/canon"
 	"github.com/toolgate/toolgate/invoke"
 	"github.com/toolgate/toolgate/ledger"
 	"go.opentelemetry.io/otel/trace"
@@ -122,13 +123,23 @@ func (c *call) readBody() error {
 		}
 	}
 	if c.canon, c.digest, err = canonicalize(body.Arguments); err != nil {
+		var ne *canon.NotExactError
+		if errors.As(err, &ne) {
+			return notExact(ne)
+		}
 		return Errorf(CodeMalformedRequest, "\"arguments\" is not canonicalizable JSON: %v", err)
+	}
+	if err := c.checkCorrelationIDs(); err != nil {
+		return err
 	}
 	if c.body.CorrelationID == "" {
 		c.body.CorrelationID = c.in.CorrelationID
 	}
 	if pc := body.Provider; pc != nil && pc.Name == "" && pc.CallID == "" && pc.Route == "" {
 		c.body.Provider = nil
+	} else if pc != nil {
+		clamped := ledger.ClampEvidence(*pc) // what the ledger keeps is what the log and the span say
+		c.body.Provider = &clamped
 	}
 	f := c.facts()
 	f.InputHash, f.Arguments, f.CorrelationID, f.Provider = c.digest, c.canon, c.body.CorrelationID, c.body.Provider
@@ -176,10 +187,16 @@ func (c *call) findKey() error {
 }
 
 // decoded returns the arguments decoded for validation and templates (an
-// empty object when they cannot be decoded; admit refuses such a call).
+// empty object when they cannot be decoded; admit refuses such a call). It
+// decodes the canonical arguments, the bytes sent downstream, so the value
+// validated is the value executed.
 func (c *call) decoded() any {
 	if c.args == nil {
-		v, err := contract.DecodeJSON(c.body.Arguments)
+		raw := c.canon
+		if raw == nil {
+			raw = c.body.Arguments
+		}
+		v, err := contract.DecodeJSON(raw)
 		if err != nil {
 			v, c.argsErr = map[string]any{}, err
 		}
@@ -242,6 +259,9 @@ func (c *call) admit(ctx context.Context, v *contract.Version) (admission, error
 	b, ok := c.s.cfg.Bindings[c.tool.ID]
 	if !ok {
 		return admission{}, Errorf(CodeToolNotBound, "%s has no binding in this gateway", c.tool.ID)
+	}
+	if p := c.argumentErrors(b); p != nil {
+		return admission{}, p
 	}
 	if p := c.s.drifted(c.tool.ID, b); p != nil {
 		return admission{}, p
@@ -345,7 +365,7 @@ func (c *call) existing(ctx context.Context, a *ledger.Action) error {
 		c.noteProviderTransition(ctx, a)
 		if pc := c.body.Provider; pc != nil {
 			if err := c.s.cfg.Ledger.AddProviderCall(ctx, a, *pc); err != nil && !errors.Is(err, ledger.ErrStale) {
-				c.s.logf("record provider call for %s: %v", a.ID, err)
+				c.s.log().Warn("record provider call", append(actionAttrs(a), "error", err.Error())...)
 			}
 		}
 		switch a.State {
@@ -467,7 +487,7 @@ func (c *call) bind(ctx context.Context, a *ledger.Action) error {
 		return err
 	}
 	if c.body.Provider != nil {
-		a.ProviderCalls = append(a.ProviderCalls, *stamp(c.body.Provider))
+		a.AddProviderCall(*stamp(c.body.Provider))
 	}
 	_, claimSpan := c.s.child(ctx, "ledger.claim", trace.SpanKindInternal, attrActionID.String(a.ID))
 	err = c.s.cfg.Ledger.Bind(ctx, a, adm.v.Version, c.digest, c.canon, adm.hold, adm.reason)

@@ -99,11 +99,11 @@ func TestSpecTable(t *testing.T) {
 		{name: "malformed key: 400",
 			call: func(g *rig) (toolcall.Answer, error) { return g.refund("has a space", okArgs) },
 			want: want{code: toolcall.CodeKeyInvalid, status: 400, outcome: decisionlog.OutcomeInvalid}},
-		{name: "arguments no validator can read: 400",
+		{name: "a number no double holds: 422 number_not_exact",
 			call: func(g *rig) (toolcall.Answer, error) {
 				return g.refund("spec-key-0009", strings.Replace(okArgs, "1500", strings.Repeat("9", 120), 1))
 			},
-			want: want{code: toolcall.CodeMalformedRequest, status: 400, outcome: decisionlog.OutcomeInvalid}},
+			want: want{code: toolcall.CodeInvalidArguments, status: 422, outcome: decisionlog.OutcomeInvalid}},
 		{name: "arguments that fail the schema: 422",
 			call: func(g *rig) (toolcall.Answer, error) { return g.refund("spec-key-0010", badArgs) },
 			want: want{code: toolcall.CodeInvalidArguments, status: 422, outcome: decisionlog.OutcomeInvalid}},

@@ -38,7 +38,7 @@ func (c *call) noteProviderTransition(ctx context.Context, a *ledger.Action) {
 	}
 	pt, err := c.s.cfg.Ledger.NoteProviderTransition(ctx, a, *pc, c.body.ProviderReason)
 	if err != nil && !errors.Is(err, ledger.ErrStale) {
-		c.s.logf("record provider transition for %s: %v", a.ID, err)
+		c.s.log().Warn("record provider transition", append(actionAttrs(a), "error", err.Error())...)
 	}
 	c.facts().ProviderTransition = pt
 }

@@ -91,7 +91,7 @@ func (s *Service) invokeWithLease(ctx context.Context, a *ledger.Action, b invok
 				return
 			case <-t.C:
 				if err := s.cfg.Ledger.Renew(ctx, a); err != nil {
-					s.logf("renew lease of %s: %v", a.ID, err)
+					s.log().Warn("renew lease", append(actionAttrs(a), "error", err.Error())...)
 				}
 			}
 		}

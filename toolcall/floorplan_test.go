@@ -31,7 +31,7 @@ func TestFloorPlan(t *testing.T) {
 		// replay sends recorded calls the way the gateway does, and reads
 		// the ledger's records; it knows nothing of the call service.
 		{pkg: "replay", onlyOwn: []string{"invoke", "ledger", "internal/canon"}},
-		{pkg: "toolcall", onlyOwn: []string{"api", "contract", "decisionlog", "internal/canon", "invoke", "ledger"},
+		{pkg: "toolcall", onlyOwn: []string{"api", "contract", "decisionlog", "internal/canon", "internal/tracectx", "invoke", "ledger"},
 			forbidden: []string{"net/http", "net/http/httptest", "net/http/httptrace"}},
 		// The upstream MCP invoker and its drift watcher sit beside invoke:
 		// they know the attempt outcome, pins and the diff, not the call path.
@@ -48,7 +48,7 @@ func TestFloorPlan(t *testing.T) {
 		{pkg: "internal/masking", onlyOwn: []string{"contract", "decisionlog"}},
 	}
 	// leaves may be imported by any package.
-	leaves := map[string]bool{"internal/canon": true, "internal/suggest": true, "internal/strictyaml": true}
+	leaves := map[string]bool{"internal/canon": true, "internal/junit": true, "internal/suggest": true, "internal/strictyaml": true, "internal/tracectx": true}
 	for _, r := range rules {
 		imports := packageImports(t, filepath.Join("..", r.pkg))
 		for imp, file := range imports {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/toolgate/toolgate/contract"
@@ -232,7 +233,9 @@ func (ap *Approval) Run(ctx context.Context, traceparent string) (Answer, error)
 	f.StateBefore = ledger.AwaitingApproval
 	err := c.execute(ctx, a, ap.b)
 	if err != nil {
-		ap.s.logf("approved action %s: %v", a.ID, err)
+		// Its cause, if any, is the front end's to log (scrubbed of the
+		// arguments), with the call's answer.
+		ap.s.log().Warn("approved action did not succeed", append(actionAttrs(a), "code", string(ProblemOf(err).Code))...)
 	}
 	return c.ans, err
 }
@@ -320,6 +323,9 @@ func (s *Service) Reconciler(interval time.Duration) *ledger.Reconciler {
 	}
 	return &ledger.Reconciler{
 		Service: s.cfg.Ledger, Lookup: s.Lookup, Policy: s.Policy, Interval: interval,
-		CheckHold: hold + interval, Errorf: s.logf,
+		CheckHold: hold + interval,
+		Errorf: func(format string, args ...any) {
+			s.log().Error(fmt.Sprintf(format, args...), "component", "reconciler")
+		},
 	}
 }

@@ -40,6 +40,7 @@ const (
 	CodeActionNotAwaitingApproval Code = "action_not_awaiting_approval"
 	CodeActionDenied              Code = "action_denied"
 	CodeRequestTooLarge           Code = "request_too_large"
+	CodeTooManyRequests           Code = "too_many_requests"
 	CodeToolNotBound              Code = "tool_not_bound"
 	CodeUpstreamDrifted           Code = "upstream_drifted"
 	CodeLedgerUnavailable         Code = "ledger_unavailable"
@@ -108,6 +109,8 @@ var codes = map[Code]CodeInfo{
 		"An operator denied this action. It will not run; a new intended action needs a new key.", denied},
 	CodeRequestTooLarge: {413, "Request too large",
 		"The request body is larger than the gateway's max_body_bytes.", invalid},
+	CodeTooManyRequests: {429, "Too many requests",
+		"This API key, or its tenant, has as many requests in flight as the gateway allows (limits.in_flight_per_key, limits.in_flight_per_tenant). Nothing was done; retry after Retry-After, or send fewer requests at once.", invalid},
 	CodeToolNotBound: {503, "Tool not bound",
 		"The tool has a contract but no binding in this gateway's configuration, so there is nowhere to send it. An operator must add a binding.", unreachable},
 	CodeUpstreamDrifted: {503, "Upstream tool drifted",
@@ -151,6 +154,10 @@ type Problem struct {
 	// later: outcome_unknown answered to a later call while the action is
 	// unknown (409, a conflict), not to the call that lost the outcome (504).
 	later bool
+
+	// ErrorsTotal is how many argument errors there are when Errors lists
+	// only the first MaxFieldErrors of them; 0 when it lists all.
+	ErrorsTotal int
 }
 
 // Errorf returns a problem with code and a detail.
@@ -160,9 +167,23 @@ func Errorf(code Code, format string, args ...any) *Problem {
 
 // InvalidArguments is the 422 problem for argument errors.
 func InvalidArguments(errs []contract.FieldError) *Problem {
-	p := Errorf(CodeInvalidArguments, "%d argument%s invalid", len(errs), plural(len(errs), " is", "s are"))
-	for _, e := range errs {
+	return invalidArguments(errs, len(errs))
+}
+
+// MaxFieldErrors bounds the errors[] of a problem: a body of many small
+// mistakes must not make an answer many times its size. The detail and
+// errors_total still give the true number.
+const MaxFieldErrors = 50
+
+// invalidArguments is the 422 problem for errs, of total errors found.
+func invalidArguments(errs []contract.FieldError, total int) *Problem {
+	total = max(total, len(errs))
+	p := Errorf(CodeInvalidArguments, "%d argument%s invalid", total, plural(total, " is", "s are"))
+	for _, e := range errs[:min(len(errs), MaxFieldErrors)] {
 		p.Errors = append(p.Errors, api.FieldError{Pointer: e.Pointer, Code: e.Code, Detail: e.Detail})
+	}
+	if len(p.Errors) < total {
+		p.ErrorsTotal = total
 	}
 	return p
 }
@@ -218,7 +239,7 @@ func (p *Problem) Wire() api.Problem {
 	info := p.info()
 	return api.Problem{
 		Type: api.ProblemType(string(p.Code)), Title: info.Title, Status: p.Status(), Code: string(p.Code),
-		Detail: p.Detail, Errors: p.Errors, ActionID: p.ActionID, State: string(p.State), RetryAfter: p.RetryAfter,
+		Detail: p.Detail, Errors: p.Errors, ErrorsTotal: p.ErrorsTotal, ActionID: p.ActionID, State: string(p.State), RetryAfter: p.RetryAfter,
 	}
 }
 

@@ -42,7 +42,7 @@ func newRig(t testing.TB, opts ...func(*toolcall.Config)) *rig {
 	led := testrig.Ledger(t, "toolcall-test")
 	cfg := toolcall.Config{
 		Registry: testrig.Registry(t), Ledger: led, Bindings: testrig.Bindings(sbURL),
-		JoinTimeout: 5 * time.Second, ProbeState: true, Logf: t.Logf,
+		JoinTimeout: 5 * time.Second, ProbeState: true, Logger: testrig.Logger(t),
 	}
 	for _, o := range opts {
 		o(&cfg)

@@ -15,7 +15,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"log"
+	"log/slog"
 	"time"
 
 	"github.com/toolgate/toolgate/contract"
@@ -79,8 +79,8 @@ type Config struct {
 	// Tracer makes the validate, ledger.claim and downstream spans under the
 	// call's span in the context. Default: no spans.
 	Tracer trace.Tracer
-	// Logf receives operational messages. Default log.Printf.
-	Logf func(format string, args ...any)
+	// Logger receives operational messages. Default slog.Default().
+	Logger *slog.Logger
 }
 
 // Service is the call path. It is safe for concurrent use.
@@ -96,8 +96,8 @@ func New(cfg Config) *Service {
 	if cfg.JoinTimeout <= 0 {
 		cfg.JoinTimeout = DefaultJoinTimeout
 	}
-	if cfg.Logf == nil {
-		cfg.Logf = log.Printf
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
 	}
 	if cfg.Tracer == nil {
 		cfg.Tracer = noopTracer
@@ -105,7 +105,12 @@ func New(cfg Config) *Service {
 	return &Service{cfg: cfg}
 }
 
-func (s *Service) logf(format string, args ...any) { s.cfg.Logf(format, args...) }
+func (s *Service) log() *slog.Logger { return s.cfg.Logger }
+
+// actionAttrs are the log attributes that name an action.
+func actionAttrs(a *ledger.Action) []any {
+	return []any{"action_id", a.ID, "tool_id", a.ToolID, "tenant", a.Tenant}
+}
 
 // invoker is the invoker for a binding: the HTTP invoker, or for a tool of an
 // upstream MCP server the upstream invoker.

@@ -5,6 +5,7 @@ import (
 
 	"github.com/toolgate/toolgate/contract"
 	"github.com/toolgate/toolgate/decisionlog"
+	"github.com/toolgate/toolgate/internal/tracectx"
 	"github.com/toolgate/toolgate/invoke"
 	"github.com/toolgate/toolgate/ledger"
 	"go.opentelemetry.io/otel/attribute"
@@ -90,17 +91,21 @@ func (s *Service) child(ctx context.Context, name string, kind trace.SpanKind, a
 }
 
 // traceparentOr is the traceparent to send downstream: the downstream span's
-// context when there is one, else the caller's header as it came.
+// context when there is one, else the caller's header if it is a valid W3C
+// traceparent (in the form tracectx forwards), else none.
 func traceparentOr(ctx context.Context, incoming string) string {
 	if !trace.SpanContextFromContext(ctx).IsValid() {
-		return incoming
+		if p, ok := tracectx.Parse(incoming); ok {
+			return p.String()
+		}
+		return ""
 	}
 	c := propagation.MapCarrier{}
 	traceContext.Inject(ctx, c)
 	if tp := c.Get("traceparent"); tp != "" {
 		return tp
 	}
-	return incoming
+	return ""
 }
 
 // validate checks arguments against a contract version under a span.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net"
 	"strings"
 	"testing"
@@ -56,7 +57,7 @@ func TestCallClassification(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			srv := upstreamtest.Start(t, true, tc.stateless)
-			pool := upstream.NewPool(upstream.Config{Logf: t.Logf})
+			pool := upstream.NewPool(upstream.Config{Logger: slog.New(slog.NewTextHandler(t.Output(), nil))})
 			t.Cleanup(pool.Close)
 			inv := upstream.NewInvoker(pool)
 			timeout := tc.timeout

@@ -16,7 +16,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log"
+	"log/slog"
 	"net/http"
 	"sort"
 	"strings"
@@ -56,8 +56,8 @@ type Config struct {
 	MaxResponseBytes int64
 	// MaxServers bounds the servers a pool connects to. Default DefaultMaxServers.
 	MaxServers int
-	// Logf receives operational messages. Default log.Printf.
-	Logf func(format string, args ...any)
+	// Logger receives operational messages. Default slog.Default().
+	Logger *slog.Logger
 	// Now is the clock of SentAt and backoffs. Default time.Now.
 	Now func() time.Time
 }
@@ -87,8 +87,8 @@ func NewPool(cfg Config) *Pool {
 	if cfg.MaxServers <= 0 {
 		cfg.MaxServers = DefaultMaxServers
 	}
-	if cfg.Logf == nil {
-		cfg.Logf = log.Printf
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sort"
@@ -55,8 +56,9 @@ type WatchConfig struct {
 	// toolgate_upstream_changes_total{tool_id,tier} and
 	// toolgate_upstream_checks_total{result}. Default: no metrics.
 	Registerer prometheus.Registerer
-	// Logf receives every change seen and every stop. Default: the pool's.
-	Logf func(format string, args ...any)
+	// Logger receives every change seen, every stop and every failed check
+	// (with the attribute tool_id). Default: the pool's.
+	Logger *slog.Logger
 }
 
 // Status is what the watcher knows of one bound tool.
@@ -119,8 +121,8 @@ func NewWatcher(pool *Pool, cfg WatchConfig) (*Watcher, error) {
 	if cfg.PinPoll <= 0 {
 		cfg.PinPoll = DefaultPinPoll
 	}
-	if cfg.Logf == nil {
-		cfg.Logf = pool.cfg.Logf
+	if cfg.Logger == nil {
+		cfg.Logger = pool.cfg.Logger
 	}
 	w := &Watcher{cfg: cfg, pool: pool, tools: map[string]*watched{}, changes: make(chan *server, 16), lastLive: map[string]string{}}
 	for id, b := range cfg.Bindings {
@@ -280,7 +282,7 @@ func (w *Watcher) apply(sv *server, tools []*mcp.Tool, listErr error) {
 			if t.st.State == StateUnchecked || t.st.State == StateUnreachable {
 				t.st.State = StateUnreachable
 			}
-			w.cfg.Logf("upstream %s: cannot read the tools of %s: %v", t.id, t.st.Server, listErr)
+			w.cfg.Logger.Warn(fmt.Sprintf("upstream %s: cannot read the tools of %s", t.id, t.st.Server), "tool_id", t.id, "error", listErr.Error())
 			continue
 		}
 		t.st.Error, t.st.CheckedAt, t.defErr = "", now, nil
@@ -376,10 +378,10 @@ func (w *Watcher) evaluate(t *watched) {
 		st.Reason = "not pinned in " + lockfile.FileName + ": drift is measured from the definition this gateway saw first; pin it with toolgate upstream accept --tool " + t.id
 	}
 	if st.Stopped && !prevStopped {
-		w.cfg.Logf("upstream %s: STOPPED (503 upstream_drifted): %s; review with toolgate upstream diff and accept with toolgate upstream accept --tool %s", t.id, st.Reason, t.id)
+		w.cfg.Logger.Error(fmt.Sprintf("upstream %s: STOPPED (503 upstream_drifted): %s; review with toolgate upstream diff and accept with toolgate upstream accept --tool %s", t.id, st.Reason, t.id), "tool_id", t.id, "state", st.State)
 	}
 	if !st.Stopped && prevStopped {
-		w.cfg.Logf("upstream %s: serving again (%s)", t.id, st.State)
+		w.cfg.Logger.Info(fmt.Sprintf("upstream %s: serving again (%s)", t.id, st.State), "tool_id", t.id, "state", st.State)
 	}
 	if w.drifted != nil {
 		v := 0.0
@@ -408,7 +410,7 @@ func (w *Watcher) noteChange(t *watched, d Drift, err error) {
 		w.seen.WithLabelValues(t.id, tier).Inc()
 	}
 	if d.Changed() && !d.Stops {
-		w.cfg.Logf("upstream %s: the live definition of %q changed compatibly (%s); still serving", t.id, t.name, d.Summary())
+		w.cfg.Logger.Info(fmt.Sprintf("upstream %s: the live definition of %q changed compatibly (%s); still serving", t.id, t.name, d.Summary()), "tool_id", t.id, "tier", tier)
 	}
 }
 

@@ -143,6 +143,9 @@ func printAction(w io.Writer, a *client.Action) {
 			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", stamp(pc.At), dash(pc.Name), dash(pc.Route), oneLine(dash(pc.CallID)))
 		}
 		tw.Flush()
+		if a.ProviderCallsOmitted > 0 {
+			fmt.Fprintf(w, "  (%d later provider calls not recorded)\n", a.ProviderCallsOmitted)
+		}
 	}
 	fmt.Fprintln(w, "\nHistory")
 	if len(a.History) == 0 {

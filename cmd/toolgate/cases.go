@@ -109,7 +109,7 @@ func runCases(ctx context.Context, e env) int {
 			existing++
 			continue
 		}
-		if err := os.WriteFile(path, c.YAML, 0o644); err != nil {
+		if err := os.WriteFile(path, c.YAML, 0o600); err != nil { // cases come from call data: the owner's only
 			return usage(err.Error())
 		}
 		written++

@@ -3,7 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
-	"log"
+	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
@@ -21,7 +21,7 @@ type decisionLog struct {
 	hup     chan os.Signal
 }
 
-func openDecisionLog(cfg config.DecisionLog, logger *log.Logger) (*decisionLog, error) {
+func openDecisionLog(cfg config.DecisionLog, logger *slog.Logger) (*decisionLog, error) {
 	d := &decisionLog{}
 	if cfg.Path == "" {
 		return d, nil
@@ -35,24 +35,24 @@ func openDecisionLog(cfg config.DecisionLog, logger *log.Logger) (*decisionLog, 
 		return nil, fmt.Errorf("decision log: %w", err)
 	}
 	d.writer = decisionlog.NewWriter(sink, decisionlog.Config{
-		Mode: mode,
+		Mode: mode, QueueBytes: cfg.QueueBytes, MaxPayloadBytes: cfg.MaxPayloadBytes,
 		OnDrop: func(decisionlog.DropReason) {
 			if d.dropped != nil {
 				d.dropped.Inc()
 			}
 		},
-		OnError: func(err error) { logger.Printf("decision log: %v", err) },
+		OnError: func(err error) { logger.Error("decision log: " + err.Error()) },
 	})
 	d.hup = make(chan os.Signal, 1)
 	signal.Notify(d.hup, syscall.SIGHUP)
 	go func() {
 		for range d.hup {
 			if err := d.writer.Reopen(); err != nil {
-				logger.Printf("decision log: reopen on SIGHUP: %v", err)
+				logger.Error("decision log: reopen on SIGHUP: " + err.Error())
 			}
 		}
 	}()
-	logger.Printf("decision log: %s (arguments: %s)", cfg.Path, mode)
+	logger.Info(fmt.Sprintf("decision log: %s (arguments: %s)", cfg.Path, mode))
 	return d, nil
 }
 

@@ -2,10 +2,11 @@ package main
 
 import (
 	"encoding/json"
-	"encoding/xml"
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/toolgate/toolgate/internal/junit"
 )
 
 // reportFormats are the --format values of the commands a CI reads (lint, check,
@@ -85,37 +86,14 @@ func writeFindings(w io.Writer, r findingsReport, format string, asJSON func(fin
 	return err
 }
 
-type junitSuite struct {
-	XMLName  xml.Name    `xml:"testsuite"`
-	Name     string      `xml:"name,attr"`
-	Tests    int         `xml:"tests,attr"`
-	Failures int         `xml:"failures,attr"`
-	Cases    []junitCase `xml:"testcase"`
-}
-
-type junitCase struct {
-	Name      string        `xml:"name,attr"`
-	ClassName string        `xml:"classname,attr"`
-	File      string        `xml:"file,attr,omitempty"`
-	Line      int           `xml:"line,attr,omitempty"`
-	Failure   *junitFailure `xml:"failure,omitempty"`
-	SystemOut string        `xml:"system-out,omitempty"`
-}
-
-type junitFailure struct {
-	Message string `xml:"message,attr"`
-	Type    string `xml:"type,attr"`
-	Text    string `xml:",chardata"`
-}
-
 // writeFindingsJUnit writes one test case per finding (errors fail, warnings pass with
 // their text in system-out) and one passing case for a clean subject.
 func writeFindingsJUnit(w io.Writer, r findingsReport) error {
-	s := junitSuite{Name: "toolgate " + r.Command}
+	s := junit.Suite{Name: "toolgate " + r.Command}
 	for _, f := range r.Findings {
-		c := junitCase{Name: f.location() + " [" + f.ID + "]", ClassName: "toolgate." + r.Command + "." + f.ID, File: f.File, Line: f.Line}
+		c := junit.Case{Name: f.location() + " [" + f.ID + "]", ClassName: "toolgate." + r.Command + "." + f.ID, File: f.File, Line: f.Line}
 		if f.Severity == "error" {
-			c.Failure = &junitFailure{Message: f.Message, Type: f.ID, Text: f.location() + ": " + f.Message}
+			c.Failures = []junit.Failure{{Message: f.Message, Type: f.ID, Text: f.location() + ": " + f.Message}}
 			s.Failures++
 		} else {
 			c.SystemOut = "warning: " + f.Message
@@ -123,23 +101,10 @@ func writeFindingsJUnit(w io.Writer, r findingsReport) error {
 		s.Cases = append(s.Cases, c)
 	}
 	if len(s.Cases) == 0 {
-		s.Cases = append(s.Cases, junitCase{Name: r.Subject, ClassName: "toolgate." + r.Command, SystemOut: "no problems"})
+		s.Cases = append(s.Cases, junit.Case{Name: r.Subject, ClassName: "toolgate." + r.Command, SystemOut: "no problems"})
 	}
 	s.Tests = len(s.Cases)
-	return writeXML(w, s)
-}
-
-func writeXML(w io.Writer, v any) error {
-	if _, err := io.WriteString(w, xml.Header); err != nil {
-		return err
-	}
-	enc := xml.NewEncoder(w)
-	enc.Indent("", "  ")
-	if err := enc.Encode(v); err != nil {
-		return err
-	}
-	_, err := io.WriteString(w, "\n")
-	return err
+	return junit.Write(w, s)
 }
 
 // mdCell escapes a markdown table cell.

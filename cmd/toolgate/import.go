@@ -82,7 +82,7 @@ func runImport(ctx context.Context, e env) int {
 		}
 		cctx, cancel := context.WithTimeout(ctx, *timeout)
 		defer cancel()
-		pool := upstream.NewPool(upstream.Config{Logf: func(string, ...any) {}})
+		pool := upstream.NewPool(upstream.Config{Logger: discardLogger})
 		defer pool.Close()
 		listed, name, err := pool.Describe(cctx, args[1], h)
 		if err != nil {

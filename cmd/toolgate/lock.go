@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/contract"
+	"github.com/toolgate/toolgate/internal/junit"
 	"github.com/toolgate/toolgate/lockfile"
 )
 
@@ -128,25 +129,25 @@ func writeLockResult(e env, r lockResult, format string) {
 		enc.Encode(r)
 		return
 	case "junit":
-		s := junitSuite{Name: "toolgate lock"}
+		s := junit.Suite{Name: "toolgate lock"}
 		for _, v := range r.Violations {
-			s.Cases = append(s.Cases, junitCase{Name: v, ClassName: "toolgate.lock.immutable", File: r.Lock,
-				Failure: &junitFailure{Message: v, Type: "locked-version-changed", Text: v + "; " + r.Advice}})
+			s.Cases = append(s.Cases, junit.Case{Name: v, ClassName: "toolgate.lock.immutable", File: r.Lock,
+				Failures: []junit.Failure{{Message: v, Type: "locked-version-changed", Text: v + "; " + r.Advice}}})
 		}
 		if len(r.Violations) == 0 {
-			c := junitCase{Name: r.Lock, ClassName: "toolgate.lock", File: r.Lock, SystemOut: lockSummary(r)}
+			c := junit.Case{Name: r.Lock, ClassName: "toolgate.lock", File: r.Lock, SystemOut: lockSummary(r)}
 			if !r.OK() {
-				c.Failure = &junitFailure{Message: lockSummary(r), Type: "lock-stale", Text: lockSummary(r)}
+				c.Failures = []junit.Failure{{Message: lockSummary(r), Type: "lock-stale", Text: lockSummary(r)}}
 			}
 			s.Cases = append(s.Cases, c)
 		}
 		for _, c := range s.Cases {
-			if c.Failure != nil {
+			if len(c.Failures) > 0 {
 				s.Failures++
 			}
 		}
 		s.Tests = len(s.Cases)
-		writeXML(e.Stdout, s)
+		junit.Write(e.Stdout, s)
 		return
 	case "markdown":
 		verdict := "ok"

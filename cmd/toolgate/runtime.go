@@ -6,10 +6,11 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"log"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -49,7 +50,13 @@ func startGateway(ctx context.Context, cfg *config.Config, logw io.Writer) (*gat
 // startGatewayWith is startGateway with the tools read from tools instead of
 // cfg.ToolsDir when tools is not nil (serve's bundled examples).
 func startGatewayWith(ctx context.Context, cfg *config.Config, tools fs.FS, logw io.Writer) (*gatewayRuntime, error) {
-	logger := log.New(logw, "toolgate: ", log.LstdFlags|log.Lmsgprefix)
+	return startGatewayLogged(ctx, cfg, tools, newTextLogger(logw))
+}
+
+// startGatewayLogged is startGatewayWith logging to logger.
+func startGatewayLogged(ctx context.Context, cfg *config.Config, tools fs.FS, logger *slog.Logger) (*gatewayRuntime, error) {
+	infof := func(format string, args ...any) { logger.Info(fmt.Sprintf(format, args...)) }
+	errorf := func(format string, args ...any) { logger.Error(fmt.Sprintf(format, args...)) }
 	toolsName := cfg.ToolsDir
 	var reg *contract.Registry
 	var err error
@@ -66,12 +73,15 @@ func startGatewayWith(ctx context.Context, cfg *config.Config, tools fs.FS, logw
 	if err != nil {
 		return nil, err
 	}
+	for _, p := range callDataFiles(cfg, ld) {
+		warnReadable(logger, p)
+	}
 	var store ledger.Store
 	switch ld.Kind {
 	case "sqlite":
 		store, err = sqlite.Open(ctx, sqlite.Config{Path: ld.Location})
 	case "postgres":
-		store, err = postgres.Open(ctx, postgres.Config{DSN: ld.Location, RequireSyncStandby: cfg.LedgerHA, StartWithoutPrimary: true, Logf: logger.Printf})
+		store, err = postgres.Open(ctx, postgres.Config{DSN: ld.Location, RequireSyncStandby: cfg.LedgerHA, StartWithoutPrimary: true, Logf: infof})
 	default:
 		err = fmt.Errorf("ledger %s: the %s store is not available in this build", cfg.Ledger, ld.Kind)
 	}
@@ -79,7 +89,8 @@ func startGatewayWith(ctx context.Context, cfg *config.Config, tools fs.FS, logw
 		return nil, fmt.Errorf("open ledger: %w", err)
 	}
 	host, _ := os.Hostname()
-	svc := &ledger.Service{Store: store, Lease: cfg.Lease, Owner: fmt.Sprintf("%s/%d", host, os.Getpid())}
+	svc := &ledger.Service{Store: store, Lease: cfg.Lease, Owner: fmt.Sprintf("%s/%d", host, os.Getpid()),
+		CacheSize: cfg.ReplayCache.Entries, CacheBytes: cfg.ReplayCache.Bytes, CacheEntryBytes: cfg.ReplayCache.MaxEntryBytes}
 	if ld.Kind == "sqlite" {
 		// An embedded ledger has one gateway: whatever is running was orphaned
 		// by the previous process (SPEC 4).
@@ -89,7 +100,7 @@ func startGatewayWith(ctx context.Context, cfg *config.Config, tools fs.FS, logw
 			return nil, fmt.Errorf("recover orphaned actions: %w", err)
 		}
 		if n > 0 {
-			logger.Printf("%d running action(s) orphaned by the previous process are now unknown and will be reconciled", n)
+			infof("%d running action(s) orphaned by the previous process are now unknown and will be reconciled", n)
 		}
 	}
 	var keys []gateway.Key
@@ -110,7 +121,7 @@ func startGatewayWith(ctx context.Context, cfg *config.Config, tools fs.FS, logw
 		return nil, err
 	}
 	if tracer != nil {
-		logger.Printf("tracing: exporting spans over OTLP/HTTP (OTEL_* environment)")
+		infof("tracing: exporting spans over OTLP/HTTP (OTEL_* environment)")
 	}
 	bindings := invokeBindings(cfg.Bindings)
 	prom := prometheus.NewRegistry()
@@ -123,8 +134,9 @@ func startGatewayWith(ctx context.Context, cfg *config.Config, tools fs.FS, logw
 		Tracer: tracer, Prometheus: prom,
 		Upstream: up.invoker(), Drift: up.drift(), ReadyDetail: up.readyLines(),
 		Registry: reg, Ledger: svc, Invoker: &invoke.Client{}, Bindings: bindings,
-		JoinTimeout: cfg.JoinTimeout, MaxBodyBytes: cfg.MaxBodyBytes, Keys: keys, Logf: logger.Printf,
+		JoinTimeout: cfg.JoinTimeout, MaxBodyBytes: cfg.MaxBodyBytes, Keys: keys, Logger: logger,
 		DecisionLog: dlog.writer, Retention: cfg.Retention, TombstoneRetention: cfg.TombstoneRetention,
+		MaxInFlightPerKey: cfg.Limits.InFlightPerKey, MaxInFlightPerTenant: cfg.Limits.InFlightPerTenant,
 	})
 	if err != nil {
 		up.close()
@@ -134,19 +146,25 @@ func startGatewayWith(ctx context.Context, cfg *config.Config, tools fs.FS, logw
 	dlog.dropped = srv.Metrics().DecisionLogDropped
 	if cfg.Auth == nil {
 		if err := requireLoopback(cfg.Listen); err != nil {
+			up.close()
 			store.Close()
 			return nil, err
 		}
-		logger.Printf("no auth section: serving loopback only, every caller is an operator of tenant %q", gateway.DefaultTenant)
+		infof("no auth section: serving loopback only, every caller is an operator of tenant %q", gateway.DefaultTenant)
 	}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
+		up.close()
 		store.Close()
 		return nil, err
 	}
 	rctx, cancel := context.WithCancel(context.Background())
 	rt := &gatewayRuntime{cfg: cfg, store: store, svc: svc, server: srv, ln: ln, stop: cancel, done: make(chan struct{}), dlog: dlog, stopTracing: stopTracing, up: up}
-	rt.http = &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, ErrorLog: logger}
+	rt.http = srv.HTTPServer(gateway.HTTPLimits{
+		ReadHeaderTimeout: cfg.HTTP.ReadHeaderTimeout, ReadTimeout: cfg.HTTP.ReadTimeout, WriteTimeout: cfg.HTTP.WriteTimeout,
+		IdleTimeout: cfg.HTTP.IdleTimeout, MaxHeaderBytes: cfg.HTTP.MaxHeaderBytes,
+	})
+	rt.http.ErrorLog = slog.NewLogLogger(logger.Handler(), slog.LevelWarn)
 	var bg sync.WaitGroup
 	if up.watcher != nil {
 		bg.Add(1)
@@ -159,21 +177,21 @@ func startGatewayWith(ctx context.Context, cfg *config.Config, tools fs.FS, logw
 	go func() {
 		defer bg.Done()
 		rec := srv.Calls().Reconciler(cfg.ReconcileInterval)
-		rec.Observe = func(result string) { srv.Metrics().Reconciles.WithLabelValues(result).Inc() }
+		srv.Metrics().ObserveReconciler(rec)
 		rec.Run(rctx)
 	}()
 	go func() {
 		defer bg.Done()
-		cl := &ledger.Cleaner{Store: store, Retention: cfg.Retention, TombstoneRetention: cfg.TombstoneRetention, Errorf: logger.Printf}
+		cl := &ledger.Cleaner{Store: store, Retention: cfg.Retention, TombstoneRetention: cfg.TombstoneRetention, Errorf: errorf}
 		cl.Run(rctx)
 	}()
 	go func() { bg.Wait(); close(rt.done) }()
 	go func() {
 		if err := rt.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			logger.Printf("serve: %v", err)
+			errorf("serve: %v", err)
 		}
 	}()
-	logger.Printf("listening on http://%s (tools %s, ledger %s); dashboard http://%s/ui/", ln.Addr(), toolsName, cfg.Ledger, ln.Addr())
+	infof("listening on http://%s (tools %s, ledger %s); dashboard http://%s/ui/", ln.Addr(), toolsName, cfg.Ledger, ln.Addr())
 	return rt, nil
 }
 
@@ -192,6 +210,38 @@ func (rt *gatewayRuntime) Close() {
 	rt.dlog.close(ctx)
 	rt.stopTracing(ctx)
 	rt.store.Close()
+}
+
+// callDataFiles are the files of cfg that hold call data (raw arguments,
+// results, masked decisions): the SQLite ledger with its -wal and -shm, and
+// the decision log with its rotated files. toolgate creates them 0600.
+func callDataFiles(cfg *config.Config, ld config.Ledger) []string {
+	var out []string
+	if ld.Kind == "sqlite" {
+		out = append(out, ld.Location, ld.Location+"-wal", ld.Location+"-shm")
+	}
+	if p := cfg.DecisionLog.Path; p != "" {
+		out = append(out, p)
+		rotated, _ := filepath.Glob(p + ".[0-9]*")
+		out = append(out, rotated...)
+	}
+	return out
+}
+
+// warnReadable warns when an existing file of call data can be read (or
+// written) by users other than its owner; a missing file is no warning.
+func warnReadable(logger *slog.Logger, path string) {
+	fi, err := os.Stat(path)
+	if err != nil || !fi.Mode().IsRegular() {
+		return
+	}
+	if m := fi.Mode().Perm(); m&0o077 != 0 {
+		how := "readable"
+		if m&0o044 == 0 {
+			how = "writable"
+		}
+		logger.Warn(fmt.Sprintf("warning: %s is %s by other users (mode %#o) and holds call data: chmod 600 %s", path, how, m, path))
+	}
 }
 
 func requireLoopback(listen string) error {

@@ -1,14 +1,17 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
+	"strings"
 
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/examples"
@@ -20,35 +23,65 @@ func init() {
 }
 
 func runServe(ctx context.Context, e env) int {
-	flags := newFlagSet(e, "serve", "[--config toolgate.yaml] [--listen ADDR]")
+	flags := newFlagSet(e, "serve", "[--config toolgate.yaml] [--listen ADDR] [--log-format text|json]")
 	cfgPath := flags.String("config", "toolgate.yaml", "gateway configuration `file`; when the default is absent, the embedded defaults are used")
 	listen := flags.String("listen", "", "listen `address`, overriding the configuration's listen")
+	logFormat := flags.String("log-format", "text", "log `format` on standard error: text (lines for people) or json (one JSON object per line)")
 	if _, code, ok := parseFlags(flags, e.Args); !ok {
 		return code
 	}
+	logger, err := newLogger(e.Stderr, *logFormat)
+	if err != nil {
+		fmt.Fprintf(e.Stderr, "toolgate serve: %v\n", err)
+		flags.Usage()
+		return exitUsage
+	}
+	// In JSON mode everything serve says goes through the logger: the report
+	// of a configuration it refuses becomes one record per line.
+	report, flush := e, func() {}
+	if *logFormat == "json" {
+		var buf bytes.Buffer
+		report.Stderr = &buf
+		flush = func() { logLines(logger, slog.LevelError, buf.String()) }
+	}
 	explicit := false
 	flags.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "config" })
-	cfg, tools, cleanup, err := loadServeConfig(e, *cfgPath, explicit)
+	cfg, tools, cleanup, err := loadServeConfig(report, *cfgPath, explicit)
 	if err != nil {
-		reportStartError(e, err)
+		reportStartError(report, err)
+		flush()
 		return exitUsage
 	}
 	defer cleanup()
-	if !startupCheck(e, cfg, tools) { // the checks of toolgate check (check.go)
+	if !startupCheck(report, cfg, tools) { // the checks of toolgate check (check.go)
+		flush()
 		return exitUsage
 	}
 	if *listen != "" {
 		cfg.Listen = *listen
 	}
-	rt, err := startGatewayWith(ctx, cfg, tools, e.Stderr)
+	if *logFormat == "json" {
+		flushNotes(report, logger)
+	}
+	rt, err := startGatewayLogged(ctx, cfg, tools, logger)
 	if err != nil {
-		fmt.Fprintf(e.Stderr, "toolgate serve: %v\n", err)
+		fmt.Fprintf(report.Stderr, "toolgate serve: %v\n", err)
+		flush()
 		return exitUsage
 	}
 	<-ctx.Done()
-	fmt.Fprintln(e.Stderr, "toolgate: shutting down")
+	logger.Info("shutting down")
 	rt.Close()
 	return exitOK
+}
+
+// flushNotes sends what loadServeConfig told the user before the gateway
+// started, held in JSON mode, to the logger.
+func flushNotes(report env, logger *slog.Logger) {
+	if buf, ok := report.Stderr.(*bytes.Buffer); ok {
+		logLines(logger, slog.LevelInfo, strings.ReplaceAll(buf.String(), "toolgate: ", ""))
+		buf.Reset()
+	}
 }
 
 // loadServeConfig reads the configuration file, or, when none was named and

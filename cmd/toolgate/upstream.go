@@ -101,9 +101,9 @@ func runUpstream(ctx context.Context, e env) int {
 	if len(bindings) == 0 {
 		return fail("%s binds no tool to an upstream MCP server", *cfgPath)
 	}
-	pool := upstream.NewPool(upstream.Config{Logf: func(string, ...any) {}})
+	pool := upstream.NewPool(upstream.Config{Logger: discardLogger})
 	defer pool.Close()
-	w, err := upstream.NewWatcher(pool, upstream.WatchConfig{Dir: *dir, Bindings: bindings, Logf: func(string, ...any) {}})
+	w, err := upstream.NewWatcher(pool, upstream.WatchConfig{Dir: *dir, Bindings: bindings, Logger: discardLogger})
 	if err != nil {
 		return fail("%v", err)
 	}

@@ -2,7 +2,8 @@ package main
 
 import (
 	"context"
-	"log"
+	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -22,7 +23,7 @@ type upstreams struct {
 
 // startUpstreams connects to the upstream MCP servers of bindings and checks
 // their definitions against the pins in dir once.
-func startUpstreams(ctx context.Context, dir string, bindings map[string]invoke.Binding, interval time.Duration, prom prometheus.Registerer, logger *log.Logger) (*upstreams, error) {
+func startUpstreams(ctx context.Context, dir string, bindings map[string]invoke.Binding, interval time.Duration, prom prometheus.Registerer, logger *slog.Logger) (*upstreams, error) {
 	up := &upstreams{}
 	any := false
 	for _, b := range bindings {
@@ -31,9 +32,9 @@ func startUpstreams(ctx context.Context, dir string, bindings map[string]invoke.
 	if !any {
 		return up, nil
 	}
-	up.pool = upstream.NewPool(upstream.Config{Logf: logger.Printf})
+	up.pool = upstream.NewPool(upstream.Config{Logger: logger})
 	up.inv = upstream.NewInvoker(up.pool)
-	w, err := upstream.NewWatcher(up.pool, upstream.WatchConfig{Dir: dir, Bindings: bindings, Interval: interval, Registerer: prom, Logf: logger.Printf})
+	w, err := upstream.NewWatcher(up.pool, upstream.WatchConfig{Dir: dir, Bindings: bindings, Interval: interval, Registerer: prom, Logger: logger})
 	if err != nil {
 		up.pool.Close()
 		return nil, err
@@ -42,7 +43,7 @@ func startUpstreams(ctx context.Context, dir string, bindings map[string]invoke.
 	up.watcher = w
 	w.Start(ctx)
 	for _, s := range w.Statuses() {
-		logger.Printf("upstream %s: %s on %s: %s%s", s.ToolID, s.Tool, s.Server, s.State, reasonSuffix(s))
+		logger.Info(fmt.Sprintf("upstream %s: %s on %s: %s%s", s.ToolID, s.Tool, s.Server, s.State, reasonSuffix(s)), "tool_id", s.ToolID, "state", s.State)
 	}
 	return up, nil
 }
@@ -83,3 +84,7 @@ func (u *upstreams) close() {
 		u.pool.Close()
 	}
 }
+
+// discardLogger is the logger of commands that report on their own output
+// (import, upstream diff and accept).
+var discardLogger = slog.New(slog.DiscardHandler)

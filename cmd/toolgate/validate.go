@@ -3,12 +3,16 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"strings"
 
 	"github.com/toolgate/toolgate/contract"
+	"github.com/toolgate/toolgate/internal/canon"
+	"github.com/toolgate/toolgate/internal/junit"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 func init() {
@@ -69,8 +73,21 @@ func runValidate(_ context.Context, e env) int {
 	if err != nil {
 		return fail("%v", err)
 	}
+	// As the gateway does (SPEC 1.1): a tool's arguments are judged in
+	// their canonical form, and a number a double cannot hold is refused.
+	var notExact []contract.FieldError
+	if *tool != "" {
+		c, err := canon.TransformExact(data)
+		var ne *canon.NotExactError
+		switch {
+		case errors.As(err, &ne):
+			notExact = toolcall.NumberErrors(ne)
+		case err == nil:
+			data = c
+		}
+	}
 	value, err := contract.DecodeJSON(data)
-	if err != nil {
+	if err != nil && notExact == nil {
 		return fail("%s: %v", args[0], err)
 	}
 	var report validateReport
@@ -103,8 +120,12 @@ func runValidate(_ context.Context, e env) int {
 			}
 		}
 		report.ToolID, report.Version = t.ID, v.Version
-		verdict := v.Validate(value)
-		report.Errors, report.Review = verdict.Errors, verdict.Review
+		if notExact != nil {
+			report.Errors = notExact
+		} else {
+			verdict := v.Validate(value)
+			report.Errors, report.Review = verdict.Errors, verdict.Review
+		}
 	}
 	report.Valid = len(report.Errors) == 0
 	if report.Errors == nil {
@@ -177,8 +198,8 @@ func (r validateReport) subject() string {
 
 // writeValidateJUnit writes one test case for the call, failing with every error.
 func writeValidateJUnit(w io.Writer, r validateReport, file string) {
-	s := junitSuite{Name: "toolgate validate", Tests: 1}
-	c := junitCase{Name: r.subject(), ClassName: "toolgate.validate", File: file}
+	s := junit.Suite{Name: "toolgate validate", Tests: 1}
+	c := junit.Case{Name: r.subject(), ClassName: "toolgate.validate", File: file}
 	var lines []string
 	for _, fe := range r.Errors {
 		lines = append(lines, fmt.Sprintf("%s: %s: %s", rootPointerText(fe.Pointer), fe.Code, fe.Detail))
@@ -188,12 +209,12 @@ func writeValidateJUnit(w io.Writer, r validateReport, file string) {
 	}
 	if !r.Valid {
 		s.Failures = 1
-		c.Failure = &junitFailure{Message: r.Detail, Type: "invalid_arguments", Text: strings.Join(lines, "\n")}
+		c.Failures = []junit.Failure{{Message: r.Detail, Type: "invalid_arguments", Text: strings.Join(lines, "\n")}}
 	} else if len(lines) > 0 {
 		c.SystemOut = strings.Join(lines, "\n")
 	}
-	s.Cases = []junitCase{c}
-	writeXML(w, s)
+	s.Cases = []junit.Case{c}
+	junit.Write(w, s)
 }
 
 func writeValidateMarkdown(w io.Writer, r validateReport, file string) {

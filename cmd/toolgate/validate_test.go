@@ -65,3 +65,18 @@ func TestValidateCommand(t *testing.T) {
 		})
 	}
 }
+
+// validate --tool gives the gateway's verdict on numbers too: one a double
+// cannot hold is number_not_exact at its pointer (SPEC 1.1).
+func TestValidateRefusesNumbersNoDoubleHolds(t *testing.T) {
+	t.Parallel()
+	in := `{"order_id":"ord_12345678","amount_minor":9007199254740993,"currency":"EUR","reason":"customer_request"}`
+	got := runCLI(t, in, "validate", "--dir", "../../examples/agent-tools", "--tool", "payments.issue_refund", "--format", "json", "-")
+	if got.code != exitNegative || !strings.Contains(got.stdout, `"code": "number_not_exact"`) || !strings.Contains(got.stdout, `"pointer": "/amount_minor"`) {
+		t.Fatalf("%s", got)
+	}
+	ok := runCLI(t, strings.Replace(in, "9007199254740993", "1.5e3", 1), "validate", "--dir", "../../examples/agent-tools", "--tool", "payments.issue_refund", "-")
+	if ok.code != exitOK {
+		t.Fatalf("1.5e3 is the integer 1500: %s", ok)
+	}
+}

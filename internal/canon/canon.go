@@ -6,6 +6,10 @@
 // buffer, unescaped strings are copied as they are, and integers of up to 15
 // digits (exact in a float64) are printed as they came; every other number
 // goes through the library's ES6 formatter.
+//
+// TransformExact is Transform for the call path: it also refuses a number
+// whose value would change in the canonical form (exact.go), listing each
+// by JSON pointer.
 package canon
 
 import (
@@ -26,6 +30,13 @@ type parser struct {
 	d     []byte
 	i     int
 	depth int
+
+	// exact: numbers that are not exact are counted in total (and, with
+	// track, listed in bad with their pointers) instead of canonicalized.
+	exact, track bool
+	path         []string // with track: the keys and indexes down to the value being read
+	bad          []Inexact
+	total        int
 }
 
 // Transform returns the canonical form of the single JSON value in data.
@@ -34,16 +45,7 @@ func Transform(data []byte) ([]byte, error) {
 		return nil, errors.New("no JSON data provided")
 	}
 	p := &parser{d: data}
-	out, err := p.value(make([]byte, 0, len(data)))
-	if err != nil {
-		return nil, err
-	}
-	for ; p.i < len(p.d); p.i++ {
-		if !ws(p.d[p.i]) {
-			return nil, errors.New("improperly terminated JSON value")
-		}
-	}
-	return out, nil
+	return p.run()
 }
 
 func ws(c byte) bool { return c == ' ' || c == '\n' || c == '\r' || c == '\t' }
@@ -132,8 +134,14 @@ func (p *parser) object(out []byte) ([]byte, error) {
 		}
 		p.i++
 		start := len(vals)
+		if p.track {
+			p.path = append(p.path, string(k))
+		}
 		if vals, err = p.value(vals); err != nil {
 			return nil, err
+		}
+		if p.track {
+			p.path = p.path[:len(p.path)-1]
 		}
 		ms = append(ms, member{key: k, start: start, end: len(vals)})
 	}
@@ -174,7 +182,8 @@ func (p *parser) array(out []byte) ([]byte, error) {
 	}
 	defer func() { p.depth-- }()
 	out = append(out, '[')
-	for first := true; ; first = false {
+	for n := 0; ; n++ {
+		first := n == 0
 		c, err := p.skip()
 		if err != nil {
 			return nil, err
@@ -190,8 +199,14 @@ func (p *parser) array(out []byte) ([]byte, error) {
 			p.i++
 			out = append(out, ',')
 		}
+		if p.track {
+			p.path = append(p.path, strconv.Itoa(n))
+		}
 		if out, err = p.value(out); err != nil {
 			return nil, err
+		}
+		if p.track {
+			p.path = p.path[:len(p.path)-1]
 		}
 	}
 	return append(out, ']'), nil
@@ -383,11 +398,18 @@ func (p *parser) scalar(out []byte) ([]byte, error) {
 	}
 	f, err := strconv.ParseFloat(string(tok), 64)
 	if err != nil {
+		if p.exact { // ±Inf: no double holds it
+			p.notExact(start)
+			return append(out, "null"...), nil
+		}
 		return nil, fmt.Errorf("number out of range: %.32q", tok)
 	}
 	s, err := jcs.NumberToJSON(f)
 	if err != nil {
 		return nil, err
+	}
+	if p.exact && !sameValue(tok, s) {
+		p.notExact(start)
 	}
 	return append(out, s...), nil
 }

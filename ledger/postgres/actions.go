@@ -283,9 +283,10 @@ func values(a *ledger.Action, rev int64) ([]any, error) {
 			body = []byte{}
 		}
 	}
-	calls, err := jsonList(a.ProviderCalls, func(c ledger.ProviderCall) ledger.ProviderCall { c.At = c.At.UTC(); return c })
-	if err != nil {
-		return nil, fmt.Errorf("provider calls: %w", err)
+	var calls *string // NULL when empty
+	if len(a.ProviderCalls) > 0 || a.ProviderCallsOmitted > 0 {
+		c := string(ledger.AppendEvidenceJSON(make([]byte, 0, 128*len(a.ProviderCalls)+32), a.ProviderCalls, a.ProviderCallsOmitted))
+		calls = &c
 	}
 	hist, err := jsonList(a.History, func(h ledger.Transition) ledger.Transition { h.At = h.At.UTC(); return h })
 	if err != nil {
@@ -376,7 +377,8 @@ func scan(row pgx.Row) (*ledger.Action, error) {
 		}
 	}
 	if calls != nil {
-		if err := json.Unmarshal([]byte(*calls), &a.ProviderCalls); err != nil {
+		var err error
+		if a.ProviderCalls, a.ProviderCallsOmitted, err = ledger.DecodeEvidenceJSON([]byte(*calls)); err != nil {
 			return nil, fmt.Errorf("decode provider calls of %s: %w", a.ID, err)
 		}
 	}

@@ -181,8 +181,8 @@ func values(a *ledger.Action, rev int64) ([]any, error) {
 		status, ctype, body = a.Result.StatusCode, a.Result.ContentType, nonNilBytes(a.Result.Body)
 	}
 	var calls, hist any // NULL when empty
-	if len(a.ProviderCalls) > 0 {
-		calls = string(ledger.AppendProviderCallsJSON(make([]byte, 0, 128*len(a.ProviderCalls)), a.ProviderCalls))
+	if len(a.ProviderCalls) > 0 || a.ProviderCallsOmitted > 0 {
+		calls = string(ledger.AppendEvidenceJSON(make([]byte, 0, 128*len(a.ProviderCalls)+32), a.ProviderCalls, a.ProviderCallsOmitted))
 	}
 	if len(a.History) > 0 {
 		hist = string(ledger.AppendHistoryJSON(make([]byte, 0, 160*len(a.History)), a.History))
@@ -273,7 +273,7 @@ func scan(row scanner) (*ledger.Action, error) {
 		}
 	}
 	if calls.Valid {
-		if err := json.Unmarshal([]byte(calls.String), &a.ProviderCalls); err != nil {
+		if a.ProviderCalls, a.ProviderCallsOmitted, err = ledger.DecodeEvidenceJSON([]byte(calls.String)); err != nil {
 			return nil, fmt.Errorf("decode provider calls of %s: %w", a.ID, err)
 		}
 	}

@@ -28,7 +28,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
+	"os"
 	"runtime"
 	"strconv"
 	"strings"
@@ -98,6 +100,9 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		reads = max(4, runtime.GOMAXPROCS(0))
 	}
 
+	if err := createPrivate(cfg.Path); err != nil {
+		return nil, fmt.Errorf("open ledger %s: %w", cfg.Path, err)
+	}
 	base := "file:" + (&url.URL{Path: cfg.Path}).EscapedPath()
 	common := url.Values{}
 	busyMS := max(1, (busy + time.Millisecond - 1).Milliseconds()) // SQLite counts whole milliseconds: round up
@@ -169,6 +174,24 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	s.cp = newCheckpointer(cp)
 	s.gc = newCommitter(s)
 	return s, nil
+}
+
+// FileMode is the mode of a database file the store creates: the ledger
+// holds raw arguments and results, for its owner only. SQLite gives the
+// -wal and -shm files it creates the mode of the database file.
+const FileMode = 0o600
+
+// createPrivate creates the database file with FileMode when it does not
+// exist yet (SQLite would create it 0644); an existing file keeps its mode.
+func createPrivate(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, FileMode)
+	if errors.Is(err, fs.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return f.Close()
 }
 
 func cloneValues(v url.Values) url.Values {

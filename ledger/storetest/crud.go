@@ -54,6 +54,7 @@ func fullAction(tenant, id string) *ledger.Action {
 			{From: ledger.Running, To: ledger.Unknown, Reason: "timeout", By: "gateway", At: base.Add(-time.Second).In(zone)},
 			{From: ledger.Unknown, To: ledger.Unknown, Reason: "lookup unavailable past hold_after", By: "reconciler", At: base.Add(-1)},
 		},
+		ProviderCallsOmitted: 3,
 	}
 }
 

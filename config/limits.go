@@ -1,0 +1,132 @@
+package config
+
+import (
+	"time"
+
+	"github.com/toolgate/toolgate/decisionlog"
+	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/ledger"
+)
+
+// The limits against slow and greedy clients and the byte bounds of the
+// gateway's memory (docs/security.md). Each default is the owning
+// package's.
+const (
+	DefaultReadHeaderTimeout     = gateway.DefaultReadHeaderTimeout
+	DefaultReadTimeout           = gateway.DefaultReadTimeout
+	DefaultIdleTimeout           = gateway.DefaultIdleTimeout
+	DefaultMaxHeaderBytes        = gateway.DefaultMaxHeaderBytes
+	DefaultInFlightPerKey        = gateway.DefaultMaxInFlightPerKey
+	DefaultInFlightPerTenant     = gateway.DefaultMaxInFlightPerTenant
+	DefaultReplayCacheEntries    = ledger.DefaultCacheSize
+	DefaultReplayCacheBytes      = ledger.DefaultCacheBytes
+	DefaultReplayCacheEntryBytes = ledger.DefaultCacheEntryBytes
+	DefaultDecisionLogQueueBytes = decisionlog.DefaultQueueBytes
+	DefaultDecisionLogMaxPayload = decisionlog.DefaultMaxPayloadBytes
+)
+
+// HTTP is the HTTP server's limits.
+type HTTP struct {
+	ReadHeaderTimeout time.Duration `yaml:"read_header_timeout"` // default 10s
+	ReadTimeout       time.Duration `yaml:"read_timeout"`        // the whole request, body included; default 30s
+	// WriteTimeout bounds a request from the end of its head to the end of
+	// its answer. Default: read_timeout + the longer of join_timeout and 3 ×
+	// the longest binding timeout + 10s (gateway.WriteTimeoutFor).
+	WriteTimeout   time.Duration `yaml:"write_timeout"`
+	IdleTimeout    time.Duration `yaml:"idle_timeout"`     // default 30s
+	MaxHeaderBytes int           `yaml:"max_header_bytes"` // default 65536
+}
+
+// Limits caps what one caller may hold at once.
+type Limits struct {
+	InFlightPerKey    int `yaml:"in_flight_per_key"`    // default 256; -1: no cap
+	InFlightPerTenant int `yaml:"in_flight_per_tenant"` // default 1024; -1: no cap
+}
+
+// ReplayCache bounds the cache of finished actions that replays are answered from.
+type ReplayCache struct {
+	Entries       int   `yaml:"entries"`         // default 10000; -1 turns the cache off
+	Bytes         int64 `yaml:"bytes"`           // default 64 MiB
+	MaxEntryBytes int64 `yaml:"max_entry_bytes"` // default 256 KiB: a larger action is replayed from the ledger
+}
+
+func (c *Config) applyLimitDefaults() {
+	setDur(&c.HTTP.ReadHeaderTimeout, DefaultReadHeaderTimeout)
+	setDur(&c.HTTP.ReadTimeout, DefaultReadTimeout)
+	setDur(&c.HTTP.IdleTimeout, DefaultIdleTimeout)
+	setInt(&c.HTTP.MaxHeaderBytes, DefaultMaxHeaderBytes)
+	if c.HTTP.WriteTimeout == 0 {
+		c.HTTP.WriteTimeout = c.defaultWriteTimeout()
+	}
+	setInt(&c.Limits.InFlightPerKey, DefaultInFlightPerKey)
+	setInt(&c.Limits.InFlightPerTenant, DefaultInFlightPerTenant)
+	setInt(&c.ReplayCache.Entries, DefaultReplayCacheEntries)
+	setInt64(&c.ReplayCache.Bytes, DefaultReplayCacheBytes)
+	setInt64(&c.ReplayCache.MaxEntryBytes, DefaultReplayCacheEntryBytes)
+	setInt64(&c.DecisionLog.QueueBytes, DefaultDecisionLogQueueBytes)
+	setInt(&c.DecisionLog.MaxPayloadBytes, DefaultDecisionLogMaxPayload)
+}
+
+// defaultWriteTimeout is gateway.WriteTimeoutFor of the configuration.
+func (c *Config) defaultWriteTimeout() time.Duration {
+	return gateway.WriteTimeoutFor(c.HTTP.ReadTimeout, c.JoinTimeout, c.longestTimeout())
+}
+
+// longestTimeout is the longest binding timeout (defaults applied).
+func (c *Config) longestTimeout() time.Duration {
+	longest := time.Duration(0)
+	for _, b := range c.Bindings {
+		longest = max(longest, b.Timeout)
+	}
+	return longest
+}
+
+func (c *Config) checkLimits(bad func(path, format string, a ...any)) {
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"http.read_header_timeout", c.HTTP.ReadHeaderTimeout}, {"http.read_timeout", c.HTTP.ReadTimeout},
+		{"http.write_timeout", c.HTTP.WriteTimeout}, {"http.idle_timeout", c.HTTP.IdleTimeout}} {
+		if d.v < 0 {
+			bad(d.name, "must not be negative")
+		}
+	}
+	if min := c.JoinTimeout + c.longestTimeout(); c.HTTP.WriteTimeout > 0 && c.HTTP.WriteTimeout < min {
+		bad("http.write_timeout", "%s is shorter than join_timeout plus the longest binding timeout (%s): answers of calls within their configured times would be cut off; leave it out for %s",
+			c.HTTP.WriteTimeout, min, c.defaultWriteTimeout())
+	}
+	for _, n := range []struct {
+		name string
+		v    int64
+	}{{"http.max_header_bytes", int64(c.HTTP.MaxHeaderBytes)}, {"replay_cache.bytes", c.ReplayCache.Bytes},
+		{"replay_cache.max_entry_bytes", c.ReplayCache.MaxEntryBytes}, {"decision_log.queue_bytes", c.DecisionLog.QueueBytes},
+		{"decision_log.max_payload_bytes", int64(c.DecisionLog.MaxPayloadBytes)}} {
+		if n.v < 0 {
+			bad(n.name, "must not be negative")
+		}
+	}
+	for _, n := range []struct {
+		name string
+		v    int
+	}{{"limits.in_flight_per_key", c.Limits.InFlightPerKey}, {"limits.in_flight_per_tenant", c.Limits.InFlightPerTenant},
+		{"replay_cache.entries", c.ReplayCache.Entries}} {
+		if n.v < -1 {
+			bad(n.name, "must be a whole number of at least 1 (or -1 for no limit)")
+		}
+	}
+	if c.ReplayCache.MaxEntryBytes > c.ReplayCache.Bytes && c.ReplayCache.Bytes > 0 {
+		bad("replay_cache.max_entry_bytes", "%d is larger than replay_cache.bytes (%d)", c.ReplayCache.MaxEntryBytes, c.ReplayCache.Bytes)
+	}
+}
+
+func setInt(p *int, d int) {
+	if *p == 0 {
+		*p = d
+	}
+}
+
+func setInt64(p *int64, d int64) {
+	if *p == 0 {
+		*p = d
+	}
+}
