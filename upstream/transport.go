@@ -151,14 +151,23 @@ func defaultTransport() http.RoundTripper {
 	return t
 }
 
-// redactURL drops credentials from a URL before it reaches a message.
+// redactURL drops what may be a credential from a URL before it reaches a
+// message, /readyz or a report: the userinfo, and the query (where many MCP
+// servers take an API key), shown as "?…".
 func redactURL(u string) string {
+	if i := strings.IndexAny(u, "?#"); i >= 0 {
+		if u[i] == '?' {
+			u = u[:i] + "?…"
+		} else {
+			u = u[:i]
+		}
+	}
 	scheme, rest, ok := strings.Cut(u, "://")
 	if !ok {
 		return u
 	}
 	host := rest
-	if end := strings.IndexAny(rest, "/?#"); end >= 0 {
+	if end := strings.IndexAny(rest, "/?"); end >= 0 {
 		host = rest[:end]
 	}
 	if at := strings.LastIndexByte(host, '@'); at >= 0 {

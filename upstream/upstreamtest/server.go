@@ -6,10 +6,12 @@
 package upstreamtest
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -41,6 +43,13 @@ const (
 	HoldBefore       // wait until Release, then apply the effect
 	ToolError        // no effect; an isError result
 	RPCError         // apply the effect, then answer a JSON-RPC internal error
+	// EchoRPCError applies the effect, then answers a JSON-RPC internal
+	// error whose message repeats the call's raw arguments (as careless
+	// servers do).
+	EchoRPCError
+	// EchoInvalidParams has no effect and answers JSON-RPC invalid params
+	// (-32602) repeating the raw arguments.
+	EchoInvalidParams
 )
 
 // Server is the ticketing MCP server.
@@ -61,6 +70,9 @@ type Server struct {
 	lookup   bool // find_ticket_by_key is listed
 	posts    int
 	sessions int
+	// httpFaults answer the next tools/call POSTs at the HTTP layer, before
+	// the MCP server sees them (HTTPFault).
+	httpFaults []int
 }
 
 // CreateTicketTool is create_ticket's definition as the server first lists it.
@@ -142,6 +154,9 @@ func Start(t testing.TB, lookup, stateless bool) *Server {
 			s.mu.Lock()
 			s.posts++
 			s.mu.Unlock()
+			if s.httpFault(w, r) {
+				return
+			}
 		}
 		h.ServeHTTP(w, r)
 	}))
@@ -175,6 +190,47 @@ func (s *Server) Fault(f ...Fault) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.faults = append(s.faults, f...)
+}
+
+// HTTPFault makes the next tools/call POSTs answer these HTTP statuses, in
+// order, with a JSON-RPC error body whose message repeats the whole request
+// (arguments included); the MCP server never sees those requests.
+func (s *Server) HTTPFault(status ...int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.httpFaults = append(s.httpFaults, status...)
+}
+
+func (s *Server) httpFault(w http.ResponseWriter, r *http.Request) bool {
+	s.mu.Lock()
+	pending := len(s.httpFaults) > 0
+	s.mu.Unlock()
+	if !pending {
+		return false
+	}
+	body, err := io.ReadAll(r.Body)
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	var msg struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+	}
+	if err != nil || json.Unmarshal(body, &msg) != nil || msg.Method != "tools/call" {
+		return false
+	}
+	s.mu.Lock()
+	status := s.httpFaults[0]
+	s.httpFaults = s.httpFaults[1:]
+	s.mu.Unlock()
+	code := jsonrpc.CodeInternalError
+	if status < 500 {
+		code = jsonrpc.CodeInvalidParams
+	}
+	out, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": msg.ID,
+		"error": map[string]any{"code": code, "message": "cannot handle " + string(body)}})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(out)
+	return true
 }
 
 // Release lets every held call go on.
@@ -247,6 +303,9 @@ func (s *Server) createTicket(ctx context.Context, req *mcp.CallToolRequest) (*m
 	}
 	key, _ := req.Params.Meta[KeyMeta].(string)
 	f, release := s.nextFault()
+	if f == EchoInvalidParams {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "cannot take " + string(req.Params.Arguments)}
+	}
 	if f == ToolError {
 		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "the ticket queue for " + args.Priority + " is closed"}}}, nil
 	}
@@ -262,6 +321,8 @@ func (s *Server) createTicket(ctx context.Context, req *mcp.CallToolRequest) (*m
 		s.hold(release)
 	case RPCError:
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the ticket store failed after writing " + tk.ID}
+	case EchoRPCError:
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the ticket store failed after writing " + tk.ID + " for " + string(req.Params.Arguments)}
 	}
 	return s.ticketResult(tk), nil
 }
