@@ -109,6 +109,28 @@ func Write(dir string, tools []Tool, now time.Time) error {
 	return lockfile.WriteLock(dir, lock)
 }
 
+// checkContract refuses a tool whose contract the strict loader would refuse:
+// what is left then is a mistake of the upstream's definition (a schema that
+// is not valid JSON Schema, say), named as such rather than found by Write.
+func checkContract(t Tool) error {
+	_, problems := contract.ParseVersion(filepath.Join(t.ID, "schemas", "v"+Version+".json"), marshal(t.Schema), t.ID, Version)
+	if len(problems) == 0 {
+		return nil
+	}
+	msgs := make([]string, 0, len(problems))
+	for _, p := range problems {
+		m := p.Message
+		if p.Pointer != "" {
+			m = p.Pointer + ": " + m
+		}
+		msgs = append(msgs, m)
+	}
+	if len(msgs) > 3 {
+		msgs = append(msgs[:3], fmt.Sprintf("and %d more", len(msgs)-3))
+	}
+	return fmt.Errorf("its definition does not make a valid contract: %s", strings.Join(msgs, "; "))
+}
+
 func writeFolder(root string, t Tool) error {
 	dir := filepath.Join(root, t.ID)
 	if err := os.MkdirAll(filepath.Join(dir, "schemas"), 0o755); err != nil {

@@ -71,8 +71,8 @@ func fromMCPTool(url, ns string, lt *mcp.Tool, opts Options) (Tool, error) {
 	if err != nil {
 		return Tool{}, err
 	}
-	if m, ok := params.(map[string]any); !ok || !isObject(m) {
-		return Tool{}, fmt.Errorf("its inputSchema is not an object schema")
+	if params, err = objectParameters(params, "inputSchema", &notes); err != nil {
+		return Tool{}, err
 	}
 	var result any
 	if fields.OutputSchema != nil {
@@ -107,7 +107,7 @@ func fromMCPTool(url, ns string, lt *mcp.Tool, opts Options) (Tool, error) {
 		t.Binding["#"] = nil
 		delete(t.Binding, "#")
 	}
-	return t, nil
+	return t, checkContract(t)
 }
 
 // todos are the review to-dos of an imported contract: x-sensitive marks

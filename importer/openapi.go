@@ -207,6 +207,9 @@ func fromOperation(ns, method, path string, op *openapi3.Operation, item *openap
 	if err != nil {
 		return Tool{}, err
 	}
+	if parameters, err = objectParameters(parameters, "request", &notes); err != nil {
+		return Tool{}, err
+	}
 
 	// Result: the first 2xx JSON response; errors: declared 4xx and 5xx.
 	var result any
@@ -269,7 +272,7 @@ func fromOperation(ns, method, path string, op *openapi3.Operation, item *openap
 		Pin:       &lockfile.Pin{PinVersion: lockfile.PinFormatVersion, ToolID: id, Definition: rawDef, Todo: todos()},
 		Binding:   httpBinding(base, method, path, query, effect),
 	}
-	return t, nil
+	return t, checkContract(t)
 }
 
 // operationDefinition is the operation as the document defines it, with its

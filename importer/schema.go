@@ -390,6 +390,32 @@ func closeObjects(s any, allOfMember bool) any {
 	return m
 }
 
+// objectParameters makes a converted schema a contract's parameters, whose
+// "type" must be "object": a schema with properties but no type, or with a
+// type list that holds "object", becomes "type": "object" (a tool's
+// arguments are always a JSON object, never null or a scalar), with a note;
+// any other schema is refused.
+func objectParameters(s any, what string, notes *[]string) (map[string]any, error) {
+	m, ok := s.(map[string]any)
+	if !ok || !isObject(m) {
+		return nil, fmt.Errorf("its %s is not an object schema: a tool's arguments are a JSON object", what)
+	}
+	switch t := m["type"].(type) {
+	case string:
+		if t == "object" {
+			return m, nil
+		}
+		return nil, fmt.Errorf("its %s is of type %q: a tool's arguments are a JSON object", what, t)
+	case nil:
+		*notes = append(*notes, fmt.Sprintf("its %s has no \"type\"; the contract says \"type\": \"object\"", what))
+	default:
+		*notes = append(*notes, fmt.Sprintf("its %s allows the types %v; the contract takes an object only", what, t))
+	}
+	out := cloneMap(m)
+	out["type"] = "object"
+	return out, nil
+}
+
 func isObject(m map[string]any) bool {
 	if _, ok := m["properties"]; ok {
 		return true

@@ -155,6 +155,9 @@ func equalJSON(a, b json.RawMessage) bool {
 	if len(a) == 0 || len(b) == 0 {
 		return len(a) == len(b)
 	}
+	if bytes.Equal(a, b) {
+		return true
+	}
 	ca, err1 := canon.Transform(a)
 	cb, err2 := canon.Transform(b)
 	return err1 == nil && err2 == nil && bytes.Equal(ca, cb)
