@@ -212,7 +212,7 @@ func (s *Service) Approve(ctx context.Context, p *Principal, id, note string) (*
 	ap := &Approval{Action: a, s: s, p: p}
 	b, ok := s.cfg.Bindings[a.ToolID]
 	ap.tool = s.cfg.Registry.Tool(a.ToolID)
-	if ok && ap.tool != nil {
+	if ok && ap.tool != nil && s.drifted(a.ToolID, b) == nil { // a drifted tool's action waits, pending
 		ap.b = b
 		ap.claimed = s.cfg.Ledger.Claim(ctx, a) == nil
 	}
