@@ -9,6 +9,7 @@ import (
 	"github.com/toolgate/toolgate/contract"
 	"github.com/toolgate/toolgate/internal/suggest"
 	"github.com/toolgate/toolgate/invoke"
+	"github.com/toolgate/toolgate/lockfile"
 )
 
 // placeholderNames are the placeholders a URL template may use besides {args.FIELD}.
@@ -150,6 +151,7 @@ func Check(c *Config, reg *contract.Registry) []Problem {
 			}
 		}
 	}
+	out = append(out, checkPins(c, reg)...)
 	for _, t := range Unbound(c, reg) {
 		effect := "read-only"
 		if mutating(t) {
@@ -263,4 +265,33 @@ func parseURL(s string) (string, error) {
 		return "", err
 	}
 	return u.String(), nil
+}
+
+// checkPins warns about each tool bound to an upstream MCP server that has no usable pin in
+// the tools directory: serve then measures its drift from the definition it sees first
+// (no pin) or stops it (a pin that disagrees with toolgate.lock).
+func checkPins(c *Config, reg *contract.Registry) []Problem {
+	var out []Problem
+	lock, lockErr := lockfile.Read(reg.Dir)
+	for _, id := range sortedIDs(c.Bindings) {
+		if c.Bindings[id].MCP == nil || reg.Tool(id) == nil {
+			continue
+		}
+		path := "bindings." + id + ".mcp"
+		warn := func(msg string) {
+			out = append(out, c.problem(SeverityWarning, RuleUnpinned, c.bindingLine(id, "mcp"), path, path+": "+msg))
+		}
+		if lockErr != nil {
+			warn(fmt.Sprintf("%v: the tool is stopped until the lock reads", lockErr))
+			continue
+		}
+		pin, err := lockfile.CheckPin(reg.Dir, id, lock)
+		switch {
+		case err != nil:
+			warn(fmt.Sprintf("%v: serve stops the tool (503 upstream_drifted) until it is accepted again", err))
+		case pin == nil:
+			warn(fmt.Sprintf("%s has no pinned upstream definition (%s/%s): serve measures drift from the definition it sees first; pin it with toolgate upstream accept --tool %s (or import it with toolgate import mcp)", id, id, lockfile.PinFileName, id))
+		}
+	}
+	return out
 }

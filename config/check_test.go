@@ -93,3 +93,19 @@ func TestUnbound(t *testing.T) {
 		t.Fatalf("unbound %v", ids)
 	}
 }
+
+// A tool bound to an upstream MCP server without a pin is a warning.
+func TestCheckWarnsAboutUnpinnedUpstreamTools(t *testing.T) {
+	t.Parallel()
+	reg := examplesRegistry(t)
+	doc := strings.Replace(bindAll, "  orders.get_order:\n    url: http://127.0.0.1:9090/orders/{args.order_id}\n    method: GET\n",
+		"  orders.get_order:\n    mcp: {url: http://127.0.0.1:7070/mcp, tool: get_order}\n", 1)
+	c, err := Parse([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := Check(c, reg)
+	if len(ps) != 1 || ps[0].Rule != RuleUnpinned || ps[0].Severity != SeverityWarning || !strings.Contains(ps[0].Message, "toolgate upstream accept --tool orders.get_order") {
+		t.Fatalf("%+v", ps)
+	}
+}

@@ -25,6 +25,7 @@ import (
 	"github.com/toolgate/toolgate/invoke"
 	"github.com/toolgate/toolgate/ledger"
 	"github.com/toolgate/toolgate/toolcall"
+	"github.com/toolgate/toolgate/upstream"
 )
 
 // Defaults for a configuration that leaves a field out. A setting's default
@@ -50,23 +51,28 @@ const (
 	DefaultDownstreamKey      = invoke.DefaultDownstreamKey
 	DefaultTenant             = toolcall.DefaultTenant
 	DefaultDecisionLogArgs    = string(decisionlog.ModeMasked)
+	DefaultUpstreamCheck      = upstream.DefaultCheckInterval
+	DefaultIdempotencyMeta    = upstream.DefaultKeyMeta
 )
 
 // Config is the whole gateway configuration.
 type Config struct {
-	Listen             string             `yaml:"listen"`              // default 127.0.0.1:8080
-	ToolsDir           string             `yaml:"tools_dir"`           // default ./agent-tools
-	Ledger             string             `yaml:"ledger"`              // sqlite://PATH or postgres://…; default sqlite://./toolgate.db
-	LedgerHA           bool               `yaml:"ledger_ha"`           // true: refuse to start on PostgreSQL without a synchronous standby; default false
-	Retention          time.Duration      `yaml:"retention"`           // default 168h
-	TombstoneRetention time.Duration      `yaml:"tombstone_retention"` // default 720h
-	JoinTimeout        time.Duration      `yaml:"join_timeout"`        // default 5s
-	MaxBodyBytes       int64              `yaml:"max_body_bytes"`      // default 1 MiB
-	Lease              time.Duration      `yaml:"lease"`               // default 30s
-	ReconcileInterval  time.Duration      `yaml:"reconcile_interval"`  // default 5s
-	DecisionLog        DecisionLog        `yaml:"decision_log"`
-	Auth               *Auth              `yaml:"auth"` // nil: no auth, loopback only
-	Bindings           map[string]Binding `yaml:"bindings"`
+	Listen             string        `yaml:"listen"`              // default 127.0.0.1:8080
+	ToolsDir           string        `yaml:"tools_dir"`           // default ./agent-tools
+	Ledger             string        `yaml:"ledger"`              // sqlite://PATH or postgres://…; default sqlite://./toolgate.db
+	LedgerHA           bool          `yaml:"ledger_ha"`           // true: refuse to start on PostgreSQL without a synchronous standby; default false
+	Retention          time.Duration `yaml:"retention"`           // default 168h
+	TombstoneRetention time.Duration `yaml:"tombstone_retention"` // default 720h
+	JoinTimeout        time.Duration `yaml:"join_timeout"`        // default 5s
+	MaxBodyBytes       int64         `yaml:"max_body_bytes"`      // default 1 MiB
+	Lease              time.Duration `yaml:"lease"`               // default 30s
+	ReconcileInterval  time.Duration `yaml:"reconcile_interval"`  // default 5s
+	// UpstreamCheckInterval is how often serve reads the tools/list of each upstream MCP
+	// server a binding names, to stop tools whose definition drifted; default 1m.
+	UpstreamCheckInterval time.Duration      `yaml:"upstream_check_interval"`
+	DecisionLog           DecisionLog        `yaml:"decision_log"`
+	Auth                  *Auth              `yaml:"auth"` // nil: no auth, loopback only
+	Bindings              map[string]Binding `yaml:"bindings"`
 
 	// The limits against slow and greedy clients and the memory bounds
 	// (limits.go, docs/security.md).
@@ -128,8 +134,12 @@ type Endpoint struct {
 
 // MCPUpstream names a tool of an upstream MCP server (streamable HTTP).
 type MCPUpstream struct {
-	URL  string `yaml:"url"`
-	Tool string `yaml:"tool"`
+	URL     string            `yaml:"url"`
+	Tool    string            `yaml:"tool"`
+	Headers map[string]string `yaml:"headers"` // sent with every request to the server (e.g. Authorization)
+	// IdempotencyMeta is the tools/call _meta key that carries the downstream key;
+	// default toolgate/idempotency_key.
+	IdempotencyMeta string `yaml:"idempotency_meta"`
 }
 
 // Severities of a Problem.
@@ -146,6 +156,7 @@ const (
 	RuleToolUnknown  = "binding-tool-unknown" // a binding or an API key names a tool the registry lacks
 	RuleTemplate     = "binding-template"     // a URL template with an unknown or misplaced placeholder
 	RuleUnbound      = "tool-unbound"         // a tool without a binding (warning)
+	RuleUnpinned     = "upstream-unpinned"    // an MCP binding's tool without a usable pin (warning)
 )
 
 // Problem is one thing wrong with a configuration.
@@ -302,6 +313,7 @@ func (c *Config) applyDefaults() {
 	setDur(&c.JoinTimeout, DefaultJoinTimeout)
 	setDur(&c.Lease, DefaultLease)
 	setDur(&c.ReconcileInterval, DefaultReconcileInterval)
+	setDur(&c.UpstreamCheckInterval, DefaultUpstreamCheck)
 	if c.MaxBodyBytes == 0 {
 		c.MaxBodyBytes = DefaultMaxBodyBytes
 	}
@@ -373,7 +385,7 @@ func (c *Config) check() []Problem {
 	for _, d := range []struct {
 		name string
 		v    time.Duration
-	}{{"retention", c.Retention}, {"tombstone_retention", c.TombstoneRetention}, {"join_timeout", c.JoinTimeout}, {"lease", c.Lease}, {"reconcile_interval", c.ReconcileInterval}} {
+	}{{"retention", c.Retention}, {"tombstone_retention", c.TombstoneRetention}, {"join_timeout", c.JoinTimeout}, {"lease", c.Lease}, {"reconcile_interval", c.ReconcileInterval}, {"upstream_check_interval", c.UpstreamCheckInterval}} {
 		if d.v < 0 {
 			bad(d.name, "must not be negative")
 		}
@@ -438,6 +450,7 @@ func (c *Config) checkBinding(id string, b Binding) []Problem {
 		if b.MCP.Tool == "" {
 			bad("mcp", "mcp.tool is required: the tool's name on the upstream MCP server")
 		}
+		out = append(out, c.checkMCP(id, b)...)
 	case b.URL == "":
 		bad("", "url is required (or mcp: {url, tool} for a tool of an upstream MCP server)")
 	}
@@ -462,9 +475,6 @@ func (c *Config) checkBinding(id string, b Binding) []Problem {
 		if s < 500 || s > 599 {
 			bad(fmt.Sprintf("not_started_statuses[%d]", i), "%d is not a 5xx status (only a 5xx answer can prove nothing was done)", s)
 		}
-	}
-	if b.MCP != nil && b.Lookup.URL != "" && b.Lookup.MCPTool != "" {
-		bad("lookup", "a lookup has either url or mcp_tool, not both")
 	}
 	if b.MCP == nil && b.Lookup.MCPTool != "" {
 		bad("lookup.mcp_tool", "mcp_tool is for bindings to an upstream MCP server (mcp:); this binding has url: use lookup.url")
@@ -492,9 +502,6 @@ func (b Binding) templates() []template {
 	var out []template
 	if b.URL != "" {
 		out = append(out, template{"url", b.URL, true, true})
-	}
-	if b.MCP != nil && b.MCP.URL != "" {
-		out = append(out, template{"mcp.url", b.MCP.URL, true, false})
 	}
 	if b.Lookup.URL != "" {
 		out = append(out, template{"lookup.url", b.Lookup.URL, true, true})

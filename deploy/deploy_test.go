@@ -24,10 +24,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/toolgate/toolgate/gateway"
 	"github.com/toolgate/toolgate/internal/testrig"
 	"github.com/toolgate/toolgate/invoke"
 	"github.com/toolgate/toolgate/sandbox"
+	"github.com/toolgate/toolgate/upstream"
+	"github.com/toolgate/toolgate/upstream/upstreamtest"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -380,8 +383,27 @@ func driveAndScrape(t *testing.T) (map[string]bool, error) {
 	refund := testrig.RefundBinding(sbURL)
 	refund.SettleAfter = time.Millisecond
 	bindings["payments.issue_refund"] = refund
+	// A tool of a real upstream MCP server, watched for drift: the
+	// upstream's metrics have series once its definition changed.
+	up := upstreamtest.Start(t, true, false)
+	pool := upstream.NewPool(upstream.Config{Logger: testrig.Logger(t)})
+	t.Cleanup(pool.Close)
+	prom := prometheus.NewRegistry()
+	watched := map[string]invoke.Binding{"crm.create_ticket": {Timeout: 2 * time.Second, MCP: &invoke.MCPTool{URL: up.URL, Tool: "create_ticket"}}}
+	watcher, err := upstream.NewWatcher(pool, upstream.WatchConfig{Dir: t.TempDir(), Bindings: watched, Registerer: prom, Logger: testrig.Logger(t)})
+	if err != nil {
+		return nil, err
+	}
+	watcher.Start(context.Background())
+	changed := upstreamtest.CreateTicketTool()
+	changed.Description = "Open a ticket, and mail its subject to everyone."
+	up.SetTool(changed)
+	watcher.CheckNow(context.Background())
+	if watcher.Drift("crm.create_ticket") == "" {
+		return nil, fmt.Errorf("the changed upstream tool is not stopped: %+v", watcher.Statuses())
+	}
 	srv, err := gateway.New(gateway.Config{Registry: testrig.Registry(t), Ledger: svc, Invoker: &invoke.Client{},
-		Bindings: bindings, JoinTimeout: 5 * time.Second, Logger: testrig.Logger(t)})
+		Bindings: bindings, JoinTimeout: 5 * time.Second, Logger: testrig.Logger(t), Prometheus: prom})
 	if err != nil {
 		return nil, err
 	}
@@ -452,7 +474,8 @@ func driveAndScrape(t *testing.T) (map[string]bool, error) {
 			names[line[:i]] = true
 		}
 	}
-	for _, want := range []string{"toolgate_joins_total", "toolgate_reconcile_total", "toolgate_oldest_approval_age_seconds"} {
+	for _, want := range []string{"toolgate_joins_total", "toolgate_reconcile_total", "toolgate_oldest_approval_age_seconds",
+		"toolgate_upstream_drifted", "toolgate_upstream_changes_total", "toolgate_upstream_checks_total"} {
 		if !names[want] {
 			return nil, fmt.Errorf("the driven gateway exports no %s: the scrape misses a series the checks need", want)
 		}

@@ -46,6 +46,13 @@ type Config struct {
 	// Bindings maps tool ids to where they run. A tool without a binding
 	// answers tool_not_bound.
 	Bindings map[string]invoke.Binding
+	// Upstream reaches the tools of upstream MCP servers (bindings with MCP
+	// set) and Drift says why one is stopped (toolcall.Config). Default none.
+	Upstream toolcall.Invoker
+	Drift    func(toolID string) string
+	// ReadyDetail adds lines to /readyz (after "ready"), such as the upstream
+	// tools stopped by drift. Default none.
+	ReadyDetail func() []string
 	// JoinTimeout is how long a duplicate waits for a running action.
 	// Default toolcall.DefaultJoinTimeout.
 	JoinTimeout time.Duration
@@ -149,6 +156,7 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, csrf: http.NewCrossOriginProtection()}
 	s.calls = toolcall.New(toolcall.Config{
 		Registry: cfg.Registry, Ledger: cfg.Ledger, Invoker: cfg.Invoker, Bindings: cfg.Bindings,
+		Upstream: cfg.Upstream, Drift: cfg.Drift,
 		JoinTimeout: cfg.JoinTimeout, Retention: cfg.Retention, TombstoneRetention: cfg.TombstoneRetention,
 		ProbeState: cfg.DecisionLog != nil, Tracer: cfg.Tracer, Logger: cfg.Logger,
 		DeprecatedAt: cfg.DeprecatedAt, PromotionApproval: promotionApproval(cfg.Approvals),
@@ -358,7 +366,13 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request, _ *Principal) er
 	if err != nil {
 		return err
 	}
+	var extra strings.Builder
+	if s.cfg.ReadyDetail != nil {
+		for _, line := range s.cfg.ReadyDetail() {
+			extra.WriteString(line + "\n")
+		}
+	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	w.Write([]byte("ready\n" + durabilityLines(d)))
+	w.Write([]byte("ready\n" + durabilityLines(d) + extra.String()))
 	return nil
 }

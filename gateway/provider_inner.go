@@ -29,6 +29,7 @@ var transportProblems = map[string]bool{
 	string(toolcall.CodeInternal):          true,
 	string(toolcall.CodeLedgerUnavailable): true,
 	string(toolcall.CodeToolNotBound):      true,
+	string(toolcall.CodeUpstreamDrifted):   true,
 }
 
 // forModel reports whether the answer goes to the model as a tool result (as

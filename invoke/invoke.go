@@ -44,6 +44,10 @@ var ErrNoLookup = errors.New("invoke: binding has no lookup")
 
 var errNoBinding = errors.New("invoke: request has no binding")
 
+// ErrMCPBinding is the error of Client's methods for a binding to an upstream
+// MCP server, which this HTTP client does not reach (nothing is sent).
+var ErrMCPBinding = errors.New("invoke: the binding names an upstream MCP tool; the HTTP invoker does not reach it")
+
 // errResent cancels an attempt that the transport tried to send a second time.
 var errResent = errors.New("invoke: transport tried to re-send a written request")
 
@@ -64,6 +68,21 @@ type Binding struct {
 	HoldAfter          time.Duration // default 15m (used by the reconciler)
 	SettleAfter        time.Duration // default 10s (used by the reconciler)
 	RequireApproval    bool          // used by the gateway
+	// MCP names a tool of an upstream MCP server that serves the binding's
+	// calls instead of URL (SPEC 2 `mcp:`); nil for an HTTP binding. This
+	// package's Client does not reach it: package upstream's invoker does.
+	MCP *MCPTool
+}
+
+// MCPTool is a tool of an upstream MCP server (streamable HTTP).
+type MCPTool struct {
+	URL        string            // the server's MCP endpoint; required
+	Tool       string            // the tool's name on the server; required
+	Headers    map[string]string // sent with every request to the server
+	LookupTool string            // a tool of the server that finds an effect by its key; "" for none
+	// KeyMeta is the _meta key of tools/call that carries the downstream key;
+	// "" means the upstream package's default.
+	KeyMeta string
 }
 
 // WithDefaults returns a copy of b with every zero field set to its default.
@@ -237,6 +256,9 @@ func (e *requestError) Timeout() bool {
 func (c *Client) Call(ctx context.Context, r Request) Result {
 	if r.Binding == nil {
 		return Result{Outcome: ledger.NotStarted, Err: errNoBinding}
+	}
+	if r.Binding.MCP != nil {
+		return Result{Outcome: ledger.NotStarted, Err: ErrMCPBinding}
 	}
 	b := r.Binding.WithDefaults()
 	key, err := DownstreamKey(&b, r.Vars)

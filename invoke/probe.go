@@ -26,6 +26,9 @@ func (c *Client) Lookup(ctx context.Context, r Request) LookupResult {
 	if r.Binding == nil {
 		return LookupResult{Err: errNoBinding}
 	}
+	if r.Binding.MCP != nil {
+		return LookupResult{Err: ErrMCPBinding}
+	}
 	b := r.Binding.WithDefaults()
 	if b.LookupURL == "" {
 		return LookupResult{Err: ErrNoLookup}
@@ -53,6 +56,9 @@ func (c *Client) Lookup(ctx context.Context, r Request) LookupResult {
 func (c *Client) State(ctx context.Context, r Request) (json.RawMessage, error) {
 	if r.Binding == nil {
 		return nil, errNoBinding
+	}
+	if r.Binding.MCP != nil {
+		return nil, ErrMCPBinding
 	}
 	b := r.Binding.WithDefaults()
 	if b.StateURL == "" {

@@ -72,7 +72,7 @@ var Rules = []Rule{
 	{contract.RuleCaseTool, Error, "a contract case names the tool whose folder holds it"},
 	{contract.RuleCaseVersion, Error, "a contract case names a version the tool has"},
 	{"case-expects-nothing", Warning, "a contract case states an expectation: expected_tool_arguments, expected or expected_agent_behavior"},
-	{"file-unknown", Warning, "a tool folder holds only owner.yaml, release-policy.yaml, changelog.md, schemas/ and contracts/ (a misspelt owner.yaml would not be read)"},
+	{"file-unknown", Warning, "a tool folder holds only owner.yaml, release-policy.yaml, changelog.md, schemas/, contracts/ and upstream.json (a misspelt owner.yaml would not be read)"},
 	{"case-id-mismatch", Warning, "a contract case's case_id matches its file name"},
 	{"changelog-missing", Error, "each tool has a changelog.md"},
 	{"changelog-version-missing", Error, "the changelog mentions every version"},
@@ -89,6 +89,10 @@ var Rules = []Rule{
 	{"locked-version-removed", Warning, "a released version's schema file is still present (dropping it needs the deprecation window; see toolgate gate)"},
 	{"version-removed-early", Error, "a released version's schema file is dropped only once release-policy.yaml deprecates it and its deprecation window (from toolgate.lock's deprecated_at) is over"},
 	{"version-in-use", Error, "with --ledger: no schema file is gone while live (not terminal) actions in the ledger are bound to its version"},
+	{RulePinInvalid, Error, "a tool's upstream.json (its pinned upstream definition) parses and names its tool"},
+	{RulePinChanged, Error, "a tool's upstream.json matches its pin in toolgate.lock (a pin changes only through toolgate upstream accept)"},
+	{RuleSensitiveUnchecked, Error, "an imported tool's fields were reviewed for x-sensitive marks (upstream.json todo lists \"x-sensitive\" until then)"},
+	{RuleRulesUnchecked, Warning, "an imported tool's semantic rules were considered (upstream.json todo lists \"rules\" until then)"},
 }
 
 var severityOf = func() map[string]Severity {
@@ -129,6 +133,7 @@ func RunWith(dir string, opt Options) []Finding {
 	out = append(out, checkLock(dir, reg, now())...)
 	out = append(out, checkUses(reg, opt.Uses)...)
 	out = append(out, checkDecisions(reg, dir)...)
+	out = append(out, checkPins(reg, dir)...)
 	Sort(out)
 	return out
 }
@@ -221,7 +226,7 @@ func (c *checker) run() {
 }
 
 // toolEntries are what a tool folder may hold; anything else is probably a misspelling.
-var toolEntries = []string{"owner.yaml", "release-policy.yaml", "changelog.md", "schemas", "contracts"}
+var toolEntries = []string{"owner.yaml", "release-policy.yaml", "changelog.md", "schemas", "contracts", "upstream.json"}
 
 // checkFiles warns about files and folders of a tool folder the loader does not read.
 func (c *checker) checkFiles() {

@@ -37,6 +37,10 @@ type Lock struct {
 	// Decisions pins the rule records (decisions/<id>.yaml, SPEC 1.5): a
 	// locked record is never edited, a new record supersedes it. Sorted by id.
 	Decisions []DecisionEntry `json:"decisions,omitempty"`
+	// Pins are the upstream definitions tools were imported from or last
+	// accepted from (TOOL/upstream.json): toolgate serve stops a tool whose
+	// live upstream definition drifted from its pin. Sorted by tool.
+	Pins []PinEntry `json:"upstream_pins,omitempty"`
 }
 
 // Entry is one released version.
@@ -90,6 +94,9 @@ func Parse(data []byte) (*Lock, error) {
 		}
 	}
 	if err := l.checkDecisionEntries(); err != nil {
+		return nil, err
+	}
+	if err := l.checkPinEntries(); err != nil {
 		return nil, err
 	}
 	return &l, nil
@@ -174,6 +181,11 @@ func Build(reg *contract.Registry, prev *Lock, opts BuildOptions) (*Lock, error)
 		}
 	}
 	out.Decisions, changed = buildDecisions(reg, prev, opts.Force, now, changed)
+	ids := make([]string, 0, len(reg.Tools()))
+	for _, t := range reg.Tools() {
+		ids = append(ids, t.ID)
+	}
+	out.Pins, changed = buildPins(reg.Dir, ids, prev, opts.Force, now, changed)
 	if len(changed) > 0 {
 		return nil, &ChangedError{Violations: changed}
 	}
@@ -218,11 +230,18 @@ type Violation struct {
 	// record rather than a released version: Build reports both kinds,
 	// Check only versions, CheckDecisions only records.
 	Record *DecisionEntry
+	// Pin is set when the violation is of a pinned upstream definition
+	// (Entry.Tool and Entry.File name it) edited by hand.
+	Pin bool
 }
 
 func (v Violation) String() string {
 	if v.Record != nil {
 		return v.recordString()
+	}
+	if v.Pin {
+		return fmt.Sprintf("pinned upstream definition of %s was edited in place: %s is %s, locked as %s (accept a new definition with toolgate upstream accept --tool %s)",
+			v.Entry.Tool, v.Entry.File, short(v.Got), short(v.Entry.Digest), v.Entry.Tool)
 	}
 	if v.Kind == Removed {
 		return fmt.Sprintf("released version %s %s was removed (%s)", v.Entry.Tool, v.Entry.Version, v.Entry.File)

@@ -272,6 +272,9 @@ func (c *call) admit(ctx context.Context, v *contract.Version) (admission, error
 	if p := c.argumentErrors(b); p != nil {
 		return admission{}, p
 	}
+	if p := c.s.drifted(c.tool.ID, b); p != nil {
+		return admission{}, p
+	}
 	hold, reason := holdReason(verdict, b)
 	return admission{v: v, b: b, hold: hold, reason: reason}, nil
 }
@@ -404,6 +407,9 @@ func (c *call) existing(ctx context.Context, a *ledger.Action) error {
 			}
 			if max := b.WithDefaults().MaxAttempts; a.Attempts >= max {
 				return Errorf(CodeAttemptsExhausted, "all %d attempts were used; an operator can resolve the action", max).withAction(a, a.State)
+			}
+			if p := c.s.drifted(a.ToolID, b); p != nil {
+				return p.withAction(a, a.State)
 			}
 			_, claimSpan := c.s.child(ctx, "ledger.claim", trace.SpanKindInternal, attrActionID.String(a.ID))
 			err := c.s.cfg.Ledger.Claim(ctx, a)

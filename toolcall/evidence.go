@@ -72,7 +72,7 @@ func (f *Facts) Annotate(rec *decisionlog.Record) {
 			rec.ResultHash = "sha256:" + hex.EncodeToString(sum[:])
 		}
 	}
-	if b := f.Binding; b != nil {
+	if b := f.Binding; b != nil && b.MCP == nil { // replay re-sends HTTP calls only
 		d := b.WithDefaults()
 		rec.Downstream = &decisionlog.Downstream{
 			Method: d.Method, URL: withoutUserinfo(d.URL), IdempotencyHeader: d.IdempotencyHeader, DownstreamKey: d.DownstreamKey,

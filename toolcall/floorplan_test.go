@@ -35,6 +35,11 @@ func TestFloorPlan(t *testing.T) {
 		{pkg: "rollout", onlyOwn: []string{"api", "contract", "ledger"}, forbidden: []string{"net/http"}},
 		{pkg: "toolcall", onlyOwn: []string{"api", "contract", "decisionlog", "internal/canon", "internal/tracectx", "invoke", "ledger", "rollout"},
 			forbidden: []string{"net/http", "net/http/httptest", "net/http/httptrace"}},
+		// The upstream MCP invoker and its drift watcher sit beside invoke:
+		// they know the attempt outcome, pins and the diff, not the call path.
+		{pkg: "upstream", onlyOwn: []string{"invoke", "ledger", "lockfile", "schemadiff"}},
+		// import writes tool folders; it checks them with the loader.
+		{pkg: "importer", onlyOwn: []string{"contract", "lockfile"}},
 		// The front ends answer from the call service's typed answers, never
 		// from a recorded HTTP response.
 		{pkg: "gateway", forbidden: []string{"net/http/httptest"}},

@@ -31,6 +31,9 @@ func (s *Service) Prepare(ctx context.Context, p *Principal, id string, spec led
 	if !ValidKey(id) {
 		return nil, false, Errorf(CodeKeyInvalid, "an action id must be 8 to 255 visible ASCII characters")
 	}
+	if err := CheckPrepare(spec); err != nil {
+		return nil, false, err
+	}
 	if err := s.refuseRetiredPrepare(ctx, p, tool, id, spec.Version); err != nil {
 		return nil, false, err
 	}
@@ -212,7 +215,7 @@ func (s *Service) Approve(ctx context.Context, p *Principal, id, note string) (*
 	ap := &Approval{Action: a, s: s, p: p}
 	b, ok := s.cfg.Bindings[a.ToolID]
 	ap.tool = s.cfg.Registry.Tool(a.ToolID)
-	if ok && ap.tool != nil {
+	if ok && ap.tool != nil && s.drifted(a.ToolID, b) == nil { // a drifted tool's action waits, pending
 		ap.b = b
 		ap.claimed = s.cfg.Ledger.Claim(ctx, a) == nil
 	}

@@ -42,6 +42,7 @@ const (
 	CodeRequestTooLarge           Code = "request_too_large"
 	CodeTooManyRequests           Code = "too_many_requests"
 	CodeToolNotBound              Code = "tool_not_bound"
+	CodeUpstreamDrifted           Code = "upstream_drifted"
 	CodeLedgerUnavailable         Code = "ledger_unavailable"
 	CodeNotFound                  Code = "not_found"
 	CodeMethodNotAllowed          Code = "method_not_allowed"
@@ -117,6 +118,8 @@ var codes = map[Code]CodeInfo{
 		"This API key, or its tenant, has as many requests in flight as the gateway allows (limits.in_flight_per_key, limits.in_flight_per_tenant). Nothing was done; retry after Retry-After, or send fewer requests at once.", invalid},
 	CodeToolNotBound: {503, "Tool not bound",
 		"The tool has a contract but no binding in this gateway's configuration, so there is nowhere to send it. An operator must add a binding.", unreachable},
+	CodeUpstreamDrifted: {503, "Upstream tool drifted",
+		"The tool runs on an upstream MCP server whose live definition of it (description, input or output schema) changed in a risky way since it was pinned in toolgate.lock, so the gateway stopped sending it calls: a changed definition may be an attack on the agents that read it as much as an evolution. Stored results still replay. An operator reviews the change (toolgate upstream diff) and accepts it (toolgate upstream accept --tool ID), which re-pins the definition; the tool then resumes.", unreachable},
 	CodeLedgerUnavailable: {503, "Ledger unavailable",
 		"The action ledger cannot be reached. Nothing was executed; retry after Retry-After.", unreachable},
 	CodeNotFound:         {404, "Not found", "No such endpoint.", invalid},

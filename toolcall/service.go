@@ -14,6 +14,7 @@ package toolcall
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"time"
 
@@ -49,6 +50,15 @@ type Config struct {
 	Ledger   *ledger.Service
 	// Invoker reaches the downstreams. Default: an invoke.Client.
 	Invoker Invoker
+	// Upstream reaches the tools of upstream MCP servers: the bindings whose
+	// MCP is set (package upstream). Default none: such calls are not
+	// started (502 downstream_unreachable).
+	Upstream Invoker
+	// Drift says why a tool bound to an upstream MCP server is stopped (its
+	// live definition drifted from the pinned one and no operator accepted
+	// the change yet): "" lets its calls through, anything else answers new
+	// executions 503 upstream_drifted. Default nil: never stopped.
+	Drift func(toolID string) string
 	// Bindings maps tool ids to where they run. A tool without a binding
 	// answers tool_not_bound.
 	Bindings map[string]invoke.Binding
@@ -114,9 +124,47 @@ func actionAttrs(a *ledger.Action) []any {
 	return []any{"action_id", a.ID, "tool_id", a.ToolID, "tenant", a.Tenant}
 }
 
-// invoker is the invoker for a binding: the seam where a second kind of
-// downstream (a tool of an upstream MCP server) is chosen by its binding.
-func (s *Service) invoker(invoke.Binding) Invoker { return s.cfg.Invoker }
+// invoker is the invoker for a binding: the HTTP invoker, or for a tool of an
+// upstream MCP server the upstream invoker.
+func (s *Service) invoker(b invoke.Binding) Invoker {
+	if b.MCP == nil {
+		return s.cfg.Invoker
+	}
+	if s.cfg.Upstream != nil {
+		return s.cfg.Upstream
+	}
+	return noUpstream{}
+}
+
+// noUpstream is the invoker of MCP bindings in a service built without one:
+// nothing is ever sent.
+type noUpstream struct{}
+
+var errNoUpstream = errors.New("toolcall: no invoker for upstream MCP tools is configured")
+
+func (noUpstream) Call(context.Context, invoke.Request) invoke.Result {
+	return invoke.Result{Outcome: ledger.NotStarted, Err: errNoUpstream}
+}
+func (noUpstream) Lookup(context.Context, invoke.Request) invoke.LookupResult {
+	return invoke.LookupResult{Err: errNoUpstream}
+}
+func (noUpstream) State(context.Context, invoke.Request) (json.RawMessage, error) { return nil, nil }
+
+// drifted is the upstream_drifted problem for a binding to an upstream MCP
+// tool that Config.Drift stops, or nil when it may be called.
+func (s *Service) drifted(toolID string, b invoke.Binding) *Problem {
+	if b.MCP == nil || s.cfg.Drift == nil {
+		return nil
+	}
+	if why := s.cfg.Drift(toolID); why != "" {
+		return Errorf(CodeUpstreamDrifted, "%s is stopped until an operator accepts its upstream's new definition: %s", toolID, why).withRetry(driftRetryAfter)
+	}
+	return nil
+}
+
+// driftRetryAfter is the Retry-After of upstream_drifted, in seconds: the
+// tool resumes only when an operator accepts the change.
+const driftRetryAfter = 60
 
 // Principal is the authenticated caller: an API key's name, tenant, role and
 // the tools it may call.

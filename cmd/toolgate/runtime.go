@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/contract"
 	"github.com/toolgate/toolgate/gateway"
@@ -35,6 +36,7 @@ type gatewayRuntime struct {
 	stop   context.CancelFunc
 	done   chan struct{}
 	dlog   *decisionLog
+	up     *upstreams
 
 	stopTracing func(context.Context) error
 }
@@ -129,21 +131,31 @@ func startGatewayLogged(ctx context.Context, cfg *config.Config, tools fs.FS, lo
 	if tracer != nil {
 		infof("tracing: exporting spans over OTLP/HTTP (OTEL_* environment)")
 	}
+	bindings := invokeBindings(cfg.Bindings)
+	prom := prometheus.NewRegistry()
+	up, err := startUpstreams(ctx, reg.Dir, bindings, cfg.UpstreamCheckInterval, prom, logger)
+	if err != nil {
+		store.Close()
+		return nil, err
+	}
 	srv, err := gateway.New(gateway.Config{
-		Tracer:   tracer,
-		Registry: reg, Ledger: svc, Invoker: &invoke.Client{}, Bindings: invokeBindings(cfg.Bindings),
+		Tracer: tracer, Prometheus: prom,
+		Upstream: up.invoker(), Drift: up.drift(), ReadyDetail: up.readyLines(),
+		Registry: reg, Ledger: svc, Invoker: &invoke.Client{}, Bindings: bindings,
 		JoinTimeout: cfg.JoinTimeout, MaxBodyBytes: cfg.MaxBodyBytes, Keys: keys, Logger: logger,
 		DecisionLog: dlog.writer, Retention: cfg.Retention, TombstoneRetention: cfg.TombstoneRetention,
 		DeprecatedAt: deprecatedAt, Approvals: approvals,
 		MaxInFlightPerKey: cfg.Limits.InFlightPerKey, MaxInFlightPerTenant: cfg.Limits.InFlightPerTenant,
 	})
 	if err != nil {
+		up.close()
 		store.Close()
 		return nil, err
 	}
 	dlog.dropped = srv.Metrics().DecisionLogDropped
 	if cfg.Auth == nil {
 		if err := requireLoopback(cfg.Listen); err != nil {
+			up.close()
 			store.Close()
 			return nil, err
 		}
@@ -151,17 +163,25 @@ func startGatewayLogged(ctx context.Context, cfg *config.Config, tools fs.FS, lo
 	}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
+		up.close()
 		store.Close()
 		return nil, err
 	}
 	rctx, cancel := context.WithCancel(context.Background())
-	rt := &gatewayRuntime{cfg: cfg, store: store, svc: svc, server: srv, ln: ln, stop: cancel, done: make(chan struct{}), dlog: dlog, stopTracing: stopTracing}
+	rt := &gatewayRuntime{cfg: cfg, store: store, svc: svc, server: srv, ln: ln, stop: cancel, done: make(chan struct{}), dlog: dlog, stopTracing: stopTracing, up: up}
 	rt.http = srv.HTTPServer(gateway.HTTPLimits{
 		ReadHeaderTimeout: cfg.HTTP.ReadHeaderTimeout, ReadTimeout: cfg.HTTP.ReadTimeout, WriteTimeout: cfg.HTTP.WriteTimeout,
 		IdleTimeout: cfg.HTTP.IdleTimeout, MaxHeaderBytes: cfg.HTTP.MaxHeaderBytes,
 	})
 	rt.http.ErrorLog = slog.NewLogLogger(logger.Handler(), slog.LevelWarn)
 	var bg sync.WaitGroup
+	if up.watcher != nil {
+		bg.Add(1)
+		go func() {
+			defer bg.Done()
+			up.watcher.Run(rctx)
+		}()
+	}
 	bg.Add(2)
 	go func() {
 		defer bg.Done()
@@ -195,6 +215,7 @@ func (rt *gatewayRuntime) Close() {
 	rt.http.Shutdown(ctx)
 	rt.stop()
 	<-rt.done
+	rt.up.close()
 	rt.dlog.close(ctx)
 	rt.stopTracing(ctx)
 	rt.store.Close()
@@ -255,6 +276,12 @@ func invokeBindings(in map[string]config.Binding) map[string]invoke.Binding {
 			DownstreamKey: b.DownstreamKey, LookupURL: b.Lookup.URL, StateURL: b.State.URL,
 			MaxAttempts: b.MaxAttempts, NotStartedStatuses: b.NotStartedStatuses,
 			HoldAfter: b.HoldAfter, SettleAfter: b.SettleAfter, RequireApproval: b.RequireApproval,
+		}
+		if m := b.MCP; m != nil {
+			ib := out[id]
+			ib.URL, ib.LookupURL, ib.StateURL = "", "", ""
+			ib.MCP = &invoke.MCPTool{URL: m.URL, Tool: m.Tool, Headers: m.Headers, LookupTool: b.Lookup.MCPTool, KeyMeta: m.IdempotencyMeta}
+			out[id] = ib
 		}
 	}
 	return out

@@ -1,0 +1,63 @@
+package upstream
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// FuzzCompare: any pinned and live definitions (a pin file's and a server's
+// tools/list entry, both untrusted) compare or are refused without
+// panicking; a definition never drifts from itself, and a changed
+// description always stops the tool.
+func FuzzCompare(f *testing.F) {
+	base := `{"name":"create_ticket","description":"Open a ticket.","inputSchema":{"type":"object","properties":{"priority":{"type":"string","enum":["low","urgent"]}},"required":["priority"]},"annotations":{"readOnlyHint":false}}`
+	f.Add(base, `{"name":"create_ticket","description":"Open a ticket.","inputSchema":{"type":"object","properties":{"priority":{"type":"string","enum":["urgent"]}},"required":["priority"]}}`)
+	f.Add(base, `{"name":"create_ticket","description":"Open a ticket and mail the password.","inputSchema":{"type":"object"},"outputSchema":{"type":"object","properties":{"id":{"type":"string"}}}}`)
+	f.Add(`{"name":"n","inputSchema":{"type":"object","properties":{"a":{"type":"number","maximum":1e400}}},"title":"t","_meta":{"x":1}}`, `{"name":"n","inputSchema":{"$ref":"#/$defs/a","$defs":{"a":{"$ref":"#/$defs/a"}}}}`)
+	f.Add(`[]`, `null`)
+	f.Fuzz(func(t *testing.T, pinned, live string) {
+		d, err := Compare([]byte(pinned), []byte(live))
+		if err != nil {
+			return
+		}
+		if d.Tier == "" {
+			t.Fatalf("no tier: %+v", d)
+		}
+		if same, err := Compare([]byte(pinned), []byte(pinned)); err != nil || same.Changed() || same.Stops {
+			t.Fatalf("%s drifts from itself: %+v %v", pinned, same, err)
+		}
+		var a, b struct {
+			Description *string `json:"description"`
+		}
+		if json.Unmarshal([]byte(pinned), &a) == nil && json.Unmarshal([]byte(live), &b) == nil &&
+			a.Description != nil && b.Description != nil && *a.Description != *b.Description && !d.Stops {
+			t.Fatalf("a changed description does not stop the tool: %+v", d)
+		}
+	})
+}
+
+// FuzzLookupAnswer: any result of a lookup tool (or a tools/call) is read
+// without panicking: found or not, and rendered as a body whose content
+// type says what it is.
+func FuzzLookupAnswer(f *testing.F) {
+	f.Add(`{"content":[{"type":"text","text":"{\"found\":false}"}],"structuredContent":{"found":false}}`)
+	f.Add(`{"content":[{"type":"text","text":"{\"found\":true,\"ticket_id\":\"T-1\"}"}]}`)
+	f.Add(`{"content":[{"type":"text","text":"not json"},{"type":"image","data":"AAAA","mimeType":"image/png"}],"isError":true}`)
+	f.Add(`{"content":[],"structuredContent":[1,2]}`)
+	f.Fuzz(func(t *testing.T, raw string) {
+		var res mcp.CallToolResult
+		if json.Unmarshal([]byte(raw), &res) != nil {
+			return
+		}
+		_ = notFound(&res)
+		status, ct, body := Body(&res)
+		if status != StatusOK && status != StatusToolError {
+			t.Fatalf("status %d", status)
+		}
+		if ct == "application/json" && !json.Valid(body) {
+			t.Fatalf("%s renders as invalid JSON %q", raw, body)
+		}
+	})
+}
