@@ -145,6 +145,8 @@ type Problem struct {
 	Errors   []FieldError `json:"errors,omitempty"`
 	ActionID string       `json:"action_id,omitempty"`
 	State    string       `json:"state,omitempty"`
+	// DefaultVersion names the version to call instead (version_retired).
+	DefaultVersion string `json:"default_version,omitempty"`
 	// RetryAfter is the Retry-After header in seconds (0: none); it travels
 	// as a header, not in the body.
 	RetryAfter int `json:"-"`

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toolgate/toolgate/contract"
+	"github.com/toolgate/toolgate/schemadiff"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -65,4 +67,38 @@ func findApproval(as []Approval, tool, version string, now time.Time) *Approval 
 		}
 	}
 	return nil
+}
+
+// ApprovalNeeds says why a release of tool t with a change of tier needs a
+// recorded approval (none: it needs none): a tool whose owner.yaml sets
+// risk_level high under a release policy with high_risk_requires_approval,
+// and any high-risk or major change.
+func ApprovalNeeds(t *contract.Tool, tier schemadiff.Tier) []string {
+	needs := []string{}
+	if t.Owner.RiskLevel == "high" && t.Policy.Gate.HighRiskRequiresApproval {
+		needs = append(needs, "tool risk_level is high")
+	}
+	if tier == schemadiff.TierHighRisk || tier == schemadiff.TierMajor {
+		needs = append(needs, "the change is "+string(tier))
+	}
+	return needs
+}
+
+// PromotionApproval applies the gate's approval check to making version to
+// the default in place of from (toolgate rollout promote): nil when no
+// approval is needed, the approval found when one is, or an error naming
+// what is missing.
+func PromotionApproval(t *contract.Tool, from, to *contract.Version, approvals []Approval, now time.Time) (*Approval, error) {
+	rep, err := diff(t, from, to)
+	if err != nil {
+		return nil, err
+	}
+	needs := ApprovalNeeds(t, rep.Tier)
+	if len(needs) == 0 {
+		return nil, nil
+	}
+	if a := findApproval(approvals, t.ID, to.Version, now); a != nil {
+		return a, nil
+	}
+	return nil, fmt.Errorf("approval required (%s): no approvals/ file names %s %s with an approval time before now", strings.Join(needs, "; "), t.ID, to.Version)
 }

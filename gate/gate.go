@@ -9,6 +9,7 @@ package gate
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
@@ -38,6 +39,10 @@ type Config struct {
 	Decisions []*contract.Decision
 	// Now is the clock. Defaults to time.Now.
 	Now func() time.Time
+	// Live counts, per version of the tool, the live (not terminal) actions a
+	// ledger holds (toolgate gate --ledger); a version being dropped (its file
+	// gone) while it has any blocks. Nil: no ledger is checked.
+	Live map[string]int64
 }
 
 // Check names.
@@ -123,15 +128,10 @@ func Evaluate(ctx context.Context, cfg Config) (*Decision, error) {
 	}
 
 	// 2. Classified diff and bump.
-	oldC, err := schemadiff.ParseContract(from.Raw)
-	if err != nil {
-		return nil, fmt.Errorf("gate: %s: %w", from.File, err)
+	var err error
+	if d.Diff, err = diff(t, from, to); err != nil {
+		return nil, fmt.Errorf("gate: %w", err)
 	}
-	newC, err := schemadiff.ParseContract(to.Raw)
-	if err != nil {
-		return nil, fmt.Errorf("gate: %s: %w", to.File, err)
-	}
-	d.Diff = schemadiff.Diff(oldC, newC, schemadiff.Options{Consumers: len(t.Owner.Consumers)})
 	d.DiffSummary = Summarize(d.Diff)
 	declared := "none"
 	if d.Diff.DeclaredBump != nil {
@@ -161,13 +161,7 @@ func Evaluate(ctx context.Context, cfg Config) (*Decision, error) {
 	}
 
 	// 4. Approval.
-	needs := []string{}
-	if t.Owner.RiskLevel == "high" && t.Policy.Gate.HighRiskRequiresApproval {
-		needs = append(needs, "tool risk_level is high")
-	}
-	if d.Diff.Tier == schemadiff.TierHighRisk || d.Diff.Tier == schemadiff.TierMajor {
-		needs = append(needs, "the change is "+string(d.Diff.Tier))
-	}
+	needs := ApprovalNeeds(t, d.Diff.Tier)
 	if len(needs) == 0 {
 		add(CheckApproval, true, "no approval needed (risk_level "+orNone(t.Owner.RiskLevel)+", "+string(d.Diff.Tier)+" change)")
 	} else if a := findApproval(cfg.Approvals, t.ID, to.Version, now()); a != nil {
@@ -187,8 +181,14 @@ func Evaluate(ctx context.Context, cfg Config) (*Decision, error) {
 			continue
 		}
 		dropped++
-		ok, detail := deprecationOK(t, v.Entry, now())
+		ok, detail := DeprecationOK(t, v.Entry, now())
 		add(CheckDeprecation, ok, detail)
+	}
+	for _, v := range sortedKeys(cfg.Live) {
+		if n := cfg.Live[v]; n > 0 && v != "" && t.Version(v) == nil {
+			dropped++
+			add(CheckDeprecation, false, fmt.Sprintf("v%s is dropped but the ledger holds %d live action(s) bound to it: keep its file until they are terminal", v, n))
+		}
 	}
 	if dropped == 0 {
 		add(CheckDeprecation, true, "no released version is being dropped")
@@ -239,9 +239,9 @@ func causesOf(r *casetest.Report, suite string) string {
 	return ": " + strings.Join(parts, "; ")
 }
 
-// deprecationOK checks a dropped version: the policy must deprecate it and the lock must
+// DeprecationOK checks a dropped version: the policy must deprecate it and the lock must
 // show it deprecated for at least deprecation_window_days.
-func deprecationOK(t *contract.Tool, e lockfile.Entry, now time.Time) (bool, string) {
+func DeprecationOK(t *contract.Tool, e lockfile.Entry, now time.Time) (bool, string) {
 	window := t.Policy.DeprecationWindowDays
 	switch {
 	case !t.Policy.Deprecates(e.Version):
@@ -305,4 +305,26 @@ func fieldOf(p string) string {
 		}
 	}
 	return strings.Join(names, ".")
+}
+
+func sortedKeys(m map[string]int64) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// diff is the classified diff of a release of t, counting its consumers.
+func diff(t *contract.Tool, from, to *contract.Version) (schemadiff.Report, error) {
+	oldC, err := schemadiff.ParseContract(from.Raw)
+	if err != nil {
+		return schemadiff.Report{}, fmt.Errorf("%s: %w", from.File, err)
+	}
+	newC, err := schemadiff.ParseContract(to.Raw)
+	if err != nil {
+		return schemadiff.Report{}, fmt.Errorf("%s: %w", to.File, err)
+	}
+	return schemadiff.Diff(oldC, newC, schemadiff.Options{Consumers: len(t.Owner.Consumers)}), nil
 }

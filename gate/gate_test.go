@@ -101,3 +101,27 @@ func TestParseApproval(t *testing.T) {
 		})
 	}
 }
+
+// TestPromotionApproval: promoting a high-risk tool's version needs an
+// approval of that version recorded no later than now, as a release does.
+func TestPromotionApproval(t *testing.T) {
+	t.Parallel()
+	tl := setup(t)
+	from, to := tl.Version("2.1.0"), tl.Version("2.2.0")
+	now := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	if _, err := PromotionApproval(tl, from, to, nil, now); err == nil || !strings.Contains(err.Error(), "tool risk_level is high; the change is major") {
+		t.Fatalf("no approval: %v", err)
+	}
+	later := []Approval{{Approver: "jane.doe", Tool: tl.ID, Version: "2.2.0", ApprovedAt: now.Add(time.Hour)}}
+	if _, err := PromotionApproval(tl, from, to, later, now); err == nil {
+		t.Fatal("an approval dated in the future counts")
+	}
+	other := []Approval{{Approver: "jane.doe", Tool: tl.ID, Version: "2.1.0", ApprovedAt: now}}
+	if _, err := PromotionApproval(tl, from, to, other, now); err == nil {
+		t.Fatal("an approval of another version counts")
+	}
+	ok := append(other, Approval{Approver: "sam", Tool: tl.ID, Version: "v2.2.0", ApprovedAt: now, Source: "approvals/x.yaml"})
+	if a, err := PromotionApproval(tl, from, to, ok, now); err != nil || a == nil || a.Approver != "sam" {
+		t.Fatalf("approved: %+v, %v", a, err)
+	}
+}

@@ -55,10 +55,18 @@ type reply struct {
 	outcome decisionlog.Outcome
 	gone    bool      // the caller went away: nothing is written
 	cause   *causeLog // what the log says about the problem, if anything
+	// deprecation: the version that served is deprecated (rollouts.go).
+	deprecation *toolcall.Deprecation
 }
 
 // replyOf turns what the call service returned into the one-shot answer.
 func (s *Server) replyOf(where string, ans *toolcall.Answer, err error) reply {
+	rep := s.replyBody(where, ans, err)
+	rep.deprecation = ans.Deprecation
+	return rep
+}
+
+func (s *Server) replyBody(where string, ans *toolcall.Answer, err error) reply {
 	switch {
 	case errors.Is(err, toolcall.ErrCallerGone):
 		// Nobody reads the answer. Logged with status 0, as an answer never
@@ -95,9 +103,11 @@ func problemReply(p *api.Problem, outcome decisionlog.Outcome) reply {
 
 // write answers the reply on w.
 func (rep *reply) write(w http.ResponseWriter) {
-	switch {
-	case rep.gone:
+	if rep.gone {
 		return
+	}
+	deprecationHeaders(w.Header(), rep.deprecation)
+	switch {
 	case rep.code != "":
 		writeProblemBody(w, rep.problem, rep.body)
 		return

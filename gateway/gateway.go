@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/toolgate/toolgate/contract"
 	"github.com/toolgate/toolgate/decisionlog"
+	"github.com/toolgate/toolgate/gate"
 	"github.com/toolgate/toolgate/internal/masking"
 	"github.com/toolgate/toolgate/invoke"
 	"github.com/toolgate/toolgate/ledger"
@@ -77,6 +78,13 @@ type Config struct {
 	// Prometheus is where the metrics are registered and what /metrics
 	// serves. Default: a new registry of the gateway's own.
 	Prometheus *prometheus.Registry
+	// DeprecatedAt returns toolgate.lock's deprecated_at of a version, the
+	// start of its deprecation window. Default: no lock (the rollout record
+	// dates the window; docs/release-gate.md).
+	DeprecatedAt func(toolID, version string) (time.Time, bool)
+	// Approvals reads the recorded approvals (approvals/*.yaml) a promotion
+	// of a high-risk tool needs, as the release gate does. Default: none.
+	Approvals func() ([]gate.Approval, error)
 
 	// MaxInFlightPerKey and MaxInFlightPerTenant cap the requests one API
 	// key, and all keys of one tenant, may have in flight at once; more are
@@ -151,6 +159,8 @@ func New(cfg Config) (*Server, error) {
 		Upstream: cfg.Upstream, Drift: cfg.Drift,
 		JoinTimeout: cfg.JoinTimeout, Retention: cfg.Retention, TombstoneRetention: cfg.TombstoneRetention,
 		ProbeState: cfg.DecisionLog != nil, Tracer: cfg.Tracer, Logger: cfg.Logger,
+		DeprecatedAt: cfg.DeprecatedAt, PromotionApproval: promotionApproval(cfg.Approvals),
+		RolloutObserver: newRolloutMetrics(cfg.Prometheus, cfg.Registry),
 	})
 	var err error
 	if s.masks, err = masking.New(cfg.Registry); err != nil {
@@ -256,6 +266,7 @@ func (s *Server) routes() {
 	s.providerRoutes(m)
 	s.openapiRoutes(m)
 	s.mcpRoutes(m)
+	s.rolloutRoutes(m)
 	s.uiRoutes(m)
 	for _, p := range []string{"/v1/tools/{tool_id}/calls", "/v1/actions/{action_id}", "/v1/actions/{action_id}/calls",
 		"/v1/actions", "/v1/actions/{action_id}/reconcile", "/v1/actions/{action_id}/resolve",

@@ -47,6 +47,7 @@ func (rep *reply) isError() bool {
 // copyEvidence repeats the one-shot answer's evidence headers on a front
 // end's own answer, plus the one-shot status and problem code.
 func (rep *reply) copyEvidence(h http.Header) {
+	deprecationHeaders(h, rep.deprecation)
 	if rep.actionID != "" {
 		h.Set("Toolgate-Action-Id", rep.actionID)
 	}

@@ -68,6 +68,8 @@ func (s *Server) uiRoutes(m *http.ServeMux) {
 	api("GET /ui/api/registry", s.uiRegistry)
 	api("GET /ui/api/registry/{tool_id}/{version}", s.uiSchema)
 	api("GET /ui/api/diff", s.uiDiff)
+	api("GET /ui/api/rollouts", s.listRollouts)
+	api("GET /ui/api/rollouts/{tool_id}", s.getRollout)
 	m.Handle("GET /ui/api/{rest...}", s.uiGuard(csrf, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, problem(toolcall.CodeNotFound, "no dashboard endpoint %s", r.URL.Path))
 	})))

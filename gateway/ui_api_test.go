@@ -82,7 +82,8 @@ func TestDashboardDataNeedsAnOperatorKey(t *testing.T) {
 	t.Parallel()
 	g := newRig(t, withUIKeys)
 	paths := []string{"/ui/api/whoami", "/ui/api/actions", "/ui/api/actions/x-action-1", "/ui/api/series",
-		"/ui/api/registry", "/ui/api/registry/payments.issue_refund/1.0.0", "/ui/api/diff?tool=a&from=1&to=2"}
+		"/ui/api/registry", "/ui/api/registry/payments.issue_refund/1.0.0", "/ui/api/diff?tool=a&from=1&to=2",
+		"/ui/api/rollouts", "/ui/api/rollouts/payments.issue_refund"}
 	for _, p := range paths {
 		g.do("GET", p, "").wantProblem(t, 401, "unauthenticated")
 		g.do("GET", p, "", auth("not-a-key")...).wantProblem(t, 401, "unauthenticated")

@@ -423,3 +423,47 @@ func TestDashboardWithoutKeysInChromium(t *testing.T) {
 		t.Errorf("the dashboard logged %s", p)
 	}
 }
+
+// TestDashboardRolloutInChromium: the registry shows each tool's rollout
+// (default, mode and candidate); a tool's page shows the shadow candidate's
+// would-be failures with their principals, the versions' deprecation and
+// the audit history, as text only (a note holding markup stays text) and
+// without any argument value.
+func TestDashboardRolloutInChromium(t *testing.T) {
+	t.Parallel()
+	ctx, consoleProblems := browser(t, 60*time.Second)
+	g := newRig(t)
+	if r := g.do("POST", "/v1/rollouts/refund.create_request/shadow", `{"version":"2.1.0","note":"<b id=\"injected\">bold</b> check"}`); r.status != 200 {
+		t.Fatalf("shadow: %d %s", r.status, r.body)
+	}
+	args := `{"arguments":{"order_id":"ord_uiroll001","reason_code":"customer_request","approval_channel":"chat","note":"secret-note-value"}}`
+	for i := range 3 {
+		g.do("POST", "/v1/tools/refund.create_request/calls", args, "Idempotency-Key", fmt.Sprintf("ui-rollout-%04d", i))
+	}
+	run(t, ctx, "open the registry",
+		chromedp.Navigate(g.url+"/ui/#/registry"),
+		chromedp.WaitVisible(chromedp.CSS(`#registry tr[data-tool="refund.create_request"] td.rollout span[data-mode="shadow"]`)),
+		waitText(`#registry tr[data-tool="refund.create_request"] td.rollout`, "2.1.0"),
+		waitText(`#registry tr[data-tool="refund.create_request"] td.default`, "2.2.0"),
+		waitText(`#registry tr[data-tool="payments.issue_refund"] td.rollout`, "stable"),
+	)
+	screenshot(t, ctx, "registry-rollouts")
+	run(t, ctx, "open the tool's rollout",
+		goTo("#/registry/refund.create_request"),
+		chromedp.WaitVisible(chromedp.CSS("#shadow-failures tbody tr")),
+		waitText("#shadow-summary", "3 calls validated, 3 would fail"),
+		waitText("#shadow-failures", "Unknown argument approval_channel"),
+		waitText("#shadow-failures", "anonymous (3)"),
+		waitText("#rollout-default", "2.2.0"),
+		waitText(`#rollout-history li[data-action="shadow"]`, "<b id=\"injected\">bold</b> check"),
+		waitText(`#rollout-versions tr[data-version="2.1.0"]`, "candidate"),
+	)
+	screenshot(t, ctx, "registry-rollout")
+	leaked, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.getElementById('injected') !== null || document.body.textContent.includes('secret-note-value') || document.body.textContent.includes('ord_uiroll001')`))
+	if err != nil || leaked {
+		t.Fatalf("the rollout view rendered markup or an argument value (%v)", err)
+	}
+	for _, p := range consoleProblems() {
+		t.Errorf("the dashboard logged %s", p)
+	}
+}

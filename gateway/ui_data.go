@@ -78,9 +78,7 @@ func (s *Server) uiRegistry(w http.ResponseWriter, r *http.Request, p *Principal
 			ut.Consumers = []string{}
 		}
 		_, ut.Bound = s.cfg.Bindings[t.ID]
-		if d := t.Default(); d != nil {
-			ut.DefaultVersion = d.Version
-		}
+		ut.DefaultVersion = s.calls.RolloutDefault(t.ID) // the rollout's default, else the registry's
 		for _, v := range t.Versions {
 			uv := uiVersion{Version: v.Version, Name: v.Name, Description: v.Description, Effect: v.Effect,
 				Deprecated: t.Policy.Deprecates(v.Version), Errors: v.Errors, Rules: []uiRule{}}

@@ -200,4 +200,6 @@ type Store interface {
 	Delete(ctx context.Context, tenant, id string, rev int64) error
 	// Close releases the store's resources; a second Close returns nil.
 	Close() error
+	// RolloutStore keeps the tools' rollout records (ledger/rollout.go).
+	RolloutStore
 }

@@ -254,6 +254,9 @@ type Reconciler struct {
 	Observe func(result string)
 	// Errorf, if set, receives errors a pass meets.
 	Errorf func(format string, args ...any)
+	// Tick, if set, runs after every pass of Run (the rollout records'
+	// refresh, toolcall.Service.RolloutTick); its error goes to Errorf.
+	Tick func(ctx context.Context) error
 }
 
 // RunOnce makes one pass: expired leases become unknown, then every due
@@ -307,6 +310,11 @@ func (r *Reconciler) Run(ctx context.Context) {
 	for {
 		if _, err := r.RunOnce(ctx); err != nil && ctx.Err() == nil && r.Errorf != nil {
 			r.Errorf("reconciler: %v", err)
+		}
+		if r.Tick != nil {
+			if err := r.Tick(ctx); err != nil && ctx.Err() == nil && r.Errorf != nil {
+				r.Errorf("reconciler tick: %v", err)
+			}
 		}
 		select {
 		case <-ctx.Done():

@@ -9,9 +9,11 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/toolgate/toolgate/contract"
 	"github.com/toolgate/toolgate/internal/suggest"
+	"github.com/toolgate/toolgate/ledger"
 )
 
 // Severity of a finding: errors fail the lint, warnings are advice.
@@ -85,6 +87,8 @@ var Rules = []Rule{
 	{"decision-edited-in-place", Error, "a rule record locked in toolgate.lock matches its digest (a locked record is superseded by a new one, never edited)"},
 	{"decision-removed", Error, "a rule record locked in toolgate.lock is still present (a superseded record is kept as history)"},
 	{"locked-version-removed", Warning, "a released version's schema file is still present (dropping it needs the deprecation window; see toolgate gate)"},
+	{"version-removed-early", Error, "a released version's schema file is dropped only once release-policy.yaml deprecates it and its deprecation window (from toolgate.lock's deprecated_at) is over"},
+	{"version-in-use", Error, "with --ledger: no schema file is gone while live (not terminal) actions in the ledger are bound to its version"},
 	{RulePinInvalid, Error, "a tool's upstream.json (its pinned upstream definition) parses and names its tool"},
 	{RulePinChanged, Error, "a tool's upstream.json matches its pin in toolgate.lock (a pin changes only through toolgate upstream accept)"},
 	{RuleSensitiveUnchecked, Error, "an imported tool's fields were reviewed for x-sensitive marks (upstream.json todo lists \"x-sensitive\" until then)"},
@@ -102,14 +106,32 @@ var severityOf = func() map[string]Severity {
 // Run lints a tools directory. A directory that does not load still gets its load
 // problems as findings (id "load", with file and line) plus every check that can run on
 // the parts that did load. Findings are sorted by file, line, id and pointer.
-func Run(dir string) []Finding {
+func Run(dir string) []Finding { return RunWith(dir, Options{}) }
+
+// Options are what RunWith may check beyond the directory.
+type Options struct {
+	// Now is the clock of the deprecation-window check. Default time.Now.
+	Now func() time.Time
+	// Uses are a ledger's actions per tool and version (toolgate lint
+	// --ledger): a version whose file is gone while live actions are
+	// bound to it is an error. Nil: no ledger is checked.
+	Uses map[string][]ledger.VersionUse
+}
+
+// RunWith is Run with options.
+func RunWith(dir string, opt Options) []Finding {
+	now := time.Now
+	if opt.Now != nil {
+		now = opt.Now
+	}
 	reg, problems := contract.Inspect(dir)
 	var out []Finding
 	for _, p := range problems {
 		out = append(out, Finding{ID: p.RuleID(), Severity: Error, File: p.File, Line: p.Line, Pointer: p.Pointer, Message: p.Message})
 	}
 	out = append(out, Check(reg)...)
-	out = append(out, checkLock(dir)...)
+	out = append(out, checkLock(dir, reg, now())...)
+	out = append(out, checkUses(reg, opt.Uses)...)
 	out = append(out, checkDecisions(reg, dir)...)
 	out = append(out, checkPins(reg, dir)...)
 	Sort(out)

@@ -35,6 +35,9 @@ type call struct {
 	// (POST /v1/actions/{action_id}/calls).
 	twoPhase bool
 	ans      Answer
+	// routed and shadowed: what the rollout did with a new action (rollout.go).
+	routed   *routed
+	shadowed *shadowed
 }
 
 func (c *call) facts() *Facts { return &c.ans.Facts }
@@ -57,6 +60,7 @@ func (s *Service) Call(ctx context.Context, p *Principal, in Input) (Answer, err
 	} else {
 		err = c.oneShot(ctx)
 	}
+	s.afterCall(c, err)
 	return c.ans, err
 }
 
@@ -151,15 +155,15 @@ func (c *call) readBody() error {
 }
 
 // chooseVersion is the contract version a call runs under: the one it names,
-// else the tool's default (the newest version that is not deprecated). A
-// version rollout (a canary or shadow candidate, a previous default) changes
-// this one function; an existing action keeps the version its first call
-// bound, whatever it returns (existing, bind).
+// else the tool's default: its rollout's (rollout.go), or the newest version
+// that is not deprecated. A new action that names none may go to a canary's
+// candidate instead (admit, route); an existing action keeps the version
+// its first call bound, whatever this returns (existing, bind).
 func (s *Service) chooseVersion(t *contract.Tool, named *contract.Version) *contract.Version {
 	if named != nil {
 		return named
 	}
-	return t.Default()
+	return s.defaultVersion(t)
 }
 
 // findKey takes the idempotency key from the transport or, for clients that
@@ -244,9 +248,13 @@ type admission struct {
 // invalid call never consumes its key.
 func (c *call) admit(ctx context.Context, v *contract.Version) (admission, error) {
 	if v == nil {
-		if v = c.s.chooseVersion(c.tool, nil); v == nil {
+		if v = c.route(); v == nil {
 			return admission{}, Errorf(CodeVersionNotFound, "%s has no supported version", c.tool.ID)
 		}
+	}
+	c.facts().Version = v.Version
+	if p := c.retired(v); p != nil {
+		return admission{}, p
 	}
 	c.facts().ArgsVersion = v.Version
 	if c.decoded(); c.argsErr != nil {
@@ -256,6 +264,7 @@ func (c *call) admit(ctx context.Context, v *contract.Version) (admission, error
 	if !verdict.Valid() {
 		return admission{}, InvalidArguments(verdict.Errors)
 	}
+	c.shadow(v)
 	b, ok := c.s.cfg.Bindings[c.tool.ID]
 	if !ok {
 		return admission{}, Errorf(CodeToolNotBound, "%s has no binding in this gateway", c.tool.ID)

@@ -34,6 +34,9 @@ func (s *Service) Prepare(ctx context.Context, p *Principal, id string, spec led
 	if err := CheckPrepare(spec); err != nil {
 		return nil, false, err
 	}
+	if err := s.refuseRetiredPrepare(ctx, p, tool, id, spec.Version); err != nil {
+		return nil, false, err
+	}
 	a, created, err = s.cfg.Ledger.Prepare(ctx, p.Tenant, id, spec)
 	switch {
 	case errors.Is(err, ledger.ErrActionMismatch) && !p.Allows(a.ToolID):
@@ -326,7 +329,7 @@ func (s *Service) Reconciler(interval time.Duration) *ledger.Reconciler {
 	}
 	return &ledger.Reconciler{
 		Service: s.cfg.Ledger, Lookup: s.Lookup, Policy: s.Policy, Interval: interval,
-		CheckHold: hold + interval,
+		CheckHold: hold + interval, Tick: s.RolloutTick,
 		Errorf: func(format string, args ...any) {
 			s.log().Error(fmt.Sprintf(format, args...), "component", "reconciler")
 		},

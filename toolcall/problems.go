@@ -47,6 +47,11 @@ const (
 	CodeNotFound                  Code = "not_found"
 	CodeMethodNotAllowed          Code = "method_not_allowed"
 	CodeInternal                  Code = "internal_error"
+	// The rollout codes (docs/release-gate.md).
+	CodeVersionRetired   Code = "version_retired"
+	CodeRolloutConflict  Code = "rollout_conflict"
+	CodeRolloutChanged   Code = "rollout_changed"
+	CodeApprovalRequired Code = "approval_required"
 )
 
 // CodeInfo is one row of the problem table.
@@ -119,6 +124,14 @@ var codes = map[Code]CodeInfo{
 		"The action ledger cannot be reached. Nothing was executed; retry after Retry-After.", unreachable},
 	CodeNotFound:         {404, "Not found", "No such endpoint.", invalid},
 	CodeMethodNotAllowed: {405, "Method not allowed", "This endpoint does not take that HTTP method.", invalid},
+	CodeVersionRetired: {410, "Version retired",
+		"The version is past its deprecation window (release-policy.yaml deprecated_versions and deprecation_window_days): a new action on it is refused. Call the version named in default_version, or omit version to get the default. Actions already bound to the retired version still replay, join and reconcile.", invalid},
+	CodeRolloutConflict: {409, "Rollout conflict",
+		"The rollout transition does not apply to the tool's rollout as it stands (promote with no candidate, rollback with no previous default, halt with nothing running). GET /v1/rollouts/{tool_id} shows the state.", conflict},
+	CodeRolloutChanged: {409, "Rollout changed",
+		"The tool's rollout changed since the revision the request named. Read it again (GET /v1/rollouts/{tool_id}) and decide anew.", conflict},
+	CodeApprovalRequired: {409, "Approval required",
+		"Promoting this version needs a recorded approval, as the release gate does (a high-risk tool whose release policy sets high_risk_requires_approval, or a major or high-risk change): add an approvals/ file naming the tool and the version, deploy it, and promote again.", conflict},
 	CodeInternal: {500, "Internal error",
 		"The gateway failed in a way that is not your request's fault. The details are in the gateway's log.", unreachable},
 }
@@ -150,7 +163,9 @@ type Problem struct {
 	ActionID   string           // the action the problem is about, if any
 	State      ledger.State     // that action's state, if it is to be shown
 	RetryAfter int              // seconds the caller should wait (0: no advice)
-	Cause      error            // what went wrong inside; logged, never sent
+	// DefaultVersion names the version to call instead (version_retired).
+	DefaultVersion string
+	Cause          error // what went wrong inside; logged, never sent
 	// later: outcome_unknown answered to a later call while the action is
 	// unknown (409, a conflict), not to the call that lost the outcome (504).
 	later bool
@@ -240,6 +255,7 @@ func (p *Problem) Wire() api.Problem {
 	return api.Problem{
 		Type: api.ProblemType(string(p.Code)), Title: info.Title, Status: p.Status(), Code: string(p.Code),
 		Detail: p.Detail, Errors: p.Errors, ErrorsTotal: p.ErrorsTotal, ActionID: p.ActionID, State: string(p.State), RetryAfter: p.RetryAfter,
+		DefaultVersion: p.DefaultVersion,
 	}
 }
 

@@ -81,11 +81,23 @@ type Config struct {
 	Tracer trace.Tracer
 	// Logger receives operational messages. Default slog.Default().
 	Logger *slog.Logger
+	// DeprecatedAt returns toolgate.lock's deprecated_at of a version: the
+	// start of its deprecation window. Default: no lock, the window starts
+	// when the rollout record stamps it (rollout.go).
+	DeprecatedAt func(toolID, version string) (time.Time, bool)
+	// PromotionApproval decides whether promoting tool t from one version
+	// to another needs a recorded approval and finds it: the approver and
+	// where the approval is recorded, or an error saying what is missing
+	// (approval_required). Default: no approval is ever needed.
+	PromotionApproval func(t *contract.Tool, from, to *contract.Version, now time.Time) (approver, source string, err error)
+	// RolloutObserver hears what the rollouts do, for metrics. Default: none.
+	RolloutObserver RolloutObserver
 }
 
 // Service is the call path. It is safe for concurrent use.
 type Service struct {
 	cfg Config
+	ro  *rollouts // rollout.go
 }
 
 // New returns a Service with cfg's defaults filled in.
@@ -102,7 +114,7 @@ func New(cfg Config) *Service {
 	if cfg.Tracer == nil {
 		cfg.Tracer = noopTracer
 	}
-	return &Service{cfg: cfg}
+	return &Service{cfg: cfg, ro: newRollouts()}
 }
 
 func (s *Service) log() *slog.Logger { return s.cfg.Logger }
@@ -260,6 +272,9 @@ type Answer struct {
 	Replayed bool
 	// Awaiting: the action waits for an operator's approval.
 	Awaiting bool
+	// Deprecation is set when the version that served (or refused) the call
+	// is deprecated: the Deprecation and Sunset headers (rollout.go).
+	Deprecation *Deprecation
 	// Facts are what the call did; they are filled in, as far as the call
 	// got, also when it was refused.
 	Facts Facts

@@ -82,6 +82,7 @@ func actionsUsage(w io.Writer, subs []actionsSub) {
 // conn holds the flags every actions subcommand shares.
 type conn struct {
 	name    string
+	command string // the command it belongs to: "actions" unless set
 	gateway *string
 	key     *string
 	timeout *time.Duration
@@ -154,8 +155,16 @@ func gatewayBase(flagValue, envValue string) (string, error) {
 }
 
 func (c *conn) usageErr(e env, fs *flag.FlagSet, format string, args ...any) {
-	fmt.Fprintf(e.Stderr, "toolgate actions %s: %s\n\n", c.name, fmt.Sprintf(format, args...))
+	fmt.Fprintf(e.Stderr, "toolgate %s: %s\n\n", c.label(), fmt.Sprintf(format, args...))
 	fs.Usage()
+}
+
+// label names the subcommand in messages: "actions list", "rollout status".
+func (c *conn) label() string {
+	if c.command != "" {
+		return c.command + " " + c.name
+	}
+	return "actions " + c.name
 }
 
 // client builds the API client from the flags and the environment.
@@ -192,7 +201,7 @@ func (c *conn) fail(e env, base string, err error) int {
 	if errors.As(err, &ue) {
 		err = ue.Err // the URL is printed already
 	}
-	fmt.Fprintf(e.Stderr, "toolgate actions %s: gateway %s: %v\n", c.name, base, err)
+	fmt.Fprintf(e.Stderr, "toolgate %s: gateway %s: %v\n", c.label(), base, err)
 	return exitUsage
 }
 

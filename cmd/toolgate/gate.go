@@ -19,12 +19,12 @@ func init() {
 	register(command{Name: "gate", Summary: "the release gate decision (exit code for CI)", Run: runGate})
 }
 
-const gateSynopsis = `--tool ID --from V --to V [DIR] [--approval NAME] [--format F]
+const gateSynopsis = `--tool ID --from V --to V [DIR] [--approval NAME] [--ledger DSN] [--format F]
 
 The release gate: immutability of locked versions (toolgate.lock), the classified diff and
 the bump check, the contract-case replay at release-policy.yaml's thresholds, the approval
 check (approvals/*.yaml, or --approval NAME), and the deprecation window of dropped
-versions. Prints every reason to block. Exit 0 on allow, 1 on block, 2 on usage or load
+versions (with --ledger, also no live action bound to a dropped version). Prints every reason to block. Exit 0 on allow, 1 on block, 2 on usage or load
 errors. --format line prints one line for any CI log; markdown suits a pull-request comment.`
 
 // gateNow is the gate's clock; tests replace it.
@@ -38,6 +38,7 @@ func runGate(ctx context.Context, e env) int {
 	to := fs.String("to", "", "the version to release (required)")
 	approval := fs.String("approval", "", "record an approval by NAME for this release (e.g. the PR approver)")
 	format := fs.String("format", "text", "output format: "+strings.Join(gate.Formats, "|"))
+	ledgerDSN := fs.String("ledger", "", "also block dropping a version that live actions of this ledger (sqlite://PATH or postgres://…) are bound to")
 	rf := addReplayFlags(fs)
 	args, code, ok := parseFlags(fs, e.Args)
 	if !ok {
@@ -95,6 +96,16 @@ func runGate(ctx context.Context, e env) int {
 	cfg := gate.Config{
 		Tool: t, From: *from, To: *to, Replay: replay, Approvals: approvals, Now: gateNow,
 		Locked: lock != nil, LockViolations: lockfile.Check(*dir, lock), Decisions: reg.Decisions(),
+	}
+	if *ledgerDSN != "" {
+		uses, err := ledgerUses(ctx, *ledgerDSN, []string{t.ID})
+		if err != nil {
+			return usage(err.Error())
+		}
+		cfg.Live = map[string]int64{}
+		for _, u := range uses[t.ID] {
+			cfg.Live[u.Version] += u.Live
+		}
 	}
 	d, err := gate.Evaluate(ctx, cfg)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/toolgate/toolgate/contract"
 	"github.com/toolgate/toolgate/lint"
 )
 
@@ -13,11 +14,13 @@ func init() {
 	register(command{Name: "lint", Summary: "release-checklist checks on a tools directory", Run: runLint})
 }
 
-const lintSynopsis = `[DIR] [--dir DIR] [--format text|json|junit|markdown]
+const lintSynopsis = `[DIR] [--dir DIR] [--ledger DSN] [--format text|json|junit|markdown]
 
 Checks a tools directory against the release checklist (docs/contracts.md lists every
 check id). A directory that does not load is linted too: its load problems are findings
-under their own ids (schema-keyword-unknown, field-unknown, ...). Exit 0 when there are no
+under their own ids (schema-keyword-unknown, field-unknown, ...). With --ledger DSN, a
+version whose schema file is gone while live actions of that ledger are bound to it is an
+error (version-in-use). Exit 0 when there are no
 errors (warnings allowed), 1 when there are, 2 on usage errors or when DIR does not exist.`
 
 // lintReport is the --format json output.
@@ -28,10 +31,11 @@ type lintReport struct {
 	Findings []finding `json:"findings"`
 }
 
-func runLint(_ context.Context, e env) int {
+func runLint(ctx context.Context, e env) int {
 	fs := newFlagSet(e, "lint", lintSynopsis)
 	dir := fs.String("dir", "./agent-tools", "tools directory")
 	format := fs.String("format", "text", "output format: "+strings.Join(reportFormats, "|"))
+	ledgerDSN := fs.String("ledger", "", "also check the live actions of this ledger (sqlite://PATH or postgres://…) against the schema files")
 	args, code, ok := parseFlags(fs, e.Args)
 	if !ok {
 		return code
@@ -51,8 +55,22 @@ func runLint(_ context.Context, e env) int {
 		fmt.Fprintf(e.Stderr, "toolgate lint: %s is not a directory\n", *dir)
 		return exitUsage
 	}
+	var opt lint.Options
+	if *ledgerDSN != "" {
+		reg, _ := contract.Inspect(*dir)
+		ids := []string{}
+		for _, t := range reg.Tools() {
+			ids = append(ids, t.ID)
+		}
+		uses, err := ledgerUses(ctx, *ledgerDSN, ids)
+		if err != nil {
+			fmt.Fprintf(e.Stderr, "toolgate lint: --ledger: %v\n", err)
+			return exitUsage
+		}
+		opt.Uses = uses
+	}
 	r := findingsReport{Command: "lint", Subject: *dir}
-	for _, f := range lint.Run(*dir) {
+	for _, f := range lint.RunWith(*dir, opt) {
 		r.Findings = append(r.Findings, finding{ID: f.ID, Severity: string(f.Severity), Tool: f.Tool, Version: f.Version, File: f.File, Line: f.Line, Pointer: f.Pointer, Message: f.Message})
 	}
 	r.count()

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -10,9 +9,6 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/config"
-	"github.com/toolgate/toolgate/ledger"
-	"github.com/toolgate/toolgate/ledger/postgres"
-	"github.com/toolgate/toolgate/ledger/sqlite"
 	"github.com/toolgate/toolgate/replay"
 )
 
@@ -186,20 +182,7 @@ func readReplayLog(e env, path string, f replay.Filter) ([]replay.Call, error) {
 }
 
 func readReplayLedger(ctx context.Context, dsn, tenant string, f replay.Filter) ([]replay.Call, error) {
-	l, err := config.LedgerDSN(dsn)
-	if err != nil {
-		return nil, err
-	}
-	var store ledger.Store
-	switch l.Kind {
-	case "sqlite":
-		if _, err := os.Stat(l.Location); err != nil {
-			return nil, fmt.Errorf("ledger %s: %w", l.Location, errors.Unwrap(err))
-		}
-		store, err = sqlite.Open(ctx, sqlite.Config{Path: l.Location})
-	default:
-		store, err = postgres.Open(ctx, postgres.Config{DSN: l.Location})
-	}
+	store, err := openExistingLedger(ctx, dsn)
 	if err != nil {
 		return nil, err
 	}

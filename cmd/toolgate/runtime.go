@@ -69,6 +69,14 @@ func startGatewayLogged(ctx context.Context, cfg *config.Config, tools fs.FS, lo
 	if err != nil {
 		return nil, fmt.Errorf("load tools from %s: %w", toolsName, err)
 	}
+	toolsFS := tools
+	if toolsFS == nil {
+		toolsFS = os.DirFS(cfg.ToolsDir)
+	}
+	deprecatedAt, approvals, err := rolloutSources(toolsFS)
+	if err != nil {
+		return nil, fmt.Errorf("tools %s: %w", toolsName, err)
+	}
 	ld, err := config.LedgerDSN(cfg.Ledger)
 	if err != nil {
 		return nil, err
@@ -136,6 +144,7 @@ func startGatewayLogged(ctx context.Context, cfg *config.Config, tools fs.FS, lo
 		Registry: reg, Ledger: svc, Invoker: &invoke.Client{}, Bindings: bindings,
 		JoinTimeout: cfg.JoinTimeout, MaxBodyBytes: cfg.MaxBodyBytes, Keys: keys, Logger: logger,
 		DecisionLog: dlog.writer, Retention: cfg.Retention, TombstoneRetention: cfg.TombstoneRetention,
+		DeprecatedAt: deprecatedAt, Approvals: approvals,
 		MaxInFlightPerKey: cfg.Limits.InFlightPerKey, MaxInFlightPerTenant: cfg.Limits.InFlightPerTenant,
 	})
 	if err != nil {

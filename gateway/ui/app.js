@@ -494,17 +494,82 @@ function chart(s) {
   return g;
 }
 
+// rolloutCell is a tool's rollout in one cell: its mode and candidate.
+function rolloutCell(r) {
+  if (!r) return '';
+  const mode = el('span', { class: 'badge rollout-' + r.mode, 'data-mode': r.mode }, r.mode);
+  return r.candidate ? [mode, ' ', el('span', { class: 'mono' }, r.candidate)] : mode;
+}
+
+// rolloutSection is a tool's rollout: default, candidate and mode, what the
+// shadow candidate would refuse, the canary's comparison, every version's
+// deprecation and the audit history. Counts only: no argument values.
+function rolloutSection(r) {
+  const parts = [el('h2', {}, 'Rollout')];
+  const dl = el('dl', { class: 'summary', id: 'rollout' });
+  const add = (k, v) => { if (v !== '' && v !== undefined && v !== null) dl.append(el('dt', {}, k), el('dd', {}, v)); };
+  add('Mode', rolloutCell(r));
+  add('Default', [el('span', { class: 'mono', id: 'rollout-default' }, r.default || '–'),
+    el('span', { class: 'muted' }, r.default_source === 'rollout' ? ' set by the rollout' : ' the registry\'s newest supported version')]);
+  add('Previous', r.previous ? el('span', { class: 'mono' }, r.previous + ' (rollback restores it)') : '');
+  if (r.canary) {
+    add('Canary', r.canary.percent + '% of new actions' + (r.canary.principals && r.canary.principals.length ? ' and every new action of ' + r.canary.principals.join(', ') : '') +
+      '; halts when a rate exceeds the default\'s by ' + (r.canary.halt_margin * 100).toFixed(1) + '% after ' + r.canary.halt_min_sample + ' actions each');
+  }
+  add('Revision', String(r.revision) + (r.updated_at ? ' · ' + utc(r.updated_at) + ' by ' + (r.updated_by || '–') : ''));
+  parts.push(dl);
+  parts.push(el('table', { id: 'rollout-versions' },
+    el('thead', {}, el('tr', {}, ['Version', 'Role', 'Deprecation'].map(h => el('th', {}, h)))),
+    el('tbody', {}, r.versions.map(v => el('tr', { 'data-version': v.version },
+      el('td', { class: 'mono' }, v.version), el('td', {}, v.role || ''),
+      el('td', {}, !v.deprecated ? '' : v.deprecated_at ? ['deprecated ' + utc(v.deprecated_at) + ', sunset ' + utc(v.sunset),
+        v.retired ? el('span', { class: 'flag' }, ' retired: new actions refused') : ''] : 'deprecated'))))));
+  if (r.shadow) {
+    const sh = r.shadow;
+    parts.push(el('h3', {}, 'Shadow validation of ', el('span', { class: 'mono' }, sh.candidate)),
+      el('p', { id: 'shadow-summary' }, sh.calls + ' calls validated, ' + sh.would_fail + ' would fail'));
+    parts.push(sh.failures.length ? el('table', { id: 'shadow-failures' },
+      el('thead', {}, el('tr', {}, ['#', 'Would-be failure', 'Pointer', 'Code', 'Calls', 'From'].map(h => el('th', {}, h)))),
+      el('tbody', {}, sh.failures.map((f, i) => el('tr', {},
+        el('td', {}, String(i + 1)), el('td', {}, f.cause), el('td', { class: 'mono' }, f.pointer), el('td', { class: 'mono' }, f.code),
+        el('td', {}, String(f.calls)), el('td', {}, f.principals.map(p => p.principal + ' (' + p.calls + ')').join(', '))))))
+      : el('p', { class: 'muted' }, 'No would-be failures.'));
+  }
+  if (r.comparison && r.comparison.length) {
+    const pc = x => (x * 100).toFixed(1) + '%';
+    parts.push(el('h3', {}, 'Canary comparison'), el('table', { id: 'canary-comparison' },
+      el('thead', {}, el('tr', {}, ['Version', 'Role', 'Actions', '422', 'Downstream 4xx', 'Downstream 5xx', 'Unknown', 'Mean latency'].map(h => el('th', {}, h)))),
+      el('tbody', {}, r.comparison.map(o => el('tr', { 'data-role': o.role },
+        el('td', { class: 'mono' }, o.version), el('td', {}, o.role), el('td', {}, String(o.calls)), el('td', {}, pc(o.invalid_rate)),
+        el('td', {}, pc(o.downstream_4xx_rate)), el('td', {}, pc(o.downstream_5xx_rate)), el('td', {}, pc(o.unknown_rate)),
+        el('td', {}, Math.round(o.mean_latency_ms) + ' ms'))))));
+  }
+  parts.push(el('h3', {}, 'History'), r.history.length ? el('ol', { class: 'timeline', id: 'rollout-history' }, r.history.map(ev =>
+    el('li', { 'data-action': ev.action },
+      el('div', {}, el('span', { class: 'badge' }, ev.action), ' ', el('span', { class: 'muted' }, 'r' + ev.revision + ' by '), el('span', { class: 'mono' }, ev.by)),
+      el('div', {}, ev.detail || ''),
+      ev.approver ? el('div', {}, 'approved by ', el('strong', {}, ev.approver), ev.approval_source ? el('span', { class: 'muted' }, ' (' + ev.approval_source + ')') : '') : '',
+      ev.note ? el('div', { class: 'note' }, 'note: ', ev.note) : '',
+      el('div', { class: 'when' }, utc(ev.at)))))
+    : el('p', { class: 'muted', id: 'rollout-history-empty' }, 'No rollout changes yet.'));
+  return parts;
+}
+
 async function pageRegistry(root, toolID, query) {
   const reg = await registry();
   if (!toolID) {
+    const ro = await api('GET', '/rollouts');
+    const byTool = new Map(ro.rollouts.map(r => [r.tool_id, r]));
     fill(root, el('h1', {}, 'Registry'),
       el('table', { id: 'registry' },
-        el('thead', {}, el('tr', {}, ['Tool', 'Owner', 'Risk', 'Consumers', 'Versions', 'Default', 'Bound'].map(h => el('th', {}, h)))),
-        el('tbody', {}, reg.tools.map(t => el('tr', {},
+        el('thead', {}, el('tr', {}, ['Tool', 'Owner', 'Risk', 'Consumers', 'Versions', 'Default', 'Rollout', 'Bound'].map(h => el('th', {}, h)))),
+        el('tbody', {}, reg.tools.map(t => el('tr', { 'data-tool': t.tool_id },
           el('td', {}, el('a', { href: '#/registry/' + encodeURIComponent(t.tool_id), class: 'mono' }, t.tool_id)),
           el('td', {}, t.owner || ''), el('td', {}, t.risk_level || ''), el('td', {}, t.consumers.join(', ')),
           el('td', {}, t.versions.map(v => v.version + (v.deprecated ? ' (deprecated)' : '')).join(', ')),
-          el('td', {}, t.default_version || ''), el('td', {}, t.bound ? 'yes' : el('span', { class: 'flag' }, 'no')))))));
+          el('td', { class: 'default' }, (byTool.get(t.tool_id) || {}).default || t.default_version || ''),
+          el('td', { class: 'rollout' }, rolloutCell(byTool.get(t.tool_id))),
+          el('td', {}, t.bound ? 'yes' : el('span', { class: 'flag' }, 'no')))))));
     return;
   }
   const t = reg.tools.find(x => x.tool_id === toolID);
@@ -534,6 +599,7 @@ async function pageRegistry(root, toolID, query) {
       el('thead', {}, el('tr', {}, ['Version', 'Name', 'Effect', 'Description', 'Errors', 'Rules'].map(h => el('th', {}, h)))),
       el('tbody', {}, vrows)),
   ];
+  parts.push(...rolloutSection(await api('GET', '/rollouts/' + encodeURIComponent(toolID))));
   if (show) {
     const raw = await api('GET', '/registry/' + encodeURIComponent(toolID) + '/' + encodeURIComponent(show));
     parts.push(el('h2', {}, 'Schema file ', el('span', { class: 'mono' }, 'v' + show + '.json')), el('pre', { id: 'schema' }, pretty(raw)));

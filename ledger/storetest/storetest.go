@@ -67,6 +67,12 @@ func Exercise(t *testing.T, newDB NewDatabase) {
 		{"Forget", testForget},
 		{"Delete", testDelete},
 		{"CloseTwice", testCloseTwice},
+		{"RolloutRoundTrip", testRolloutRoundTrip},
+		{"RolloutCompareAndSet", testRolloutCompareAndSet},
+		{"RolloutHistory", testRolloutHistory},
+		{"RolloutHistoryKeep", testRolloutHistoryKeep},
+		{"RolloutCounts", testRolloutCounts},
+		{"VersionUse", testVersionUse},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -77,6 +83,10 @@ func Exercise(t *testing.T, newDB NewDatabase) {
 	t.Run("Reopen", func(t *testing.T) {
 		t.Parallel()
 		testReopen(t, newDB(t))
+	})
+	t.Run("RolloutReopen", func(t *testing.T) {
+		t.Parallel()
+		testRolloutReopen(t, newDB(t))
 	})
 }
 
@@ -171,6 +181,19 @@ func compare(path string, w, g reflect.Value, out *[]string) {
 				continue
 			}
 			compare(path+"."+w.Type().Field(i).Name, w.Field(i), g.Field(i), out)
+		}
+	case reflect.Map:
+		if w.Len() != g.Len() {
+			*out = append(*out, fmt.Sprintf("%s: want %d entries, got %d", path, w.Len(), g.Len()))
+			return
+		}
+		for _, k := range w.MapKeys() {
+			gv := g.MapIndex(k)
+			if !gv.IsValid() {
+				*out = append(*out, fmt.Sprintf("%s[%v]: missing", path, k))
+				continue
+			}
+			compare(fmt.Sprintf("%s[%v]", path, k), w.MapIndex(k), gv, out)
 		}
 	case reflect.Slice:
 		if w.Type().Elem().Kind() == reflect.Uint8 {

@@ -1,0 +1,559 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"os"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/toolgate/toolgate/client"
+	"github.com/toolgate/toolgate/config"
+	"github.com/toolgate/toolgate/gate"
+	"github.com/toolgate/toolgate/ledger"
+	"github.com/toolgate/toolgate/ledger/postgres"
+	"github.com/toolgate/toolgate/ledger/sqlite"
+	"github.com/toolgate/toolgate/lockfile"
+)
+
+func init() {
+	register(command{Name: "rollout", Summary: "version rollout at the gateway: status, shadow, canary, promote, rollback, halt", Run: runRollout})
+}
+
+// rolloutFormats are the --format values of toolgate rollout.
+var rolloutFormats = []string{"text", "json", "markdown"}
+
+// rolloutTop is how many would-be failures the text and markdown reports list.
+const rolloutTop = 5
+
+type rolloutSub struct {
+	name, synopsis, summary string
+	needsTool               bool
+	flags                   func(fs *flag.FlagSet) func(ctx context.Context, cl *client.Client, tool string) (*client.Rollout, error)
+}
+
+func rolloutSubs() []rolloutSub {
+	return []rolloutSub{
+		{"status", "[--tool ID] [--format text|json|markdown]", "the rollout of one tool (or of every tool): versions, candidate, shadow and canary counts, history", false,
+			func(fs *flag.FlagSet) func(context.Context, *client.Client, string) (*client.Rollout, error) {
+				return func(ctx context.Context, cl *client.Client, tool string) (*client.Rollout, error) {
+					return cl.Rollout(ctx, tool)
+				}
+			}},
+		{"shadow", "--tool ID --version V [--note TEXT] [--revision N]", "validate every new call against V too, enforcing nothing, and count what V would refuse", true,
+			func(fs *flag.FlagSet) func(context.Context, *client.Client, string) (*client.Rollout, error) {
+				version, note, rev := fs.String("version", "", "the candidate version"), noteFlag(fs), revisionFlag(fs)
+				return func(ctx context.Context, cl *client.Client, tool string) (*client.Rollout, error) {
+					return cl.Shadow(ctx, tool, client.ShadowRequest{Version: *version, Note: *note, Revision: rev.value()})
+				}
+			}},
+		{"canary", "--tool ID [--version V] [--percent P] [--principal NAME]... [--halt-margin F] [--halt-min-sample N] [--note TEXT] [--revision N]",
+			"route a share of new actions naming no version to the candidate; halt on its outcomes", true,
+			func(fs *flag.FlagSet) func(context.Context, *client.Client, string) (*client.Rollout, error) {
+				version := fs.String("version", "", "the candidate version (default: the current candidate)")
+				percent := optFloat(fs, "percent", "share of new actions for the candidate, 0 to 100")
+				var principals stringsFlag
+				fs.Var(&principals, "principal", "an API key name whose new actions all go to the candidate (repeatable)")
+				margin := optFloat(fs, "halt-margin", "halt when a rate of the candidate exceeds the default's by more than this fraction (default 0.05)")
+				sample := optInt(fs, "halt-min-sample", "routed actions each version needs before rates are compared (default 50)")
+				note, rev := noteFlag(fs), revisionFlag(fs)
+				return func(ctx context.Context, cl *client.Client, tool string) (*client.Rollout, error) {
+					req := client.CanaryRequest{Version: *version, Percent: percent.value(), HaltMargin: margin.value(), Note: *note, Revision: rev.value()}
+					if len(principals) > 0 {
+						req.Principals = principals
+					}
+					if v := sample.value(); v != nil {
+						req.HaltMinSample = v
+					}
+					return cl.Canary(ctx, tool, req)
+				}
+			}},
+		{"promote", "--tool ID [--version V] [--approver NAME] [--note TEXT] [--revision N]", "make the candidate (or V) the default; a high-risk tool needs a recorded approval", true,
+			func(fs *flag.FlagSet) func(context.Context, *client.Client, string) (*client.Rollout, error) {
+				version := fs.String("version", "", "the version to promote (default: the candidate)")
+				approver := fs.String("approver", "", "who signed the promotion off (default: the approval's approver, else the key's name)")
+				note, rev := noteFlag(fs), revisionFlag(fs)
+				return func(ctx context.Context, cl *client.Client, tool string) (*client.Rollout, error) {
+					return cl.Promote(ctx, tool, client.PromoteRequest{Version: *version, Approver: *approver, Note: *note, Revision: rev.value()})
+				}
+			}},
+		{"rollback", "--tool ID [--note TEXT] [--revision N]", "restore the previous default at once", true, noteOnly(func(cl *client.Client) func(context.Context, string, client.RolloutNoteRequest) (*client.Rollout, error) {
+			return cl.Rollback
+		})},
+		{"halt", "--tool ID [--note TEXT] [--revision N]", "stop the shadow or canary candidate; every new call goes to the default", true, noteOnly(func(cl *client.Client) func(context.Context, string, client.RolloutNoteRequest) (*client.Rollout, error) {
+			return cl.Halt
+		})},
+	}
+}
+
+func noteOnly(pick func(cl *client.Client) func(context.Context, string, client.RolloutNoteRequest) (*client.Rollout, error)) func(fs *flag.FlagSet) func(context.Context, *client.Client, string) (*client.Rollout, error) {
+	return func(fs *flag.FlagSet) func(context.Context, *client.Client, string) (*client.Rollout, error) {
+		note, rev := noteFlag(fs), revisionFlag(fs)
+		return func(ctx context.Context, cl *client.Client, tool string) (*client.Rollout, error) {
+			return pick(cl)(ctx, tool, client.RolloutNoteRequest{Note: *note, Revision: rev.value()})
+		}
+	}
+}
+
+func noteFlag(fs *flag.FlagSet) *string {
+	return fs.String("note", "", "why, recorded in the rollout's audit history")
+}
+
+func revisionFlag(fs *flag.FlagSet) *optionalInt {
+	return optInt(fs, "revision", "apply only over this revision of the rollout (from status); refused with rollout_changed otherwise")
+}
+
+// optionalInt and optionalFloat are flags that tell "not given" from zero.
+type optionalInt struct {
+	set bool
+	v   int64
+}
+
+func (o *optionalInt) String() string { return "" }
+func (o *optionalInt) Set(s string) error {
+	_, err := fmt.Sscan(s, &o.v)
+	if err != nil {
+		return fmt.Errorf("want a whole number")
+	}
+	o.set = true
+	return nil
+}
+func (o *optionalInt) value() *int64 {
+	if !o.set {
+		return nil
+	}
+	return &o.v
+}
+
+func optInt(fs *flag.FlagSet, name, usage string) *optionalInt {
+	o := &optionalInt{}
+	fs.Var(o, name, usage)
+	return o
+}
+
+type optionalFloat struct {
+	set bool
+	v   float64
+}
+
+func (o *optionalFloat) String() string { return "" }
+func (o *optionalFloat) Set(s string) error {
+	_, err := fmt.Sscan(s, &o.v)
+	if err != nil || math.IsNaN(o.v) || math.IsInf(o.v, 0) {
+		return fmt.Errorf("want a number")
+	}
+	o.set = true
+	return nil
+}
+func (o *optionalFloat) value() *float64 {
+	if !o.set {
+		return nil
+	}
+	return &o.v
+}
+
+func optFloat(fs *flag.FlagSet, name, usage string) *optionalFloat {
+	o := &optionalFloat{}
+	fs.Var(o, name, usage)
+	return o
+}
+
+func runRollout(ctx context.Context, e env) int {
+	subs := rolloutSubs()
+	if len(e.Args) == 0 || e.Args[0] == "-h" || e.Args[0] == "--help" || e.Args[0] == "help" {
+		w := e.Stdout
+		if len(e.Args) == 0 {
+			w = e.Stderr
+		}
+		rolloutUsage(w, subs)
+		if len(e.Args) == 0 {
+			return exitUsage
+		}
+		return exitOK
+	}
+	for _, s := range subs {
+		if s.name == e.Args[0] {
+			return runRolloutSub(ctx, e, s, e.Args[1:])
+		}
+	}
+	if strings.HasPrefix(e.Args[0], "-") {
+		name, _, _ := strings.Cut(strings.TrimLeft(e.Args[0], "-"), "=")
+		fmt.Fprintf(e.Stderr, "toolgate rollout: flag provided but not defined: -%s (flags follow the subcommand)\n\n", name)
+	} else {
+		fmt.Fprintf(e.Stderr, "toolgate rollout: unknown subcommand %q\n\n", e.Args[0])
+	}
+	rolloutUsage(e.Stderr, subs)
+	return exitUsage
+}
+
+func rolloutUsage(w io.Writer, subs []rolloutSub) {
+	fmt.Fprintln(w, "Usage: toolgate rollout <subcommand> --tool ID [flags]")
+	fmt.Fprintln(w, "\nWhich version of a tool serves calls that name none, at a running gateway (operator")
+	fmt.Fprintf(w, "key). The address comes from --gateway or $%s (default %s),\nthe key from --key or $%s.\n\nSubcommands:\n", envGatewayURL, defaultURL, envGatewayKey)
+	for _, s := range subs {
+		fmt.Fprintf(w, "  %-9s %s\n", s.name, s.summary)
+	}
+	fmt.Fprintln(w, "\nEvery subcommand prints the rollout's status afterwards. Exit codes: 0 done; 1 the\ngateway refused (its problem code on stderr); 2 usage, an unreachable gateway or a\ngateway error (5xx).")
+	fmt.Fprintln(w, "Run 'toolgate rollout <subcommand> --help' for its flags.")
+}
+
+func runRolloutSub(ctx context.Context, e env, s rolloutSub, args []string) int {
+	fs := newFlagSet(e, "rollout "+s.name, s.synopsis)
+	c := &conn{name: s.name, command: "rollout"}
+	c.gateway = fs.String("gateway", "", "gateway base URL (default $"+envGatewayURL+", else "+defaultURL+")")
+	c.key = fs.String("key", "", "API key of an operator, sent as a bearer token (default $"+envGatewayKey+"); never printed")
+	c.timeout = fs.Duration("timeout", 60*time.Second, "give up on the gateway after this long")
+	c.format = fs.String("format", "text", "output: "+strings.Join(rolloutFormats, "|"))
+	tool := fs.String("tool", "", "the tool id")
+	do := s.flags(fs)
+	pos, code, ok := parseFlags(fs, args)
+	if !ok {
+		return code
+	}
+	switch {
+	case len(pos) > 0:
+		c.usageErr(e, fs, "unexpected argument %q", pos[0])
+		return exitUsage
+	case !contains(rolloutFormats, *c.format):
+		c.usageErr(e, fs, "--format must be %s, not %q", strings.Join(rolloutFormats, ", "), *c.format)
+		return exitUsage
+	case s.needsTool && *tool == "":
+		c.usageErr(e, fs, "--tool is required")
+		return exitUsage
+	}
+	base, err := gatewayBase(*c.gateway, os.Getenv(envGatewayURL))
+	if err != nil {
+		c.usageErr(e, fs, "%v", err)
+		return exitUsage
+	}
+	*c.gateway = base
+	cl, base := c.client()
+	var rs []client.Rollout
+	if *tool == "" {
+		l, err := cl.Rollouts(ctx)
+		if err != nil {
+			return c.fail(e, base, err)
+		}
+		rs = l.Rollouts
+	} else {
+		r, err := do(ctx, cl, *tool)
+		if err != nil {
+			return c.fail(e, base, err)
+		}
+		rs = []client.Rollout{*r}
+	}
+	writeRollouts(e.Stdout, rs, *c.format, *tool == "")
+	return exitOK
+}
+
+// writeRollouts prints rollout statuses; list says they answer a status of
+// every tool (JSON: {"rollouts": [...]}).
+func writeRollouts(w io.Writer, rs []client.Rollout, format string, list bool) {
+	switch format {
+	case "json":
+		var v any = rs[0]
+		if list || len(rs) != 1 {
+			v = client.RolloutList{Rollouts: rs}
+		}
+		b, _ := json.MarshalIndent(v, "", "  ")
+		w.Write(append(b, '\n'))
+	case "markdown":
+		for i, r := range rs {
+			if i > 0 {
+				fmt.Fprintln(w)
+			}
+			writeRolloutMarkdown(w, &r)
+		}
+	default:
+		for i, r := range rs {
+			if i > 0 {
+				fmt.Fprintln(w)
+			}
+			writeRolloutText(w, &r)
+		}
+	}
+}
+
+func roleOf(r *client.Rollout, v string) string {
+	for _, rv := range r.Versions {
+		if rv.Version == v {
+			return rv.Role
+		}
+	}
+	return ""
+}
+
+func pctText(f float64) string { return fmt.Sprintf("%.1f%%", f*100) }
+
+// callsFrom is "72 calls from customer_service_agent", or with several
+// principals "72 calls from cs-agent (60), ops-agent (12)".
+func callsFrom(f client.Rollout, i int) string {
+	sf := f.Shadow.Failures[i]
+	parts := make([]string, 0, len(sf.Principals))
+	for _, p := range sf.Principals {
+		if len(sf.Principals) == 1 {
+			parts = append(parts, p.Principal)
+		} else {
+			parts = append(parts, fmt.Sprintf("%s (%d)", p.Principal, p.Calls))
+		}
+	}
+	return fmt.Sprintf("%s from %s", count(int(sf.Calls), "call"), strings.Join(parts, ", "))
+}
+
+func writeRolloutText(w io.Writer, r *client.Rollout) {
+	fmt.Fprintf(w, "%s: %s (revision %d)\n", r.ToolID, r.Mode, r.Revision)
+	src := "set by the rollout"
+	if r.DefaultSource != "rollout" {
+		src = "the registry's newest supported version"
+	}
+	fmt.Fprintf(w, "  default:   %s (%s)\n", dash(r.Default), src)
+	if r.Candidate != "" {
+		fmt.Fprintf(w, "  candidate: %s (%s)\n", r.Candidate, r.Mode)
+	}
+	if r.Previous != "" {
+		fmt.Fprintf(w, "  previous:  %s (rollback restores it)\n", r.Previous)
+	}
+	if c := r.Canary; c != nil {
+		who := ""
+		if len(c.Principals) > 0 {
+			who = ", and every new action of " + strings.Join(c.Principals, ", ")
+		}
+		fmt.Fprintf(w, "  canary:    %g%% of new actions%s; halts when a rate exceeds the default's by %s after %d actions each\n",
+			c.Percent, who, pctText(c.HaltMargin), c.HaltMinSample)
+	}
+	if r.UpdatedAt != nil {
+		fmt.Fprintf(w, "  updated:   %s by %s\n", stamp(*r.UpdatedAt), dash(r.UpdatedBy))
+	}
+	fmt.Fprintln(w, "Versions:")
+	for _, v := range r.Versions {
+		fmt.Fprintf(w, "  %-9s %s\n", v.Version, versionNote(v))
+	}
+	if sh := r.Shadow; sh != nil {
+		fmt.Fprintf(w, "Shadow validation of %s: %s, %d would fail (%s)\n", sh.Candidate, count(int(sh.Calls), "call"), sh.WouldFail, pctText(ratio(sh.WouldFail, sh.Calls)))
+		if len(sh.Failures) > 0 {
+			fmt.Fprintln(w, "Top would-be failures:")
+			for i, f := range sh.Failures {
+				if i == rolloutTop {
+					fmt.Fprintf(w, "  … %d more kinds\n", len(sh.Failures)-rolloutTop)
+					break
+				}
+				fmt.Fprintf(w, "  %d. %s: %s\n", i+1, f.Cause, callsFrom(*r, i))
+			}
+		}
+	}
+	if len(r.Comparison) > 0 {
+		fmt.Fprintln(w, "Canary comparison:")
+		fmt.Fprintf(w, "  %-9s %-9s %7s %6s %6s %6s %8s %11s\n", "version", "role", "actions", "422", "4xx", "5xx", "unknown", "latency")
+		for _, o := range r.Comparison {
+			fmt.Fprintf(w, "  %-9s %-9s %7d %6s %6s %6s %8s %9.0fms\n", o.Version, o.Role, o.Calls,
+				pctText(o.InvalidRate), pctText(o.Rate4xx), pctText(o.Rate5xx), pctText(o.UnknownRate), o.MeanLatencyMS)
+		}
+	}
+	if len(r.History) > 0 {
+		fmt.Fprintln(w, "History (newest first):")
+		for _, ev := range r.History {
+			fmt.Fprintf(w, "  %3d  %s  %-9s %-10s %s\n", ev.Revision, stamp(ev.At), ev.Action, ev.By, eventText(ev))
+		}
+	}
+}
+
+func eventText(ev client.RolloutEvent) string {
+	s := oneLine(ev.Detail)
+	if ev.Approver != "" {
+		s += "; approved by " + oneLine(ev.Approver)
+		if ev.ApprovalSource != "" {
+			s += " (" + oneLine(ev.ApprovalSource) + ")"
+		}
+	}
+	if ev.Note != "" {
+		s += "; note: " + oneLine(ev.Note)
+	}
+	return s
+}
+
+func versionNote(v client.RolloutVersion) string {
+	var parts []string
+	if v.Role != "" {
+		parts = append(parts, v.Role)
+	}
+	if v.Deprecated {
+		d := "deprecated"
+		if v.DeprecatedAt != nil {
+			d += " since " + stamp(*v.DeprecatedAt) + ", sunset " + stamp(*v.Sunset)
+		}
+		if v.Retired {
+			d += " (retired: new actions refused)"
+		}
+		parts = append(parts, d)
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, "; ")
+}
+
+func ratio(a, b int64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return float64(a) / float64(b)
+}
+
+func writeRolloutMarkdown(w io.Writer, r *client.Rollout) {
+	fmt.Fprintf(w, "### Rollout of `%s`: %s (revision %d)\n\n", r.ToolID, r.Mode, r.Revision)
+	fmt.Fprintln(w, "| | |\n|---|---|")
+	fmt.Fprintf(w, "| default | %s (%s) |\n", mdCell(dash(r.Default)), r.DefaultSource)
+	if r.Candidate != "" {
+		fmt.Fprintf(w, "| candidate | %s (%s) |\n", mdCell(r.Candidate), r.Mode)
+	}
+	if r.Previous != "" {
+		fmt.Fprintf(w, "| previous | %s |\n", mdCell(r.Previous))
+	}
+	if c := r.Canary; c != nil {
+		who := ""
+		if len(c.Principals) > 0 {
+			who = " and every new action of " + strings.Join(c.Principals, ", ")
+		}
+		fmt.Fprintf(w, "| canary | %g%% of new actions%s; halt margin %s after %d actions |\n", c.Percent, mdCell(who), pctText(c.HaltMargin), c.HaltMinSample)
+	}
+	fmt.Fprintln(w, "\n| version | role | deprecation |\n|---|---|---|")
+	for _, v := range r.Versions {
+		dep := "-"
+		if v.Deprecated {
+			dep = versionNote(client.RolloutVersion{Deprecated: true, DeprecatedAt: v.DeprecatedAt, Sunset: v.Sunset, Retired: v.Retired})
+		}
+		fmt.Fprintf(w, "| %s | %s | %s |\n", mdCell(v.Version), dash(v.Role), mdCell(dep))
+	}
+	if sh := r.Shadow; sh != nil {
+		fmt.Fprintf(w, "\n**Shadow validation of %s:** %s, %d would fail (%s)\n", mdCell(sh.Candidate), count(int(sh.Calls), "call"), sh.WouldFail, pctText(ratio(sh.WouldFail, sh.Calls)))
+		if len(sh.Failures) > 0 {
+			fmt.Fprintln(w, "\n| # | would-be failure | pointer | code | calls | from |\n|---|---|---|---|---|---|")
+			for i, f := range sh.Failures {
+				if i == rolloutTop {
+					break
+				}
+				who := make([]string, len(f.Principals))
+				for j, p := range f.Principals {
+					who[j] = fmt.Sprintf("%s (%d)", p.Principal, p.Calls)
+				}
+				fmt.Fprintf(w, "| %d | %s | `%s` | %s | %d | %s |\n", i+1, mdCell(f.Cause), mdCell(f.Pointer), mdCell(f.Code), f.Calls, mdCell(strings.Join(who, ", ")))
+			}
+		}
+	}
+	if len(r.Comparison) > 0 {
+		fmt.Fprintln(w, "\n**Canary comparison**\n\n| version | role | actions | 422 | 4xx | 5xx | unknown | mean latency |\n|---|---|---|---|---|---|---|---|")
+		for _, o := range r.Comparison {
+			fmt.Fprintf(w, "| %s | %s | %d | %s | %s | %s | %s | %.0f ms |\n", mdCell(o.Version), o.Role, o.Calls,
+				pctText(o.InvalidRate), pctText(o.Rate4xx), pctText(o.Rate5xx), pctText(o.UnknownRate), o.MeanLatencyMS)
+		}
+	}
+	if len(r.History) > 0 {
+		fmt.Fprintln(w, "\n<details><summary>History</summary>\n\n| rev | at | action | by | detail |\n|---|---|---|---|---|")
+		for _, ev := range r.History {
+			fmt.Fprintf(w, "| %d | %s | %s | %s | %s |\n", ev.Revision, stamp(ev.At), ev.Action, mdCell(ev.By), mdCell(eventText(ev)))
+		}
+		fmt.Fprintln(w, "\n</details>")
+	}
+}
+
+// count is "1 call", "2 calls".
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// rolloutSources reads what the gateway's rollouts need from the tools
+// directory: toolgate.lock's deprecated_at of each version (read once: the
+// lock ships with the tools) and a reader of approvals/*.yaml (read at each
+// promotion, so an approval deployed later counts).
+func rolloutSources(fsys fs.FS) (func(tool, version string) (time.Time, bool), func() ([]gate.Approval, error), error) {
+	var lock *lockfile.Lock
+	data, err := fs.ReadFile(fsys, lockfile.FileName)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return nil, nil, fmt.Errorf("read %s: %w", lockfile.FileName, err)
+	default:
+		if lock, err = lockfile.Parse(data); err != nil {
+			return nil, nil, fmt.Errorf("read %s: %w", lockfile.FileName, err)
+		}
+	}
+	deprecatedAt := func(tool, version string) (time.Time, bool) {
+		if e := lock.Find(tool, version); e != nil && e.DeprecatedAt != nil {
+			return *e.DeprecatedAt, true
+		}
+		return time.Time{}, false
+	}
+	approvals := func() ([]gate.Approval, error) {
+		entries, err := fs.ReadDir(fsys, "approvals")
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		var out []gate.Approval
+		for _, en := range entries {
+			if ext := path.Ext(en.Name()); en.IsDir() || (ext != ".yaml" && ext != ".yml") {
+				continue
+			}
+			name := path.Join("approvals", en.Name())
+			data, err := fs.ReadFile(fsys, name)
+			if err != nil {
+				return nil, err
+			}
+			a, err := gate.ParseApproval(data, name)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, a)
+		}
+		return out, nil
+	}
+	return deprecatedAt, approvals, nil
+}
+
+// ledgerUses opens an existing ledger (sqlite://PATH, which must exist, or
+// postgres://…) and counts the actions of each of the tools per version,
+// for lint's and gate's --ledger.
+func ledgerUses(ctx context.Context, dsn string, tools []string) (map[string][]ledger.VersionUse, error) {
+	store, err := openExistingLedger(ctx, dsn)
+	if err != nil {
+		return nil, err
+	}
+	defer store.Close()
+	out := map[string][]ledger.VersionUse{}
+	for _, t := range tools {
+		if out[t], err = store.VersionUse(ctx, t); err != nil {
+			return nil, fmt.Errorf("ledger %s: %w", dsn, err)
+		}
+	}
+	return out, nil
+}
+
+// openExistingLedger opens the ledger a DSN names for an offline command:
+// sqlite://PATH must exist (nothing is created), postgres://… must answer.
+func openExistingLedger(ctx context.Context, dsn string) (ledger.Store, error) {
+	l, err := config.LedgerDSN(dsn)
+	if err != nil {
+		return nil, err
+	}
+	switch l.Kind {
+	case "sqlite":
+		if _, err := os.Stat(l.Location); err != nil {
+			return nil, fmt.Errorf("ledger %s: %w", l.Location, errors.Unwrap(err))
+		}
+		return sqlite.Open(ctx, sqlite.Config{Path: l.Location})
+	default:
+		return postgres.Open(ctx, postgres.Config{DSN: l.Location})
+	}
+}

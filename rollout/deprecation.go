@@ -1,0 +1,118 @@
+package rollout
+
+import (
+	"fmt"
+	"maps"
+	"strings"
+	"time"
+
+	"github.com/toolgate/toolgate/contract"
+	"github.com/toolgate/toolgate/ledger"
+)
+
+// Day is the unit of deprecation_window_days.
+const Day = 24 * time.Hour
+
+// Where a deprecation window's start came from.
+const (
+	SinceLock    = "lock"    // toolgate.lock's deprecated_at (stamped by toolgate lock)
+	SinceRollout = "rollout" // the rollout record: when a gateway first served the deprecation
+	SinceSeen    = "seen"    // only this process has seen it so far (not yet stored)
+)
+
+// Deprecations finds when a version's deprecation window started. A
+// version is deprecated when its tool's release policy lists it in
+// deprecated_versions; its window starts at toolgate.lock's deprecated_at
+// when the lock has one, else at the time the rollout record stamped when a
+// gateway first served the tool with that policy.
+type Deprecations struct {
+	// Locked returns the lock's deprecated_at of a version. Nil: no lock.
+	Locked func(toolID, version string) (time.Time, bool)
+	// Seen returns when this process first saw a deprecation that no
+	// record stamps yet. Nil: never.
+	Seen func(toolID, version string) (time.Time, bool)
+}
+
+// Deprecation is one version's deprecation.
+type Deprecation struct {
+	Deprecated bool
+	// Since is when the window started (zero when not known); Source says
+	// where it came from (SinceLock, SinceRollout, SinceSeen).
+	Since  time.Time
+	Source string
+	Window time.Duration // deprecation_window_days
+}
+
+// Sunset is when the window ends.
+func (d Deprecation) Sunset() time.Time { return d.Since.Add(d.Window) }
+
+// Dated reports whether the deprecation has a start to send in headers.
+func (d Deprecation) Dated() bool { return d.Deprecated && !d.Since.IsZero() }
+
+// RetiredAt reports whether the window is over at now: a new action on the
+// version is refused. Only a stored start (lock or rollout record) retires
+// a version, so that a process that has not stored its first sighting yet
+// cannot retire one by itself.
+func (d Deprecation) RetiredAt(now time.Time) bool {
+	return d.Dated() && d.Source != SinceSeen && !now.Before(d.Sunset())
+}
+
+// Of returns version v's deprecation for tool t with rollout record r (nil
+// for none).
+func (d Deprecations) Of(t *contract.Tool, r *ledger.Rollout, v string) Deprecation {
+	if !t.Policy.Deprecates(v) {
+		return Deprecation{}
+	}
+	dep := Deprecation{Deprecated: true, Window: time.Duration(t.Policy.DeprecationWindowDays) * Day}
+	if d.Locked != nil {
+		if at, ok := d.Locked(t.ID, v); ok {
+			dep.Since, dep.Source = at.UTC(), SinceLock
+			return dep
+		}
+	}
+	if r != nil {
+		if at, ok := r.Deprecated[v]; ok {
+			dep.Since, dep.Source = at.UTC(), SinceRollout
+			return dep
+		}
+	}
+	if d.Seen != nil {
+		if at, ok := d.Seen(t.ID, v); ok {
+			dep.Since, dep.Source = at.UTC(), SinceSeen
+		}
+	}
+	return dep
+}
+
+// Unstamped lists the versions of t that the policy deprecates but that
+// have no window start yet, neither in the lock nor in the record r.
+func (d Deprecations) Unstamped(t *contract.Tool, r *ledger.Rollout) []string {
+	var out []string
+	for _, v := range t.Versions {
+		if dep := (Deprecations{Locked: d.Locked}).Of(t, r, v.Version); dep.Deprecated && dep.Since.IsZero() {
+			out = append(out, v.Version)
+		}
+	}
+	return out
+}
+
+// Stamp records now as the window start of versions in the record, with
+// its audit entry.
+func Stamp(t *contract.Tool, cur ledger.Rollout, versions []string, now time.Time) (ledger.Rollout, ledger.RolloutEvent) {
+	next := cur
+	next.ToolID = t.ID
+	next.Deprecated = maps.Clone(cur.Deprecated)
+	if next.Deprecated == nil {
+		next.Deprecated = map[string]time.Time{}
+	}
+	for _, v := range versions {
+		next.Deprecated[v] = now
+	}
+	next.UpdatedAt, next.UpdatedBy = now, ByGateway
+	window := t.Policy.DeprecationWindowDays
+	ev := ledger.RolloutEvent{ToolID: t.ID, At: now, By: ByGateway, Action: ActDeprecated, Candidate: cur.Candidate, Mode: cur.Mode,
+		From: cur.Default, To: cur.Default,
+		Detail: fmt.Sprintf("release-policy.yaml deprecates %s; the deprecation window of %d days starts now (sunset %s)",
+			strings.Join(versions, ", "), window, now.Add(time.Duration(window)*Day).UTC().Format(time.RFC3339))}
+	return next, ev
+}

@@ -1,0 +1,146 @@
+package rollout
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/toolgate/toolgate/api"
+	"github.com/toolgate/toolgate/contract"
+	"github.com/toolgate/toolgate/ledger"
+)
+
+// Limits of what shadow validation counts, so that callers cannot grow the
+// counters without bound (a pointer names an argument, and an unknown
+// argument's name is the caller's choice).
+const (
+	// MaxPointerBytes: longer pointers are cut, with "…".
+	MaxPointerBytes = 128
+	// MaxShadowKinds is how many error kinds (pointer, code) one process
+	// counts per tool and epoch; further kinds are counted as OtherKind.
+	MaxShadowKinds = 50
+	// OtherKind is the pointer and code of the kinds past MaxShadowKinds.
+	OtherKind = "(other)"
+)
+
+// ErrorKind is one kind of would-be failure.
+type ErrorKind struct{ Pointer, Code string }
+
+// Kinds returns the distinct error kinds of a refused verdict, pointers
+// cleaned (CleanPointer). It keeps no argument value: an error's detail is
+// dropped.
+func Kinds(errs []contract.FieldError) []ErrorKind {
+	var out []ErrorKind
+	seen := map[ErrorKind]bool{}
+	for _, e := range errs {
+		k := ErrorKind{Pointer: CleanPointer(e.Pointer), Code: CleanPointer(e.Code)}
+		if !seen[k] {
+			seen[k] = true
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// CleanPointer makes a pointer (or code) safe to store and show: control
+// and other non-printing characters become "?", and it is cut to
+// MaxPointerBytes.
+func CleanPointer(p string) string {
+	var b strings.Builder
+	for _, r := range p {
+		if r == utf8.RuneError || !unicode.IsPrint(r) {
+			r = '?'
+		}
+		if b.Len()+utf8.RuneLen(r) > MaxPointerBytes {
+			b.WriteString("…")
+			break
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// Cause names a would-be failure in a reviewer's words, as the contract
+// report does: "Missing approval_channel", "Unknown argument x", else
+// "<code> at <pointer>".
+func Cause(pointer, code string) string {
+	field := strings.TrimPrefix(pointer, "/")
+	switch {
+	case pointer == OtherKind:
+		return "Other errors"
+	case code == "required":
+		return "Missing " + field
+	case code == "additionalProperties":
+		return "Unknown argument " + field
+	case pointer == "" || pointer == "/":
+		return code + " at the arguments"
+	}
+	return fmt.Sprintf("%s at %s", code, pointer)
+}
+
+// ShadowCounts returns the counters one shadow-validated call adds.
+func ShadowCounts(toolID string, epoch int64, candidate, principal string, kinds []ErrorKind) []ledger.RolloutCount {
+	c := func(kind, ptr, code string) ledger.RolloutCount {
+		return ledger.RolloutCount{ToolID: toolID, Epoch: epoch, Version: candidate, Kind: kind, Pointer: ptr, Code: code, Principal: principal, N: 1}
+	}
+	out := []ledger.RolloutCount{c(KindShadowCalls, "", "")}
+	if len(kinds) > 0 {
+		out = append(out, c(KindShadowFailed, "", ""))
+	}
+	for _, k := range kinds {
+		out = append(out, c(KindShadowError, k.Pointer, k.Code))
+	}
+	return out
+}
+
+// ShadowReport sums a candidate's shadow counters: most frequent kinds
+// first (ties by pointer, then code), each with its principals, most first.
+func ShadowReport(counts []ledger.RolloutCount, candidate string) *api.ShadowReport {
+	rep := &api.ShadowReport{Candidate: candidate, Failures: []api.ShadowFailure{}}
+	byKind := map[ErrorKind]map[string]int64{}
+	for _, c := range counts {
+		if c.Version != candidate {
+			continue
+		}
+		switch c.Kind {
+		case KindShadowCalls:
+			rep.Calls += c.N
+		case KindShadowFailed:
+			rep.WouldFail += c.N
+		case KindShadowError:
+			k := ErrorKind{c.Pointer, c.Code}
+			if byKind[k] == nil {
+				byKind[k] = map[string]int64{}
+			}
+			byKind[k][c.Principal] += c.N
+		}
+	}
+	for k, who := range byKind {
+		f := api.ShadowFailure{Pointer: k.Pointer, Code: k.Code, Cause: Cause(k.Pointer, k.Code), Principals: []api.PrincipalCount{}}
+		for p, n := range who {
+			f.Calls += n
+			f.Principals = append(f.Principals, api.PrincipalCount{Principal: p, Calls: n})
+		}
+		sort.Slice(f.Principals, func(i, j int) bool {
+			a, b := f.Principals[i], f.Principals[j]
+			if a.Calls != b.Calls {
+				return a.Calls > b.Calls
+			}
+			return a.Principal < b.Principal
+		})
+		rep.Failures = append(rep.Failures, f)
+	}
+	sort.Slice(rep.Failures, func(i, j int) bool {
+		a, b := rep.Failures[i], rep.Failures[j]
+		switch {
+		case a.Calls != b.Calls:
+			return a.Calls > b.Calls
+		case a.Pointer != b.Pointer:
+			return a.Pointer < b.Pointer
+		}
+		return a.Code < b.Code
+	})
+	return rep
+}
