@@ -58,6 +58,9 @@ func TestSpecTable(t *testing.T) {
 		call    func(g *rig) (toolcall.Answer, error)
 		want    want
 		effects int
+		// late: the downstream applies its effect after the call was
+		// answered (a timeout); wait for it, then count.
+		late bool
 	}{
 		{name: "first execution: the downstream's answer",
 			call:    func(g *rig) (toolcall.Answer, error) { return g.refund("spec-key-0001", okArgs) },
@@ -131,7 +134,10 @@ func TestSpecTable(t *testing.T) {
 			}},
 			setup: func(g *rig) { g.fault(sandbox.Fault{Path: "/refunds", Fault: "delay", DelayMS: 500}) },
 			call:  func(g *rig) (toolcall.Answer, error) { return g.refund("spec-key-0014", okArgs) },
-			want:  want{code: toolcall.CodeOutcomeUnknown, status: 504, outcome: decisionlog.OutcomeUnknown, state: ledger.Unknown}},
+			want:  want{code: toolcall.CodeOutcomeUnknown, status: 504, outcome: decisionlog.OutcomeUnknown, state: ledger.Unknown},
+			// The sandbox finishes the refund after the gateway gave up:
+			// the effect happened once, and nothing sent it again.
+			effects: 1, late: true},
 		{name: "ambiguous 5xx: 504, unknown",
 			setup: func(g *rig) { g.fault(sandbox.Fault{Path: "/refunds", Fault: "status_before", Status: 500}) },
 			call:  func(g *rig) (toolcall.Answer, error) { return g.refund("spec-key-0015", okArgs) },
@@ -207,6 +213,13 @@ func TestSpecTable(t *testing.T) {
 			}
 			ans, err := tt.call(g)
 			tt.want.check(t, ans, err)
+			if tt.late {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				if err := g.sb.WaitEffects(ctx, tt.effects); err != nil {
+					t.Fatal(err)
+				}
+			}
 			g.wantEffects(tt.effects)
 		})
 	}
