@@ -47,25 +47,13 @@ func actionsSubs() []actionsSub {
 
 func runActions(ctx context.Context, e env) int {
 	subs := actionsSubs()
-	if len(e.Args) == 0 || e.Args[0] == "-h" || e.Args[0] == "--help" || e.Args[0] == "help" {
-		w := e.Stdout
-		if len(e.Args) == 0 {
-			w = e.Stderr
-		}
-		actionsUsage(w, subs)
-		if len(e.Args) == 0 {
-			return exitUsage
-		}
-		return exitOK
+	names := make([]string, len(subs))
+	for i, s := range subs {
+		names[i] = s.name
 	}
-	for _, s := range subs {
-		if s.name == e.Args[0] {
-			return s.run(ctx, e, e.Args[1:])
-		}
-	}
-	fmt.Fprintf(e.Stderr, "toolgate actions: unknown subcommand %q\n\n", e.Args[0])
-	actionsUsage(e.Stderr, subs)
-	return exitUsage
+	return dispatch(e, "actions", names, func(w io.Writer) { actionsUsage(w, subs) }, func(i int, args []string) int {
+		return subs[i].run(ctx, e, args)
+	})
 }
 
 func actionsUsage(w io.Writer, subs []actionsSub) {

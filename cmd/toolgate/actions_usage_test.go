@@ -24,6 +24,7 @@ func TestActionsUsage(t *testing.T) {
 		{name: "no subcommand", args: nil, code: exitUsage, stderr: "Usage: toolgate actions <subcommand>"},
 		{name: "help", args: []string{"--help"}, code: exitOK, stdout: "reconcile"},
 		{name: "unknown subcommand", args: []string{"purge"}, code: exitUsage, stderr: `unknown subcommand "purge"`},
+		{name: "a flag before the subcommand", args: []string{"--state", "unknown"}, code: exitUsage, stderr: "flag provided but not defined: -state (flags follow the subcommand)"},
 		{name: "list help", args: []string{"list", "--help"}, code: exitOK, stdout: "Usage: toolgate actions list"},
 		{name: "show help", args: []string{"show", "-h"}, code: exitOK, stdout: "Usage: toolgate actions show ID"},
 		{name: "reconcile help", args: []string{"reconcile", "--help"}, code: exitOK, stdout: "Usage: toolgate actions reconcile ID"},

@@ -167,30 +167,13 @@ func optFloat(fs *flag.FlagSet, name, usage string) *optionalFloat {
 
 func runRollout(ctx context.Context, e env) int {
 	subs := rolloutSubs()
-	if len(e.Args) == 0 || e.Args[0] == "-h" || e.Args[0] == "--help" || e.Args[0] == "help" {
-		w := e.Stdout
-		if len(e.Args) == 0 {
-			w = e.Stderr
-		}
-		rolloutUsage(w, subs)
-		if len(e.Args) == 0 {
-			return exitUsage
-		}
-		return exitOK
+	names := make([]string, len(subs))
+	for i, s := range subs {
+		names[i] = s.name
 	}
-	for _, s := range subs {
-		if s.name == e.Args[0] {
-			return runRolloutSub(ctx, e, s, e.Args[1:])
-		}
-	}
-	if strings.HasPrefix(e.Args[0], "-") {
-		name, _, _ := strings.Cut(strings.TrimLeft(e.Args[0], "-"), "=")
-		fmt.Fprintf(e.Stderr, "toolgate rollout: flag provided but not defined: -%s (flags follow the subcommand)\n\n", name)
-	} else {
-		fmt.Fprintf(e.Stderr, "toolgate rollout: unknown subcommand %q\n\n", e.Args[0])
-	}
-	rolloutUsage(e.Stderr, subs)
-	return exitUsage
+	return dispatch(e, "rollout", names, func(w io.Writer) { rolloutUsage(w, subs) }, func(i int, args []string) int {
+		return runRolloutSub(ctx, e, subs[i], args)
+	})
 }
 
 func rolloutUsage(w io.Writer, subs []rolloutSub) {
