@@ -28,9 +28,6 @@ func (s *Server) putAction(w http.ResponseWriter, r *http.Request, p *Principal)
 		ToolID: body.ToolID, Version: body.Version, Scope: body.Scope,
 		PolicyVersion: body.PolicyVersion, CorrelationID: body.CorrelationID,
 	}
-	if err := toolcall.CheckPrepare(spec); err != nil {
-		return err
-	}
 	a, created, err := s.calls.Prepare(r.Context(), p, r.PathValue("action_id"), spec)
 	if err != nil {
 		return err

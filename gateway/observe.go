@@ -9,6 +9,7 @@ import (
 
 	"github.com/toolgate/toolgate/api"
 	"github.com/toolgate/toolgate/decisionlog"
+	"github.com/toolgate/toolgate/internal/tracectx"
 	"github.com/toolgate/toolgate/toolcall"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
@@ -92,23 +93,14 @@ func (s *Server) endCall(o *callObs, f *toolcall.Facts, rep *reply) {
 }
 
 // parseTraceparent returns the trace and parent ids of a W3C traceparent
-// header, or empty strings when it is not one.
+// header, or empty strings when it is not one: the one reader of the header
+// (internal/tracectx) decides, as for the trace the gateway continues.
 func parseTraceparent(h string) (traceID, spanID string) {
-	parts := strings.Split(strings.TrimSpace(h), "-")
-	if len(parts) < 4 || len(parts[1]) != 32 || len(parts[2]) != 16 || !isHex(parts[1]) || !isHex(parts[2]) {
+	p, ok := tracectx.Parse(strings.TrimSpace(h))
+	if !ok {
 		return "", ""
 	}
-	return parts[1], parts[2]
-}
-
-func isHex(s string) bool {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return false
-		}
-	}
-	return true
+	return p.TraceID, p.ParentID
 }
 
 // callProblem is a refused call's problem as every front end answers it, and

@@ -31,6 +31,9 @@ func (s *Service) Prepare(ctx context.Context, p *Principal, id string, spec led
 	if !ValidKey(id) {
 		return nil, false, Errorf(CodeKeyInvalid, "an action id must be 8 to 255 visible ASCII characters")
 	}
+	if err := CheckPrepare(spec); err != nil {
+		return nil, false, err
+	}
 	a, created, err = s.cfg.Ledger.Prepare(ctx, p.Tenant, id, spec)
 	switch {
 	case errors.Is(err, ledger.ErrActionMismatch) && !p.Allows(a.ToolID):

@@ -36,6 +36,10 @@ func TestTwoPhaseAction(t *testing.T) {
 		{"app-action-0002", ledger.PrepareSpec{ToolID: "nope.nope"}, toolcall.CodeToolNotFound},
 		{"app-action-0002", ledger.PrepareSpec{ToolID: refundTool, Version: "3.0.0"}, toolcall.CodeVersionNotFound},
 		{"app-action-0002", ledger.PrepareSpec{}, toolcall.CodeMalformedRequest},
+		// What a prepared action stores is bounded whichever front end prepares it.
+		{"app-action-0002", ledger.PrepareSpec{ToolID: refundTool, CorrelationID: "conv\t42"}, toolcall.CodeMalformedRequest},
+		{"app-action-0002", ledger.PrepareSpec{ToolID: refundTool, PolicyVersion: strings.Repeat("p", 256)}, toolcall.CodeMalformedRequest},
+		{"app-action-0002", ledger.PrepareSpec{ToolID: refundTool, Scope: "order\n1"}, toolcall.CodeMalformedRequest},
 	} {
 		if _, _, err := g.svc.Prepare(ctx, g.op, tc.id, tc.spec); err == nil || toolcall.ProblemOf(err).Code != tc.code {
 			t.Errorf("prepare %s %+v: %v, want %s", tc.id, tc.spec, err, tc.code)
