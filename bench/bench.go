@@ -27,16 +27,22 @@
 //     counts those. The downstream delay bounds this row's throughput; its
 //     ratio is to the bare proxy without the delay, so read it as an absolute.
 //
+// With the "new" workload, every concurrency also gets a row of the durable
+// floor (target "durable-floor", see floor.go): a minimal exactly-once
+// forwarder that makes a claim record durable, forwards, makes a result
+// record durable and answers, with group-committed fdatasync on a plain
+// file. Gateway rows carry their ratio to it (Row.FloorRatio) and their
+// latency over it (AddedP50, AddedP99); the floor row its ratio to the proxy.
+//
 // After the closed-loop rows, when "new" is among the workloads, each gateway
-// gets two open-loop rows at one fixed arrival rate (Config.Rate, by default
-// half the highest throughput of that gateway's "new" rows): "proxy-open",
-// the bare proxy, then "new-open", the gateway's new actions. Requests are
-// sent on a constant-interval timetable whatever the target does, and latency
-// is measured from each request's scheduled send time, so queueing is counted
-// (see openLoop). The gateway row's AddedP99 is its p99 minus the proxy row's
-// at the same rate: the gateway's added latency at a given load, which the
-// closed-loop rows (where the proxy runs at several times the gateway's rate)
-// do not show.
+// gets open-loop rows at fixed arrival rates (by default 25%, 50% and 75% of
+// the highest throughput of that gateway's "new" rows; Config.Rate sets one
+// rate instead): at each rate the floor, then the gateway's new actions.
+// Requests are sent on a constant-interval timetable whatever the target
+// does, and latency is measured from each request's scheduled send time, so
+// queueing is counted (see openLoop). The gateway row's AddedP50/AddedP99 are
+// over the floor's at the same rate: the gateway's added latency at a given
+// load, which the closed-loop rows do not show.
 package bench
 
 import (
@@ -58,10 +64,17 @@ const (
 	Invalid = "invalid"
 	Join    = "join"
 
-	// Open-loop rows (Row.Rate > 0): the bare proxy and the gateway's new
-	// actions at a fixed arrival rate.
-	ProxyOpen = "proxy-open"
-	NewOpen   = "new-open"
+	// NewOpen is an open-loop row (Row.Rate > 0): new actions, through the
+	// durable floor or a gateway, at a fixed arrival rate.
+	NewOpen = "new-open"
+)
+
+// Targets other than the gateways ("gateway/<ledger>").
+const (
+	ProxyTarget = "bare-proxy"
+	// FloorTarget is the durable floor (floor.go): the least an
+	// exactly-once gateway must do per new action.
+	FloorTarget = "durable-floor"
 )
 
 // Ledger names accepted in Config.Ledgers.
@@ -92,10 +105,13 @@ type Config struct {
 	// Default 5ms.
 	JoinDelay time.Duration
 	// Rate is the arrival rate, per second, of the open-loop rows, which run
-	// when Workloads has "new". 0: half of each gateway's peak "new"
+	// when Workloads has "new". 0: OpenFractions of each gateway's peak "new"
 	// throughput (the highest over its concurrencies) in this run. Negative:
 	// no open-loop rows. At most MaxRate.
 	Rate float64
+	// OpenFractions are the fractions of a gateway's peak at which its
+	// open-loop rows run when Rate is 0. Default 0.25, 0.5, 0.75.
+	OpenFractions []float64
 	// Dir holds the SQLite files and the extracted tools. Required.
 	Dir string
 	// Progress, if set, gets one line per row as it finishes.
@@ -143,22 +159,36 @@ type Row struct {
 	// by its requests, in microseconds. Unlike throughput it barely moves
 	// when other processes load the machine. 0 where not measured.
 	CPUPerRequest float64 `json:"cpu_us_per_request"`
-	// CPURatio is CPUPerRequest over the bare proxy's at the same concurrency.
+	// CPURatio is CPUPerRequest over the bare proxy's at the same
+	// concurrency (closed-loop rows only).
 	CPURatio float64 `json:"cpu_ratio_to_proxy,omitempty"`
-	// Ratio is PerSecond over the bare proxy's at the same concurrency; 0 on
-	// the proxy rows.
+	// Ratio is PerSecond over the bare proxy's at the same concurrency
+	// (closed-loop gateway and floor rows): for the floor row, floor/proxy.
 	Ratio float64 `json:"ratio_to_proxy,omitempty"`
-	// AddedP99 is P99 minus the bare proxy's P99 at the same concurrency
-	// (open-loop rows: at the same arrival rate).
-	AddedP99 float64 `json:"added_p99_ms,omitempty"`
+	// FloorRatio is PerSecond over the durable floor's at the same
+	// concurrency (gateway/floor); 0 when no floor row ran (the floor runs
+	// with the "new" workload).
+	FloorRatio float64 `json:"ratio_to_floor,omitempty"`
+	// AddedP50 and AddedP99 are P50 and P99 minus the durable floor's at the
+	// same concurrency (open-loop rows: at the same arrival rate), valid when
+	// HasFloor: the latency the gateway adds over the least an exactly-once
+	// gateway must do.
+	AddedP50 float64 `json:"added_p50_ms_over_floor,omitempty"`
+	AddedP99 float64 `json:"added_p99_ms_over_floor,omitempty"`
+	HasFloor bool    `json:"-"`
 
-	// Open-loop rows only (Workload ProxyOpen or NewOpen; Concurrency 0).
+	// Open-loop rows only (Workload NewOpen; Concurrency 0).
 	// Rate is the fixed arrival rate: requests are due every 1/Rate seconds
 	// and latencies count from the due time. PerSecond is what was achieved
 	// (below Rate when the target fell behind).
 	Rate float64 `json:"rate_per_second,omitempty"`
-	// PeakPerSecond and PeakConcurrency are the gateway's best closed-loop
-	// "new" row that Rate is half of; 0 when Config.Rate set it.
+	// Of is the gateway whose peak set Rate: the floor runs once per gateway
+	// and rate, just before that gateway's row.
+	Of string `json:"rate_of,omitempty"`
+	// PeakFraction, PeakPerSecond and PeakConcurrency say which fraction of
+	// which closed-loop "new" row (the gateway's best) Rate is; 0 when
+	// Config.Rate set it.
+	PeakFraction    float64 `json:"peak_fraction,omitempty"`
 	PeakPerSecond   float64 `json:"peak_new_per_second,omitempty"`
 	PeakConcurrency int     `json:"peak_new_concurrency,omitempty"`
 	// MaxInFlight is the most requests outstanding at once.
@@ -187,6 +217,14 @@ func (c *Config) defaults() error {
 	}
 	if len(c.Workloads) == 0 {
 		c.Workloads = []string{New, Replay, Invalid, Join}
+	}
+	if len(c.OpenFractions) == 0 {
+		c.OpenFractions = []float64{0.25, 0.5, 0.75}
+	}
+	for _, f := range c.OpenFractions {
+		if !(f > 0 && f <= 2) {
+			return fmt.Errorf("bench: open-loop fraction %v: want more than 0 and at most 2", f)
+		}
 	}
 	if c.GroupSize <= 0 {
 		c.GroupSize = 4
@@ -251,16 +289,29 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 		cfg.Progress("%-22s %-10s %-11s %9.0f/s  p99 %7.2fms  errors %d", r.Target, r.Workload, load, r.PerSecond, r.P99, r.Errors)
 	}
-	// Rows are measured concurrency by concurrency, the proxy first, so that
-	// each ratio compares measurements taken moments apart on a machine whose
-	// load drifts; they are reported grouped by target and workload.
+	// Rows are measured concurrency by concurrency, the proxy and the floor
+	// first, so that each ratio compares measurements taken moments apart on
+	// a machine whose load drifts; they are reported grouped by target and
+	// workload.
+	withFloor := slices.Contains(cfg.Workloads, New)
 	for _, n := range cfg.Concurrency {
-		p, err := measure(ctx, &cfg, "bare-proxy", Proxy, n, env.proxyNew)
+		p, err := measure(ctx, &cfg, ProxyTarget, Proxy, n, env.proxyNew)
 		if err != nil {
 			return rep, err
 		}
 		rep.Rows = append(rep.Rows, p)
 		progress(p)
+		var fl *Row
+		if withFloor {
+			f, err := measure(ctx, &cfg, FloorTarget, New, n, env.floorNew)
+			if err != nil {
+				return rep, err
+			}
+			compare(&f, p, nil)
+			rep.Rows = append(rep.Rows, f)
+			progress(f)
+			fl = &f
+		}
 		for _, g := range env.gateways {
 			for _, wl := range cfg.Workloads {
 				if wl == Join && n < 2 {
@@ -275,14 +326,14 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 				if err != nil {
 					return rep, err
 				}
-				compare(&r, p)
+				compare(&r, p, fl)
 				rep.Rows = append(rep.Rows, r)
 				progress(r)
 			}
 		}
 	}
 	order := map[string]int{}
-	for i, l := range append([]string{"bare-proxy"}, prefixed(cfg.Ledgers)...) {
+	for i, l := range append([]string{ProxyTarget, FloorTarget}, prefixed(cfg.Ledgers)...) {
 		order[l] = i * 100
 	}
 	for i, wl := range append([]string{Proxy}, cfg.Workloads...) {
@@ -293,38 +344,50 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			cmp.Compare(a.Concurrency, b.Concurrency))
 	})
 
-	// The open-loop rows come last, each gateway's after its proxy row at the
-	// same rate, measured moments before it.
-	if cfg.Rate < 0 || !slices.Contains(cfg.Workloads, New) {
+	// The open-loop rows come last: per gateway, at each fraction of its
+	// peak, the floor at that rate and then the gateway, moments apart.
+	if cfg.Rate < 0 || !withFloor {
 		return rep, nil
 	}
 	for _, g := range env.gateways {
-		rate, peak, peakN := cfg.Rate, 0.0, 0
-		if rate == 0 {
-			for _, r := range rep.Rows {
-				if r.Target == "gateway/"+g.name && r.Workload == New && r.PerSecond > peak {
-					peak, peakN = r.PerSecond, r.Concurrency
+		peak, peakN := 0.0, 0
+		for _, r := range rep.Rows {
+			if r.Target == "gateway/"+g.name && r.Workload == New && r.PerSecond > peak {
+				peak, peakN = r.PerSecond, r.Concurrency
+			}
+		}
+		type point struct{ rate, frac float64 }
+		var points []point
+		if cfg.Rate > 0 {
+			points = []point{{rate: cfg.Rate}}
+		} else {
+			for _, f := range cfg.OpenFractions {
+				if rate := peak * f; rate > 0 {
+					points = append(points, point{rate: rate, frac: f})
 				}
 			}
-			if rate = peak / 2; rate <= 0 {
-				continue // no new action went through: nothing to take half of
+		}
+		for _, pt := range points {
+			f, err := measureOpen(ctx, &cfg, FloorTarget, NewOpen, pt.rate, env.floorNew)
+			if err != nil {
+				return rep, err
 			}
+			r, err := measureOpen(ctx, &cfg, "gateway/"+g.name, NewOpen, pt.rate, g.workload(New))
+			if err != nil {
+				return rep, err
+			}
+			for _, x := range []*Row{&f, &r} {
+				x.Of = "gateway/" + g.name
+				if pt.frac > 0 {
+					x.PeakFraction, x.PeakPerSecond, x.PeakConcurrency = pt.frac, peak, peakN
+				}
+			}
+			compare(&r, Row{}, &f)
+			rep.Rows = append(rep.Rows, f)
+			progress(f)
+			rep.Rows = append(rep.Rows, r)
+			progress(r)
 		}
-		p, err := measureOpen(ctx, &cfg, "bare-proxy", ProxyOpen, rate, env.proxyNew)
-		p.PeakPerSecond, p.PeakConcurrency = peak, peakN
-		if err != nil {
-			return rep, err
-		}
-		rep.Rows = append(rep.Rows, p)
-		progress(p)
-		r, err := measureOpen(ctx, &cfg, "gateway/"+g.name, NewOpen, rate, g.workload(New))
-		r.PeakPerSecond, r.PeakConcurrency = peak, peakN
-		if err != nil {
-			return rep, err
-		}
-		compare(&r, p)
-		rep.Rows = append(rep.Rows, r)
-		progress(r)
 	}
 	return rep, nil
 }
@@ -332,14 +395,21 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 // Open says whether r is an open-loop row.
 func (r Row) Open() bool { return r.Rate > 0 }
 
-// compare fills r's columns relative to the bare proxy's row p.
-func compare(r *Row, p Row) {
+// compare fills r's columns relative to the bare proxy's row p (none when p
+// is the zero Row) and the durable floor's row fl (none when nil), both
+// measured at the same concurrency or arrival rate.
+func compare(r *Row, p Row, fl *Row) {
 	if p.PerSecond > 0 {
 		r.Ratio = r.PerSecond / p.PerSecond
-		r.AddedP99 = r.P99 - p.P99
 	}
 	if p.CPUPerRequest > 0 {
 		r.CPURatio = r.CPUPerRequest / p.CPUPerRequest
+	}
+	if fl != nil && fl.PerSecond > 0 {
+		r.FloorRatio = r.PerSecond / fl.PerSecond
+		r.AddedP50 = r.P50 - fl.P50
+		r.AddedP99 = r.P99 - fl.P99
+		r.HasFloor = true
 	}
 }
 

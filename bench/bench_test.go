@@ -12,28 +12,27 @@ import (
 )
 
 // A tiny run of every workload: each row has requests, no unexpected answer,
-// the join row really joins, the gateway rows carry a ratio, and the open-loop
-// rows run at half the peak of the new rows.
+// the join row really joins, the gateway rows carry their ratios to the proxy
+// and to the floor, and the open-loop rows run at 25, 50 and 75% of the peak
+// of the new rows, each gateway row after the floor's at the same rate.
 func TestRunTiny(t *testing.T) {
 	t.Parallel()
+	const d = 150 * time.Millisecond
 	rep, err := bench.Run(t.Context(), bench.Config{
-		Duration: 150 * time.Millisecond, Warmup: 20 * time.Millisecond,
+		Duration: d, Warmup: 20 * time.Millisecond,
 		Concurrency: []int{1, 4}, Ledgers: []string{bench.SQLiteNormal}, Dir: t.TempDir(),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	// proxy x2, new x2, replay x2, invalid x2, join x1 (c=1 has no join row),
-	// then proxy-open and new-open
-	if len(rep.Rows) != 11 {
-		t.Fatalf("%d rows, want 11: %+v", len(rep.Rows), rep.Rows)
+	// proxy x2, floor x2, new x2, replay x2, invalid x2, join x1 (c=1 has no
+	// join row), then (floor new-open, gateway new-open) x3
+	if len(rep.Rows) != 17 {
+		t.Fatalf("%d rows, want 17: %+v", len(rep.Rows), rep.Rows)
 	}
 	for _, r := range rep.Rows {
 		if r.Requests == 0 || r.Errors != 0 || r.PerSecond <= 0 || r.P99 < r.P50 {
 			t.Errorf("row %+v", r)
-		}
-		if r.Target != "bare-proxy" && r.Ratio <= 0 {
-			t.Errorf("gateway row without a ratio: %+v", r)
 		}
 		if r.Workload == bench.Join && r.Joined == 0 {
 			t.Errorf("join row with no joins: %+v", r)
@@ -44,19 +43,45 @@ func TestRunTiny(t *testing.T) {
 		t.Fatal(err)
 	}
 	peak := 0.0
-	for _, r := range rep.Rows[:9] {
+	floors := map[int]bench.Row{}
+	for _, r := range rep.Rows[:11] {
 		if r.Open() || r.Concurrency == 0 {
 			t.Errorf("closed-loop row looks open: %+v", r)
 		}
-		if r.Workload == bench.New {
-			peak = max(peak, r.PerSecond)
+		switch r.Target {
+		case bench.FloorTarget:
+			if r.Workload != bench.New || r.Ratio <= 0 || r.HasFloor {
+				t.Errorf("floor row %+v", r)
+			}
+			floors[r.Concurrency] = r
+		case bench.ProxyTarget:
+			if r.Ratio != 0 || r.HasFloor {
+				t.Errorf("proxy row compared with itself: %+v", r)
+			}
+		default:
+			f, ok := floors[r.Concurrency]
+			if !ok {
+				t.Fatalf("gateway row before its floor row: %+v", r)
+			}
+			if r.Ratio <= 0 || !r.HasFloor || r.FloorRatio != r.PerSecond/f.PerSecond || r.AddedP99 != r.P99-f.P99 || r.AddedP50 != r.P50-f.P50 {
+				t.Errorf("gateway row not compared with the proxy and the floor (%+v): %+v", f, r)
+			}
+			if r.Workload == bench.New {
+				peak = max(peak, r.PerSecond)
+			}
 		}
 	}
-	checkOpenPair(t, rep.Rows[9], rep.Rows[10], "gateway/sqlite-normal", peak/2, 150*time.Millisecond)
-	if p := rep.Rows[10]; p.PeakPerSecond != peak || p.PeakConcurrency == 0 {
-		t.Errorf("open row's peak %v at c=%d, want %v: %+v", p.PeakPerSecond, p.PeakConcurrency, peak, p)
+	for i, frac := range []float64{0.25, 0.5, 0.75} {
+		f, g := rep.Rows[11+2*i], rep.Rows[12+2*i]
+		checkOpenPair(t, f, g, "gateway/sqlite-normal", peak*frac, d)
+		for _, r := range []bench.Row{f, g} {
+			if r.PeakPerSecond != peak || r.PeakConcurrency == 0 || r.PeakFraction != frac || r.Of != "gateway/sqlite-normal" {
+				t.Errorf("open row's peak %v (%v) at c=%d, want %v of %v: %+v", r.PeakPerSecond, r.PeakFraction, r.PeakConcurrency, frac, peak, r)
+			}
+		}
 	}
-	for _, want := range []string{"bare-proxy", "gateway/sqlite-normal", "replay", "x proxy", "rate/s", bench.ProxyOpen, bench.NewOpen, "half its peak new throughput", "ms added"} {
+	for _, want := range []string{"bare-proxy", bench.FloorTarget, "gateway/sqlite-normal", "replay", "x proxy", "x floor", "+p50 floor", "+p99 floor", "rate/s", bench.NewOpen,
+		"25% of its peak new throughput", "50% of its peak", "75% of its peak", "ms p99 added"} {
 		if !strings.Contains(table.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, table.String())
 		}
@@ -66,13 +91,13 @@ func TestRunTiny(t *testing.T) {
 	}
 }
 
-// checkOpenPair checks an open-loop proxy row and the gateway row after it.
-func checkOpenPair(t *testing.T, p, g bench.Row, target string, rate float64, d time.Duration) {
+// checkOpenPair checks an open-loop floor row and the gateway row after it.
+func checkOpenPair(t *testing.T, f, g bench.Row, target string, rate float64, d time.Duration) {
 	t.Helper()
-	if p.Target != "bare-proxy" || p.Workload != bench.ProxyOpen || g.Target != target || g.Workload != bench.NewOpen {
-		t.Fatalf("open rows %s %s, %s %s; want bare-proxy %s, %s %s", p.Target, p.Workload, g.Target, g.Workload, bench.ProxyOpen, target, bench.NewOpen)
+	if f.Target != bench.FloorTarget || f.Workload != bench.NewOpen || g.Target != target || g.Workload != bench.NewOpen {
+		t.Fatalf("open rows %s %s, %s %s; want %s %s, %s %s", f.Target, f.Workload, g.Target, g.Workload, bench.FloorTarget, bench.NewOpen, target, bench.NewOpen)
 	}
-	for _, r := range []bench.Row{p, g} {
+	for _, r := range []bench.Row{f, g} {
 		if !r.Open() || r.Rate != rate || r.Concurrency != 0 {
 			t.Errorf("open row at rate %v, want %v: %+v", r.Rate, rate, r)
 		}
@@ -87,8 +112,8 @@ func checkOpenPair(t *testing.T, p, g bench.Row, target string, rate float64, d 
 			t.Errorf("open row %+v", r)
 		}
 	}
-	if g.Ratio <= 0 || (p.CPUPerRequest > 0) != (g.CPURatio > 0) || g.AddedP99 != g.P99-p.P99 {
-		t.Errorf("gateway open row not compared with the proxy's at the same rate: %+v vs %+v", g, p)
+	if !g.HasFloor || g.FloorRatio <= 0 || g.AddedP99 != g.P99-f.P99 || g.AddedP50 != g.P50-f.P50 || g.Of != target || f.Of != target {
+		t.Errorf("gateway open row not compared with the floor's at the same rate: %+v vs %+v", g, f)
 	}
 }
 
@@ -101,8 +126,8 @@ func TestRunOpenLoopRate(t *testing.T) {
 		workloads []string
 		rows      int
 	}{
-		{name: "configured", rate: 200, workloads: []string{bench.New}, rows: 4},
-		{name: "off", rate: -1, workloads: []string{bench.New}, rows: 2},
+		{name: "configured", rate: 200, workloads: []string{bench.New}, rows: 5},
+		{name: "off", rate: -1, workloads: []string{bench.New}, rows: 3},
 		{name: "no new rows", workloads: []string{bench.Invalid}, rows: 2},
 	}
 	for _, tc := range tests {
@@ -123,14 +148,14 @@ func TestRunOpenLoopRate(t *testing.T) {
 			if err := rep.WriteTable(&table); err != nil {
 				t.Fatal(err)
 			}
-			if tc.rows == 2 {
+			if tc.rows < 4 {
 				if strings.Contains(table.String(), bench.NewOpen) || strings.Contains(table.String(), "open-loop") {
 					t.Errorf("table mentions open-loop rows that did not run:\n%s", table.String())
 				}
 				return
 			}
-			checkOpenPair(t, rep.Rows[2], rep.Rows[3], "gateway/sqlite-full", tc.rate, d)
-			if g := rep.Rows[3]; g.PeakPerSecond != 0 {
+			checkOpenPair(t, rep.Rows[3], rep.Rows[4], "gateway/sqlite-full", tc.rate, d)
+			if g := rep.Rows[4]; g.PeakPerSecond != 0 || g.PeakFraction != 0 {
 				t.Errorf("configured rate with a peak: %+v", g)
 			}
 			if !strings.Contains(table.String(), "new actions at 200/s (the configured rate)") {
@@ -140,7 +165,7 @@ func TestRunOpenLoopRate(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, want := range []string{`"workload":"new-open"`, `"rate_per_second":200`, `"max_in_flight":`} {
+			for _, want := range []string{`"workload":"new-open"`, `"rate_per_second":200`, `"max_in_flight":`, `"ratio_to_floor":`, `"target":"durable-floor"`} {
 				if !bytes.Contains(b, []byte(want)) {
 					t.Errorf("JSON lacks %s: %s", want, b)
 				}
@@ -163,6 +188,7 @@ func TestConfigErrors(t *testing.T) {
 		{name: "unknown workload", cfg: bench.Config{Dir: "x", Workloads: []string{"nope"}}, want: `workload "nope"`},
 		{name: "rate too high", cfg: bench.Config{Dir: "x", Rate: 2 * bench.MaxRate}, want: "rate 200000"},
 		{name: "rate not a number", cfg: bench.Config{Dir: "x", Rate: math.NaN()}, want: "rate NaN"},
+		{name: "open fraction zero", cfg: bench.Config{Dir: "x", OpenFractions: []float64{0.5, 0}}, want: "open-loop fraction 0"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

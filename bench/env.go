@@ -56,6 +56,8 @@ type env struct {
 	client   *http.Client
 	sandbox  *sandbox.Server
 	proxyURL string
+	floor    *floorServer
+	floorURL string
 	gateways []*gw
 	closers  []func()
 }
@@ -119,6 +121,21 @@ func startEnv(ctx context.Context, cfg *Config) (e *env, err error) {
 		BufferPool: &bufferPool{},
 	}
 	if e.proxyURL, err = e.serve(proxy); err != nil {
+		return e, err
+	}
+
+	// The durable floor forwards over a transport like the proxy's, and
+	// keeps its log on the same file system as the SQLite ledgers.
+	flog, err := openFloorLog(filepath.Join(cfg.Dir, "durable-floor.log"))
+	if err != nil {
+		return e, err
+	}
+	e.closers = append(e.closers, func() { flog.Close() })
+	ftr := http.DefaultTransport.(*http.Transport).Clone()
+	ftr.MaxIdleConnsPerHost = invokerIdlePerHost
+	e.closers = append(e.closers, ftr.CloseIdleConnections)
+	e.floor = &floorServer{log: flog, client: &http.Client{Transport: ftr}, downstream: sbURL + "/refunds"}
+	if e.floorURL, err = e.serve(e.floor); err != nil {
 		return e, err
 	}
 
@@ -255,6 +272,11 @@ func (e *env) do(ctx context.Context, u, key string, body []byte) result {
 // proxyNew is the baseline: a new refund through the bare proxy.
 func (e *env) proxyNew(ctx context.Context, _ int) (result, int) {
 	return e.do(ctx, e.proxyURL+"/refunds", e.key("proxy"), proxyBody), http.StatusCreated
+}
+
+// floorNew is the durable floor's new action: claim, forward, result.
+func (e *env) floorNew(ctx context.Context, _ int) (result, int) {
+	return e.do(ctx, e.floorURL+"/refunds", e.key("floor"), proxyBody), http.StatusCreated
 }
 
 // workload returns the request function of a gateway workload. Join is driven

@@ -11,37 +11,44 @@ import (
 )
 
 // WriteTable writes the report as an aligned text table: one line per row,
-// the gateway rows with their ratio to the bare proxy at the same
-// concurrency (open-loop rows: at the same arrival rate), then a line per
-// gateway reading its open-loop rows.
+// the gateway rows with their ratios to the bare proxy and to the durable
+// floor at the same concurrency (open-loop rows: to the floor at the same
+// arrival rate), then two lines per open-loop pair.
 func (r *Report) WriteTable(w io.Writer) error {
 	m := r.Machine
 	fmt.Fprintf(w, "toolgate bench: %s, %d CPU (GOMAXPROCS %d), %s %s/%s, load %.2f at start, %s per row\n",
 		orUnknown(m.CPUModel), m.CPUs, m.GOMAXPROCS, m.GoVersion, m.GOOS, m.GOARCH, m.LoadAvg, r.Duration)
 	fmt.Fprintf(w, "join rows: groups of %d same-key calls, first call held %s by the sandbox\n", r.GroupSize, r.JoinDelay)
+	if slices.ContainsFunc(r.Rows, func(x Row) bool { return x.Target == FloorTarget }) {
+		fmt.Fprintf(w, "durable-floor: claim record fdatasync'd, forward, result record fdatasync'd, answer (group commit, one plain file)\n")
+	}
 	open := slices.ContainsFunc(r.Rows, Row.Open)
 	if open {
 		fmt.Fprintf(w, "open-loop rows (conc -): a request due every 1/rate s on a fixed timetable, each on its own goroutine; latency counts from the due time\n")
 	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "target\tworkload\tconc\trequests\terrors\tper sec\tp50 ms\tp95 ms\tp99 ms\tx proxy\t+p99 ms\tcpu us/req\tcpu x proxy\tjoined\trate/s\t")
-	for _, row := range r.Rows {
-		conc, ratio, added, cpuRatio, joined, rate := strconv.Itoa(row.Concurrency), "", "", "", "", ""
-		if row.Target != "bare-proxy" {
-			ratio = strconv.FormatFloat(row.Ratio, 'f', 2, 64)
-			added = strconv.FormatFloat(row.AddedP99, 'f', 2, 64)
-			cpuRatio = strconv.FormatFloat(row.CPURatio, 'f', 2, 64)
+	fmt.Fprintln(tw, "target\tworkload\tconc\trequests\terrors\tper sec\tp50 ms\tp95 ms\tp99 ms\tx proxy\tx floor\t+p50 floor\t+p99 floor\tcpu us/req\tcpu x proxy\tjoined\trate/s\t")
+	f2 := func(v float64, ok bool) string {
+		if !ok {
+			return ""
 		}
+		return strconv.FormatFloat(v, 'f', 2, 64)
+	}
+	for _, row := range r.Rows {
+		conc, joined, rate := strconv.Itoa(row.Concurrency), "", ""
 		if row.Workload == Join {
 			joined = strconv.Itoa(row.Joined)
 		}
 		if row.Open() {
 			conc, rate = "-", strconv.FormatFloat(row.Rate, 'f', 0, 64)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%.0f\t%.2f\t%.2f\t%.2f\t%s\t%s\t%.0f\t%s\t%s\t%s\t\n",
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%.0f\t%.2f\t%.2f\t%.2f\t%s\t%s\t%s\t%s\t%.0f\t%s\t%s\t%s\t\n",
 			row.Target, row.Workload, conc, row.Requests, row.Errors, row.PerSecond,
-			row.P50, row.P95, row.P99, ratio, added, row.CPUPerRequest, cpuRatio, joined, rate)
+			row.P50, row.P95, row.P99,
+			f2(row.Ratio, row.Ratio > 0), f2(row.FloorRatio, row.HasFloor),
+			f2(row.AddedP50, row.HasFloor), f2(row.AddedP99, row.HasFloor),
+			row.CPUPerRequest, f2(row.CPURatio, row.CPURatio > 0), joined, rate)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -49,17 +56,17 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if open {
 		fmt.Fprintln(w)
 	}
-	var proxy *Row
+	var fl *Row
 	for i, row := range r.Rows {
 		switch {
-		case row.Workload == ProxyOpen:
-			proxy = &r.Rows[i]
-		case row.Workload == NewOpen && proxy != nil && proxy.Rate == row.Rate:
-			fmt.Fprintf(w, "%s: new actions at %.0f/s (%s): p99 %.2f ms, bare proxy %.2f ms at the same rate: %+.2f ms added\n",
-				row.Target, row.Rate, rateBasis(row), row.P99, proxy.P99, row.AddedP99)
-			fmt.Fprintf(w, "  at most %d requests in flight (proxy %d); the load generator sent p99 %.2f ms late, at worst %.2f ms (proxy %.2f, %.2f)\n",
-				row.MaxInFlight, proxy.MaxInFlight, row.SendLagP99, row.SendLagMax, proxy.SendLagP99, proxy.SendLagMax)
-			for _, x := range []*Row{proxy, &r.Rows[i]} {
+		case row.Workload == NewOpen && row.Target == FloorTarget:
+			fl = &r.Rows[i]
+		case row.Workload == NewOpen && fl != nil && fl.Rate == row.Rate:
+			fmt.Fprintf(w, "%s: new actions at %.0f/s (%s): p50 %.2f ms, p99 %.2f ms; the durable floor at the same rate %.2f, %.2f ms: %+.2f ms p50, %+.2f ms p99 added\n",
+				row.Target, row.Rate, rateBasis(row), row.P50, row.P99, fl.P50, fl.P99, row.AddedP50, row.AddedP99)
+			fmt.Fprintf(w, "  at most %d requests in flight (floor %d); the load generator sent p99 %.2f ms late, at worst %.2f ms (floor %.2f, %.2f)\n",
+				row.MaxInFlight, fl.MaxInFlight, row.SendLagP99, row.SendLagMax, fl.SendLagP99, fl.SendLagMax)
+			for _, x := range []*Row{fl, &r.Rows[i]} {
 				if x.PerSecond < 0.95*x.Rate {
 					fmt.Fprintf(w, "  %s %s fell behind the timetable: %.0f/s achieved of %.0f/s\n", x.Target, x.Workload, x.PerSecond, x.Rate)
 				}
@@ -81,7 +88,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 // rateBasis says where an open-loop row's rate came from.
 func rateBasis(r Row) string {
 	if r.PeakPerSecond > 0 {
-		return fmt.Sprintf("half its peak new throughput, %.0f/s at c=%d", r.PeakPerSecond, r.PeakConcurrency)
+		return fmt.Sprintf("%.0f%% of its peak new throughput, %.0f/s at c=%d", 100*r.PeakFraction, r.PeakPerSecond, r.PeakConcurrency)
 	}
 	return "the configured rate"
 }

@@ -23,12 +23,15 @@ func init() {
 // same sandbox in one process (see package bench) and prints the table, or
 // the JSON report with --json. Progress goes to stderr.
 //
-// With the new workload, each gateway also gets two open-loop rows at one
-// fixed arrival rate (--rate, by default half that gateway's peak new
-// throughput in the run): the bare proxy, then the gateway, each request sent
-// on a fixed timetable and timed from its due time.
+// With the new workload, every concurrency also gets a row of the durable
+// floor (the least an exactly-once gateway must do: two group-committed
+// fdatasync'd records around the forward), and each gateway gets open-loop
+// rows at fixed arrival rates (--open, by default 25, 50 and 75% of that
+// gateway's peak new throughput in the run; --rate sets one rate instead):
+// the floor, then the gateway, each request sent on a fixed timetable and
+// timed from its due time.
 func runBench(ctx context.Context, e env) int {
-	flags := newFlagSet(e, "bench", "[--duration D] [--concurrency 1,8,32,128] [--ledger sqlite-full,sqlite-normal[,postgres]] [--postgres DSN] [--rate N] [--json] [--quick]")
+	flags := newFlagSet(e, "bench", "[--duration D] [--concurrency 1,8,32,128] [--ledger sqlite-full,sqlite-normal[,postgres]] [--postgres DSN] [--open 25,50,75] [--rate N] [--json] [--quick]")
 	duration := flags.Duration("duration", 3*time.Second, "measured time per row")
 	conc := flags.String("concurrency", "1,8,32,128", "comma-separated numbers of closed-loop workers")
 	ledgers := flags.String("ledger", "sqlite-full,sqlite-normal", "comma-separated ledgers: sqlite-full, sqlite-normal, postgres")
@@ -36,7 +39,8 @@ func runBench(ctx context.Context, e env) int {
 	workloads := flags.String("workloads", "new,replay,invalid,join", "comma-separated gateway workloads")
 	group := flags.Int("join-group", 4, "same-key calls per join group")
 	joinDelay := flags.Duration("join-delay", 5*time.Millisecond, "how long the sandbox holds the first call of a join group")
-	rate := flags.Float64("rate", 0, "arrival rate per second of the open-loop rows (proxy-open, new-open), which run with the new workload; 0: half of each ledger's peak new throughput; negative: none")
+	rate := flags.Float64("rate", 0, "arrival rate per second of the open-loop rows (new-open, floor and gateway), which run with the new workload; 0: the --open percentages of each ledger's peak new throughput; negative: none")
+	openPct := flags.String("open", "25,50,75", "comma-separated percentages of each ledger's peak new throughput at which the open-loop rows run")
 	asJSON := flags.Bool("json", false, "print the report as JSON instead of a table")
 	quick := flags.Bool("quick", false, "a short smoke run for CI: 200ms rows at concurrency 1 and 8 (open-loop rows included)")
 	cpuProfile := flags.String("cpuprofile", "", "write a CPU profile of the whole run to `file`")
@@ -59,6 +63,14 @@ func runBench(ctx context.Context, e env) int {
 	if cfg.Concurrency, err = benchInts(*conc); err != nil {
 		fmt.Fprintf(e.Stderr, "toolgate bench: --concurrency: %v\n", err)
 		return exitUsage
+	}
+	for _, p := range benchList(*openPct) {
+		f, err := strconv.ParseFloat(p, 64)
+		if err != nil || !(f > 0 && f <= 200) {
+			fmt.Fprintf(e.Stderr, "toolgate bench: --open: %q is not a percentage in (0, 200]\n", p)
+			return exitUsage
+		}
+		cfg.OpenFractions = append(cfg.OpenFractions, f/100)
 	}
 	if *quick {
 		cfg.Duration, cfg.Warmup, cfg.Concurrency = 200*time.Millisecond, 50*time.Millisecond, []int{1, 8}

@@ -21,10 +21,11 @@ func TestBenchCommand(t *testing.T) {
 		{name: "table", args: []string{"bench", "--quick", "--duration", "100ms", "--ledger", "sqlite-normal", "--workloads", "new,replay"}},
 		// proxy c=1,8; invalid c=1,8; join c=8; no new workload, no open loop
 		{name: "json", args: []string{"bench", "--quick", "--ledger", "sqlite-full", "--workloads", "invalid,join", "--json"}, json: true, rows: 5},
-		// proxy c=1,8; new c=1,8; proxy-open, new-open at the given rate
-		{name: "json rate", args: []string{"bench", "--quick", "--ledger", "sqlite-full", "--workloads", "new", "--rate", "150", "--json"}, json: true, rows: 6, open: 150},
+		// proxy c=1,8; floor c=1,8; new c=1,8; the floor's and the gateway's
+		// new-open at the given rate
+		{name: "json rate", args: []string{"bench", "--quick", "--ledger", "sqlite-full", "--workloads", "new", "--rate", "150", "--json"}, json: true, rows: 8, open: 150},
 		// the same at half the peak of the new rows
-		{name: "json half peak", args: []string{"bench", "--quick", "--duration", "100ms", "--ledger", "sqlite-normal", "--workloads", "new", "--json"}, json: true, rows: 6, open: -1},
+		{name: "json half peak", args: []string{"bench", "--quick", "--duration", "100ms", "--ledger", "sqlite-normal", "--workloads", "new", "--open", "50", "--json"}, json: true, rows: 8, open: -1},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -35,7 +36,7 @@ func TestBenchCommand(t *testing.T) {
 				t.Fatalf("exit %d\n%s\n%s", code, out.String(), errb.String())
 			}
 			if !tc.json {
-				for _, want := range []string{"bare-proxy", "gateway/sqlite-normal", "x proxy", "replay", "proxy-open", "new-open", "rate/s", "half its peak new throughput", "ms added"} {
+				for _, want := range []string{"bare-proxy", "durable-floor", "gateway/sqlite-normal", "x proxy", "x floor", "+p99 floor", "replay", "new-open", "rate/s", "25% of its peak new throughput", "75% of its peak", "ms p99 added"} {
 					if !strings.Contains(out.String(), want) {
 						t.Errorf("table lacks %q:\n%s", want, out.String())
 					}
@@ -49,7 +50,7 @@ func TestBenchCommand(t *testing.T) {
 					Requests, Errors int
 					PerSecond        float64 `json:"per_second"`
 					P99              float64 `json:"p99_ms"`
-					AddedP99         float64 `json:"added_p99_ms"`
+					AddedP99         float64 `json:"added_p99_ms_over_floor"`
 					Rate             float64 `json:"rate_per_second"`
 					Peak             float64 `json:"peak_new_per_second"`
 					MaxInFlight      int     `json:"max_in_flight"`
@@ -66,7 +67,7 @@ func TestBenchCommand(t *testing.T) {
 				if r.Requests == 0 || r.Errors != 0 {
 					t.Errorf("row %+v", r)
 				}
-				if r.Workload == "new" {
+				if r.Workload == "new" && strings.HasPrefix(r.Target, "gateway/") {
 					peak = max(peak, r.PerSecond)
 				}
 			}
@@ -78,8 +79,8 @@ func TestBenchCommand(t *testing.T) {
 				rate, wantPeak = peak/2, peak
 			}
 			p, g := rep.Rows[len(rep.Rows)-2], rep.Rows[len(rep.Rows)-1]
-			if p.Target != "bare-proxy" || p.Workload != "proxy-open" || g.Workload != "new-open" || !strings.HasPrefix(g.Target, "gateway/") {
-				t.Fatalf("last rows %+v, %+v: want proxy-open then new-open", p, g)
+			if p.Target != "durable-floor" || p.Workload != "new-open" || g.Workload != "new-open" || !strings.HasPrefix(g.Target, "gateway/") {
+				t.Fatalf("last rows %+v, %+v: want the floor's new-open then the gateway's", p, g)
 			}
 			if p.Rate != rate || g.Rate != rate || p.Peak != wantPeak || g.Peak != wantPeak || p.Concurrency != 0 || g.Concurrency != 0 || g.MaxInFlight < 1 {
 				t.Errorf("open rows at rate %v (peak %v): %+v, %+v", rate, wantPeak, p, g)
@@ -103,6 +104,7 @@ func TestBenchUsage(t *testing.T) {
 		{name: "argument", args: []string{"bench", "extra"}, want: "unexpected argument"},
 		{name: "bad rate", args: []string{"bench", "--rate", "fast"}, want: "-rate"},
 		{name: "rate too high", args: []string{"bench", "--rate", "1e9"}, want: "want at most 100000 per second"},
+		{name: "bad open percentage", args: []string{"bench", "--open", "25,0"}, want: `--open: "0" is not a percentage`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
