@@ -16,7 +16,7 @@ import (
 )
 
 func init() {
-	register(command{Name: "bench", Summary: "the gateway beside a bare reverse proxy, under load, in one run", Run: runBench})
+	register(command{Name: "bench", Summary: "the gateway beside a bare proxy and the durable floor, under load, in one run", Run: runBench})
 }
 
 // runBench measures the gateway against a bare httputil.ReverseProxy to the
