@@ -340,7 +340,13 @@ func (s *Service) AddProviderCall(ctx context.Context, a *Action, pc ProviderCal
 // write stores b over a (compare-and-set on a.Rev); on success a becomes b and
 // anyone waiting for the action is woken.
 func (s *Service) write(ctx context.Context, a, b *Action) error {
-	if err := s.Store.Update(ctx, b); err != nil {
+	var err error
+	if cu, ok := s.Store.(ChangeUpdater); ok {
+		err = cu.UpdateChanged(ctx, a, b) // a is b as stored at b.Rev
+	} else {
+		err = s.Store.Update(ctx, b)
+	}
+	if err != nil {
 		return fmt.Errorf("update action %s: %w", a.ID, err)
 	}
 	*a = *b

@@ -55,6 +55,7 @@ type write struct {
 	tenant string
 	rev    int64 // Update: the revision the caller read
 	args   []any
+	stmt   *sql.Stmt // Update: a narrow statement (changed.go); nil for updateSQL
 	// state: 0 queued, 1 taken by the committer, 2 abandoned by its caller.
 	state atomic.Int32
 	err   error
@@ -207,12 +208,31 @@ func (c *committer) inTx(ws []*write) (retryAlone bool) {
 		return false
 	}
 	ins, upd, rev := tx.Stmt(c.s.insert), tx.Stmt(c.s.update), tx.Stmt(c.s.wrev)
+	// The batch's narrow statements, bound to tx once each.
+	var narrowed [4]struct{ db, tx *sql.Stmt }
+	nn := 0
+	inTx := func(st *sql.Stmt) *sql.Stmt {
+		for i := range nn {
+			if narrowed[i].db == st {
+				return narrowed[i].tx
+			}
+		}
+		t := tx.Stmt(st)
+		if nn < len(narrowed) {
+			narrowed[nn].db, narrowed[nn].tx = st, t
+			nn++
+		}
+		return t
+	}
 	for _, w := range ws {
 		w.err = nil
 		var res sql.Result
-		if w.kind == writeInsert {
+		switch {
+		case w.kind == writeInsert:
 			res, err = ins.ExecContext(ctx, w.args...)
-		} else {
+		case w.stmt != nil:
+			res, err = inTx(w.stmt).ExecContext(ctx, w.args...)
+		default:
 			res, err = upd.ExecContext(ctx, w.args...)
 		}
 		var n int64
