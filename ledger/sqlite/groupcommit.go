@@ -207,9 +207,9 @@ func (c *committer) inTx(ws []*write) (retryAlone bool) {
 		fail(translate(err), "")
 		return false
 	}
-	ins, upd, rev := tx.Stmt(c.s.insert), tx.Stmt(c.s.update), tx.Stmt(c.s.wrev)
-	// The batch's narrow statements, bound to tx once each.
-	var narrowed [4]struct{ db, tx *sql.Stmt }
+	// The statements the batch uses, each bound to tx once, when first
+	// needed: binding one costs allocations whether it runs or not.
+	var narrowed [6]struct{ db, tx *sql.Stmt }
 	nn := 0
 	inTx := func(st *sql.Stmt) *sql.Stmt {
 		for i := range nn {
@@ -229,11 +229,11 @@ func (c *committer) inTx(ws []*write) (retryAlone bool) {
 		var res sql.Result
 		switch {
 		case w.kind == writeInsert:
-			res, err = ins.ExecContext(ctx, w.args...)
+			res, err = inTx(c.s.insert).ExecContext(ctx, w.args...)
 		case w.stmt != nil:
 			res, err = inTx(w.stmt).ExecContext(ctx, w.args...)
 		default:
-			res, err = upd.ExecContext(ctx, w.args...)
+			res, err = inTx(c.s.update).ExecContext(ctx, w.args...)
 		}
 		var n int64
 		if err == nil {
@@ -253,7 +253,7 @@ func (c *committer) inTx(ws []*write) (retryAlone bool) {
 			continue
 		}
 		var stored int64
-		if err := rev.QueryRowContext(ctx, w.tenant, w.id).Scan(&stored); err != nil {
+		if err := inTx(c.s.wrev).QueryRowContext(ctx, w.tenant, w.id).Scan(&stored); err != nil {
 			if err = translate(err); !errors.Is(err, ledger.ErrNotFound) {
 				tx.Rollback()
 				fail(err, "")
