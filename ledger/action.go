@@ -153,6 +153,19 @@ type Page struct {
 	Next    string // "" on the last page
 }
 
+// ChangeUpdater is an optional Store method: Update that may leave out what
+// did not change. UpdateChanged(ctx, prev, a) has exactly Update(ctx, a)'s
+// contract and result (a compare-and-set on a.Rev, then a.Rev incremented),
+// given that prev is the action as this store last wrote or read it at
+// revision a.Rev: the store may then skip writing every field on which prev
+// and a agree, since the stored row already holds it. When prev.Rev differs
+// from a.Rev it must write every field, as Update does. Service uses
+// it for the completion (Service.Finish) when the store has it; a write that
+// skips a field is as durable as one that rewrites it.
+type ChangeUpdater interface {
+	UpdateChanged(ctx context.Context, prev, a *Action) error
+}
+
 // Store keeps actions durably. Implementations must pass storetest.Exercise.
 //
 // Every write is durable when it returns. Update is a compare-and-set on Rev, so

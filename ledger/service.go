@@ -303,7 +303,7 @@ func (s *Service) Finish(ctx context.Context, a *Action, o Outcome, res *Result,
 		if to == Unknown {
 			b.NextCheckAt = now
 		}
-		err := s.write(ctx, a, b)
+		err := s.store(ctx, a, b, true)
 		if !errors.Is(err, ErrStale) || try > 3 {
 			return err
 		}
@@ -340,7 +340,24 @@ func (s *Service) AddProviderCall(ctx context.Context, a *Action, pc ProviderCal
 // write stores b over a (compare-and-set on a.Rev); on success a becomes b and
 // anyone waiting for the action is woken.
 func (s *Service) write(ctx context.Context, a, b *Action) error {
-	if err := s.Store.Update(ctx, b); err != nil {
+	return s.store(ctx, a, b, false)
+}
+
+// store is write; with changed, through the store's ChangeUpdater when it
+// has one, with a as the action stored at b.Rev. Only Finish passes
+// changed: between the claim and the finish an action is the Service's own
+// (the caller holds the lease and hands back what Start, Claim or Renew
+// returned), while a caller may annotate an action before other writes
+// (the first call's provider evidence before Bind) and count on the write
+// to store it.
+func (s *Service) store(ctx context.Context, a, b *Action, changed bool) error {
+	var err error
+	if cu, ok := s.Store.(ChangeUpdater); ok && changed {
+		err = cu.UpdateChanged(ctx, a, b)
+	} else {
+		err = s.Store.Update(ctx, b)
+	}
+	if err != nil {
 		return fmt.Errorf("update action %s: %w", a.ID, err)
 	}
 	*a = *b

@@ -55,6 +55,7 @@ type write struct {
 	tenant string
 	rev    int64 // Update: the revision the caller read
 	args   []any
+	stmt   *sql.Stmt // Update: a narrow statement (changed.go); nil for updateSQL
 	// state: 0 queued, 1 taken by the committer, 2 abandoned by its caller.
 	state atomic.Int32
 	err   error
@@ -206,14 +207,33 @@ func (c *committer) inTx(ws []*write) (retryAlone bool) {
 		fail(translate(err), "")
 		return false
 	}
-	ins, upd, rev := tx.Stmt(c.s.insert), tx.Stmt(c.s.update), tx.Stmt(c.s.wrev)
+	// The statements the batch uses, each bound to tx once, when first
+	// needed: binding one costs allocations whether it runs or not.
+	var narrowed [6]struct{ db, tx *sql.Stmt }
+	nn := 0
+	inTx := func(st *sql.Stmt) *sql.Stmt {
+		for i := range nn {
+			if narrowed[i].db == st {
+				return narrowed[i].tx
+			}
+		}
+		t := tx.Stmt(st)
+		if nn < len(narrowed) {
+			narrowed[nn].db, narrowed[nn].tx = st, t
+			nn++
+		}
+		return t
+	}
 	for _, w := range ws {
 		w.err = nil
 		var res sql.Result
-		if w.kind == writeInsert {
-			res, err = ins.ExecContext(ctx, w.args...)
-		} else {
-			res, err = upd.ExecContext(ctx, w.args...)
+		switch {
+		case w.kind == writeInsert:
+			res, err = inTx(c.s.insert).ExecContext(ctx, w.args...)
+		case w.stmt != nil:
+			res, err = inTx(w.stmt).ExecContext(ctx, w.args...)
+		default:
+			res, err = inTx(c.s.update).ExecContext(ctx, w.args...)
 		}
 		var n int64
 		if err == nil {
@@ -233,7 +253,7 @@ func (c *committer) inTx(ws []*write) (retryAlone bool) {
 			continue
 		}
 		var stored int64
-		if err := rev.QueryRowContext(ctx, w.tenant, w.id).Scan(&stored); err != nil {
+		if err := inTx(c.s.wrev).QueryRowContext(ctx, w.tenant, w.id).Scan(&stored); err != nil {
 			if err = translate(err); !errors.Is(err, ledger.ErrNotFound) {
 				tx.Rollback()
 				fail(err, "")

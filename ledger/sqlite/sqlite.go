@@ -69,7 +69,8 @@ type Store struct {
 	insert, update, wrev *sql.Stmt // on w
 	get, rev             *sql.Stmt // on r
 
-	gc *committer // every Insert and Update: group commit (groupcommit.go)
+	gc *committer  // every Insert and Update: group commit (groupcommit.go)
+	ns narrowStmts // UpdateChanged's statements (changed.go)
 
 	cpdb *sql.DB       // one connection: background checkpoints
 	cp   *checkpointer // checkpoint.go
@@ -208,6 +209,7 @@ func (s *Store) Close() error {
 	if s.gc != nil {
 		s.gc.close()
 	}
+	s.closeNarrow()
 	if s.cp != nil {
 		s.cp.close()
 	}
