@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/internal/testrig"
 	"github.com/toolgate/toolgate/invoke"
 	"github.com/toolgate/toolgate/ledger"
 )
@@ -28,7 +29,7 @@ func (q quotingInvoker) Call(ctx context.Context, r invoke.Request) invoke.Resul
 // values, even when the error it reports quotes them.
 func TestCallLogLineHoldsNoArgumentValue(t *testing.T) {
 	t.Parallel()
-	var logs syncBuffer
+	var logs testrig.Buffer
 	g := newRig(t, withKeys, func(c *gateway.Config) {
 		c.Invoker = quotingInvoker{&invoke.Client{}}
 		c.Logger = slog.New(slog.NewJSONHandler(&logs, nil))

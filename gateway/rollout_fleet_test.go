@@ -22,6 +22,7 @@ import (
 	"github.com/toolgate/toolgate/gate"
 	"github.com/toolgate/toolgate/gateway"
 	"github.com/toolgate/toolgate/internal/pgtest"
+	"github.com/toolgate/toolgate/internal/testrig"
 	"github.com/toolgate/toolgate/invoke"
 	"github.com/toolgate/toolgate/ledger"
 	"github.com/toolgate/toolgate/ledger/postgres"
@@ -70,7 +71,7 @@ type fleet struct {
 	dsn      string
 	approved []gate.Approval
 	mu       sync.Mutex
-	logs     *syncBuffer // every replica's operational log
+	logs     *testrig.Buffer // every replica's operational log
 }
 
 type fleetOption struct {
@@ -103,7 +104,7 @@ func rolloutTools(t testing.TB) *contract.Registry {
 func newFleet(t testing.TB, n int, opt fleetOption) *fleet {
 	t.Helper()
 	dsn, _ := pgtest.Schema(t)
-	f := &fleet{t: t, clock: &clock{}, ds: newFleetDownstream(t), reg: rolloutTools(t), dsn: dsn, logs: &syncBuffer{}}
+	f := &fleet{t: t, clock: &clock{}, ds: newFleetDownstream(t), reg: rolloutTools(t), dsn: dsn, logs: &testrig.Buffer{}}
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("the replicas' log:\n%s", f.logs.String())

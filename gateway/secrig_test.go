@@ -1,7 +1,6 @@
 package gateway_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -178,24 +177,6 @@ func closedURL(t testing.TB) string {
 	return "http://" + addr
 }
 
-// syncBuffer is a bytes.Buffer safe for concurrent writers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // secRig is a gateway in front of a recording downstream, with every sink
 // captured.
 type secRig struct {
@@ -203,8 +184,8 @@ type secRig struct {
 	down  *downstream
 	dir   string // the tools directory
 	log   *decisionlog.Writer
-	lines *syncBuffer // the decision log
-	ops   *syncBuffer // the gateway's operational log (Logf)
+	lines *testrig.Buffer // the decision log
+	ops   *testrig.Buffer // the gateway's operational log (Logf)
 	spans *tracetest.InMemoryExporter
 	once  sync.Once
 }
@@ -220,7 +201,7 @@ func newSecRig(t testing.TB, tools map[string]string, opts ...secOption) *secRig
 		tools = vaultTools()
 	}
 	reg, dir := writeTools(t, tools)
-	s := &secRig{down: newDownstream(t), dir: dir, lines: &syncBuffer{}, ops: &syncBuffer{}, spans: tracetest.NewInMemoryExporter()}
+	s := &secRig{down: newDownstream(t), dir: dir, lines: &testrig.Buffer{}, ops: &testrig.Buffer{}, spans: tracetest.NewInMemoryExporter()}
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(s.spans))
 	t.Cleanup(func() { tp.Shutdown(context.Background()) })
 	s.log = decisionlog.NewWriter(decisionlog.WriterSink(s.lines), decisionlog.Config{Mode: decisionlog.ModeMasked})
@@ -254,7 +235,7 @@ func newSecRig(t testing.TB, tools map[string]string, opts ...secOption) *secRig
 
 // opsWriter keeps the gateway's operational log and shows it in the test's.
 type opsWriter struct {
-	ops *syncBuffer
+	ops *testrig.Buffer
 	t   testing.TB
 }
 

@@ -1,7 +1,6 @@
 package harness
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"net"
@@ -10,12 +9,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/toolgate/toolgate/internal/pgtest"
+	"github.com/toolgate/toolgate/internal/testrig"
 	"github.com/toolgate/toolgate/sandbox"
 )
 
@@ -145,7 +144,7 @@ func TestGatewayOnStandbyOnly(t *testing.T) {
 	if err := writeConfig(path, &cfg, addr, rs.Standby().DSN, "http://"+sbLn.Addr().String()); err != nil {
 		t.Fatal(err)
 	}
-	var logs syncBuffer
+	var logs testrig.Buffer
 	cmd := exec.Command(binary(t), "serve", "--config", path)
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -233,23 +232,4 @@ func waitUntil(t *testing.T, d time.Duration, logs fmt.Stringer, ok func() bool)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-}
-
-// syncBuffer is a bytes.Buffer two writers (stdout, stderr) and a reader
-// may use at once.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/toolgate/toolgate/internal/testrig"
 )
 
 // TestBenchCommand runs a tiny bench (so the command cannot rot) and checks
@@ -30,7 +32,7 @@ func TestBenchCommand(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			var out, errb sandboxOutput
+			var out, errb testrig.Buffer
 			code := run(context.Background(), env{Args: tc.args, Stdout: &out, Stderr: &errb})
 			if code != exitOK {
 				t.Fatalf("exit %d\n%s\n%s", code, out.String(), errb.String())
@@ -109,7 +111,7 @@ func TestBenchUsage(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			var out, errb sandboxOutput
+			var out, errb testrig.Buffer
 			if code := run(context.Background(), env{Args: tc.args, Stdout: &out, Stderr: &errb}); code != exitUsage {
 				t.Fatalf("exit %d, want %d", code, exitUsage)
 			}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/config"
+	"github.com/toolgate/toolgate/internal/testrig"
 )
 
 // TestServeLeaksNothing runs the real toolgate binary with keys, a decision
@@ -119,7 +120,7 @@ bindings:
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	var serveOut sandboxOutput // safe for the concurrent writes of stdout and stderr
+	var serveOut testrig.Buffer // safe for the concurrent writes of stdout and stderr
 	cmd := exec.Command(bin, "serve", "--config", cfgPath)
 	cmd.Env = append(os.Environ(), "OTEL_EXPORTER_OTLP_ENDPOINT="+collector.URL, "OTEL_EXPORTER_OTLP_COMPRESSION=none", "OTEL_BSP_SCHEDULE_DELAY=50")
 	cmd.Stdout, cmd.Stderr = &serveOut, &serveOut

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/config"
+	"github.com/toolgate/toolgate/internal/testrig"
 	"github.com/toolgate/toolgate/sandbox"
 	"github.com/toolgate/toolgate/sandbox/sandboxtest"
 )
@@ -60,7 +61,7 @@ bindings:
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	var out, errb sandboxOutput
+	var out, errb testrig.Buffer
 	done := make(chan int, 1)
 	go func() {
 		done <- run(ctx, env{Args: []string{"serve", "--config", cfgPath, "--log-format", format},

@@ -1,34 +1,16 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"net/http"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/toolgate/toolgate/internal/testrig"
 )
-
-// sandboxOutput is a bytes.Buffer safe to read while a command writes to it.
-type sandboxOutput struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *sandboxOutput) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *sandboxOutput) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestSandboxCommand runs `toolgate sandbox` on a free loopback port, makes a
 // refund on a seeded order over HTTP, and stops it through its context.
@@ -36,7 +18,7 @@ func TestSandboxCommand(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var out, errb sandboxOutput
+	var out, errb testrig.Buffer
 	done := make(chan int, 1)
 	go func() {
 		done <- run(ctx, env{Args: []string{"sandbox", "--listen", "127.0.0.1:0", "--order", "ord_12345678:1000:EUR"},
@@ -96,7 +78,7 @@ func TestSandboxUsage(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			var out, errb sandboxOutput
+			var out, errb testrig.Buffer
 			code := run(context.Background(), env{Args: tt.args, Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb})
 			if code != tt.code || !strings.Contains(errb.String(), tt.inStderr) || !strings.Contains(out.String(), tt.inStdout) {
 				t.Fatalf("exit %d, stdout %q, stderr %q; want %d, %q and %q", code, out.String(), errb.String(), tt.code, tt.inStdout, tt.inStderr)

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/toolgate/toolgate/internal/testrig"
 )
 
 // TestServeWithoutConfigServesTheBundledExamples runs `toolgate serve` in an
@@ -21,7 +23,7 @@ func TestServeWithoutConfigServesTheBundledExamples(t *testing.T) {
 	t.Chdir(dir)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var out, errb sandboxOutput
+	var out, errb testrig.Buffer
 	done := make(chan int, 1)
 	go func() {
 		done <- run(ctx, env{Args: []string{"serve", "--listen", "127.0.0.1:0"}, Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb})

@@ -14,6 +14,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolgate/toolgate/config"
+	"github.com/toolgate/toolgate/internal/testrig"
 	"github.com/toolgate/toolgate/lockfile"
 	"github.com/toolgate/toolgate/upstream/upstreamtest"
 )
@@ -28,7 +29,7 @@ type upGateway struct {
 	url     string
 	cfgPath string
 	dir     string
-	logs    *sandboxOutput
+	logs    *testrig.Buffer
 }
 
 func startUpGateway(t *testing.T, extra string) *upGateway {
@@ -62,7 +63,7 @@ bindings:
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &sandboxOutput{}
+	logs := &testrig.Buffer{}
 	rt, err := startGateway(context.Background(), c, logs)
 	if err != nil {
 		t.Fatal(err)

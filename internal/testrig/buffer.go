@@ -1,0 +1,26 @@
+package testrig
+
+import (
+	"bytes"
+	"sync"
+)
+
+// Buffer is a bytes.Buffer that writers (a command's stdout and stderr, a
+// server's log) and a reader may use at once.
+type Buffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *Buffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+// String returns what was written so far.
+func (s *Buffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
