@@ -277,10 +277,11 @@ func keepOldest(oldest map[string]float64, tool string, age time.Duration) {
 }
 
 // waitingSince is when a awaiting approval began to wait: its last move into
-// awaiting_approval, or its creation.
+// awaiting_approval (not a note beside it: an assignment or a provider
+// transition), or its creation.
 func waitingSince(a *ledger.Action) time.Time {
 	for i := len(a.History) - 1; i >= 0; i-- {
-		if a.History[i].To == ledger.AwaitingApproval {
+		if h := &a.History[i]; h.StateChange() && h.To == ledger.AwaitingApproval {
 			return a.History[i].At
 		}
 	}
