@@ -335,3 +335,62 @@ func (s *Service) Reconciler(interval time.Duration) *ledger.Reconciler {
 		},
 	}
 }
+
+// Owner is the owner of an action's tool: owner.yaml's owner in the
+// registry this service serves ("" when the tool is gone from it or names
+// none). owner.yaml is one file per tool, shared by all its versions, so it
+// is the owner of the version that bound the action.
+func (s *Service) Owner(a *ledger.Action) string {
+	if s == nil {
+		return ""
+	}
+	if t := s.cfg.Registry.Tool(a.ToolID); t != nil {
+		return t.Owner.Owner
+	}
+	return ""
+}
+
+// Assign records that assignee works an action that waits for a person
+// (POST /v1/actions/{action_id}/assign); an empty assignee is p's name.
+// Another assignee's action needs takeOver (409 action_assigned). The
+// action's state and key stay as they are: an assignment is information, not
+// a lock (ledger.Service.Assign).
+func (s *Service) Assign(ctx context.Context, p *Principal, id, assignee, note string, takeOver bool) (*ledger.Action, error) {
+	if assignee == "" {
+		assignee = p.Name
+	}
+	return s.assign(ctx, p, id, ledger.AssignRequest{Assignee: assignee, Principal: p.Name, Note: note, TakeOver: takeOver})
+}
+
+// Unassign releases an action's assignment
+// (POST /v1/actions/{action_id}/unassign): one's own freely, another
+// assignee's with takeOver.
+func (s *Service) Unassign(ctx context.Context, p *Principal, id, note string, takeOver bool) (*ledger.Action, error) {
+	return s.assign(ctx, p, id, ledger.AssignRequest{Principal: p.Name, Note: note, TakeOver: takeOver})
+}
+
+func (s *Service) assign(ctx context.Context, p *Principal, id string, r ledger.AssignRequest) (*ledger.Action, error) {
+	if err := ledger.CheckAssignText(r.Assignee, r.Note); err != nil {
+		return nil, Errorf(CodeMalformedRequest, "%v", err)
+	}
+	a, err := s.Action(ctx, p, id)
+	if err != nil {
+		return nil, err
+	}
+	_, err = s.cfg.Ledger.Assign(ctx, a, r)
+	var ae *ledger.AssignedError
+	switch {
+	case err == nil:
+		return a, nil
+	case errors.As(err, &ae):
+		return nil, Errorf(CodeActionAssigned, "action %q is assigned to %s since %s; send take_over to take it over",
+			a.ID, ae.Current.Assignee, ae.Current.At.Format(time.RFC3339)).withAction(a, a.State)
+	case errors.Is(err, ledger.ErrNotAssignable):
+		return nil, Errorf(CodeActionNotAssignable, "action %q is %s; only unknown actions and those awaiting approval can be assigned", a.ID, a.State).withAction(a, a.State)
+	case errors.Is(err, ledger.ErrAssignmentLimit):
+		return nil, Errorf(CodeActionNotAssignable, "action %q has %d assignment changes, the most one action records", a.ID, ledger.MaxAssignmentChanges).withAction(a, a.State)
+	case errors.Is(err, ledger.ErrStale):
+		return nil, Errorf(CodeActionInProgress, "the action changed meanwhile; read it and try again").withRetry(1)
+	}
+	return nil, storeFailed(err)
+}
