@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/gateway"
 	"github.com/toolgate/toolgate/internal/pgtest"
@@ -278,5 +279,78 @@ func TestAssignAcrossReplicasOnPostgres(t *testing.T) {
 	other.do("POST", "/v1/actions/assign-pg-0000/assign", `{"assignee":"carol","take_over":true}`, bearer("key-bob")...)
 	if a := g.do("GET", "/v1/actions/assign-pg-0000", "", bearer("key-alice")...).json(t); a["assignee"] != "carol" {
 		t.Fatalf("replica 0 shows assignee %v after a take-over on replica 1", a["assignee"])
+	}
+}
+
+// labelOf is the value of a series' label name ("" when it has none).
+func labelOf(m *dto.Metric, name string) string {
+	for _, lp := range m.GetLabel() {
+		if lp.GetName() == name {
+			return lp.GetValue()
+		}
+	}
+	return ""
+}
+
+// series is the one series of name whose labels include labels; it fails
+// when there is none, so a check of its value cannot pass on nothing.
+func (g *rig) series(name string, labels map[string]string) float64 {
+	g.t.Helper()
+	fam := g.families()[name]
+	var found []*dto.Metric
+	for _, m := range fam.GetMetric() {
+		ok := true
+		for k, v := range labels {
+			ok = ok && labelOf(m, k) == v
+		}
+		if ok {
+			found = append(found, m)
+		}
+	}
+	if len(found) != 1 {
+		g.t.Fatalf("%s%v: %d series, want 1 (family %v)", name, labels, len(found), fam)
+	}
+	return found[0].GetGauge().GetValue()
+}
+
+// The per-tool gauges behind the unknown and operator alerts carry the
+// tool's owner from owner.yaml, and the unassigned-unknown age follows
+// assignments: 0 while someone holds the action, counted from the release
+// after one.
+func TestMetricsCarryOwnerAndUnassignedAge(t *testing.T) {
+	t.Parallel()
+	g := newRig(t, func(c *gateway.Config) {
+		refund := c.Bindings["payments.issue_refund"]
+		refund.LookupURL = ""
+		c.Bindings["payments.issue_refund"] = refund
+	})
+	refund := map[string]string{"tool_id": "payments.issue_refund", "owner": "payment-platform"}
+	for _, name := range []string{"toolgate_hold_after_seconds", "toolgate_actions_needs_operator", "toolgate_oldest_unknown_age_seconds",
+		"toolgate_oldest_unassigned_unknown_age_seconds", "toolgate_oldest_approval_age_seconds"} {
+		for _, m := range g.families()[name].GetMetric() {
+			if tool, owner := labelOf(m, "tool_id"), labelOf(m, "owner"); owner == "" {
+				t.Errorf("%s{tool_id=%q} has no owner label", name, tool)
+			}
+		}
+		g.series(name, refund)
+	}
+	if got := g.series("toolgate_oldest_unassigned_unknown_age_seconds", refund); got != 0 {
+		t.Fatalf("unassigned age %v with no action", got)
+	}
+	g.unknownAction("assign-metric-01")
+	time.Sleep(20 * time.Millisecond)
+	if got := g.series("toolgate_oldest_unassigned_unknown_age_seconds", refund); got < 0.02 || got > 60 {
+		t.Fatalf("unassigned age %v, want about 0.02s", got)
+	}
+	g.do("POST", "/v1/actions/assign-metric-01/assign", `{"assignee":"alice"}`)
+	if got := g.series("toolgate_oldest_unassigned_unknown_age_seconds", refund); got != 0 {
+		t.Fatalf("unassigned age %v while alice holds the action", got)
+	}
+	if got := g.series("toolgate_oldest_unknown_age_seconds", refund); got < 0.02 {
+		t.Fatalf("oldest unknown age %v: an assignment must not reset it", got)
+	}
+	g.do("POST", "/v1/actions/assign-metric-01/unassign", `{"take_over":true}`)
+	if got, old := g.series("toolgate_oldest_unassigned_unknown_age_seconds", refund), g.series("toolgate_oldest_unknown_age_seconds", refund); got >= old {
+		t.Fatalf("after the release the unassigned age %v should count from the release, not from becoming unknown (%v)", got, old)
 	}
 }
