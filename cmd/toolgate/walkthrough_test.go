@@ -116,6 +116,7 @@ var volatile = []struct {
 }{
 	{regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)`), "<time>"},
 	{regexp.MustCompile(`\b\d{4}/\d\d/\d\d\b`), "<date>"},
+	{regexp.MustCompile(`@\d{9,11}\b`), "@<unix seconds>"}, // Deprecation: @1796157227
 	{regexp.MustCompile(`\b(Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d\d (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) \d{4}\b`), "<date>"},
 	{regexp.MustCompile(`\b\d\d:\d\d:\d\d(\.\d+)?\b`), "<clock>"},
 	{regexp.MustCompile(`\b\d+(\.\d+)?(ns|µs|us|ms|s)\b`), "<duration>"},
