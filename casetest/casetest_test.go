@@ -189,3 +189,69 @@ func TestCaseForAMissingVersionIsAnError(t *testing.T) {
 		t.Fatalf("err %v", err)
 	}
 }
+
+// TestCoverage: a replay is judged on the cases that cover its target. Tools and changes
+// that need coverage block without a covering golden or regression case (cross-version
+// cases run but do not count); a replay of no case is "no cases"; a shadow case is no
+// coverage; tool.versions makes a 1.x case cover 2.x.
+func TestCoverage(t *testing.T) {
+	t.Parallel()
+	reg, err := contract.Load("../cmd/toolgate/testdata/gate/uncovered")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := reg.Tool("shop.place_order")
+	withCase := func(suite, version string, versions ...string) *contract.Tool {
+		tool := *base
+		c := *base.Cases[0]
+		c.Suite, c.ToolVersion, c.Versions, c.VersionSpecs = suite, version, versions, nil
+		for _, v := range versions {
+			s, err := contract.ParseVersionSpec(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.VersionSpecs = append(c.VersionSpecs, s)
+		}
+		// valid against 2.0.0, so a case that does not cover it passes and still counts nothing
+		c.Arguments = json.RawMessage(`{"order_id":"ord_1","total_minor":1,"currency":"EUR","sales_channel":"web"}`)
+		tool.Cases = []*contract.Case{&c}
+		return &tool
+	}
+	low := func(tool *contract.Tool) *contract.Tool { t2 := *tool; t2.Owner.RiskLevel = "low"; return &t2 }
+	tests := []struct {
+		name     string
+		tool     *contract.Tool
+		from     string
+		change   string
+		decision string
+		covering int
+		detail   string
+	}{
+		{"high risk, the only case written for 1.0.0", base, "1.1.0", "major", DecisionBlock, 0, "no golden or regression case covers v2.0.0 (needed: risk_level high, major change)"},
+		{"cross-version case runs but does not cover", withCase("golden", "1.1.0"), "1.1.0", "major", DecisionBlock, 0, "written for v1.1.0"},
+		{"a golden case written for the target", withCase("golden", "2.0.0"), "1.1.0", "major", DecisionAllow, 1, ""},
+		{"a regression case covers too", withCase("regression", "2.0.0"), "1.1.0", "major", DecisionAllow, 1, ""},
+		{"a shadow case is no coverage", withCase("shadow", "2.0.0"), "1.1.0", "major", DecisionBlock, 0, "covers v2.0.0"},
+		{"tool.versions 2.x", withCase("golden", "1.0.0", "2.x"), "1.1.0", "major", DecisionAllow, 1, ""},
+		{"tool.versions range", withCase("golden", "1.0.0", ">=1.0.0 <3.0.0"), "1.1.0", "major", DecisionAllow, 1, ""},
+		{"tool.versions that miss the target", withCase("golden", "1.0.0", "1.x"), "1.1.0", "major", DecisionBlock, 0, "covers v2.0.0"},
+		{"low risk, compatible change, cross-version case", low(withCase("golden", "1.1.0")), "1.1.0", "compatible", DecisionAllow, 0, ""},
+		{"low risk, high-risk change", low(withCase("golden", "1.1.0")), "1.1.0", "high_risk", DecisionBlock, 0, "needed: high-risk change"},
+		{"low risk, nothing at all", low(base), "1.1.0", "compatible", DecisionNoCases, 0, "no case was replayed against v2.0.0"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			rep, err := Run(context.Background(), Config{Tool: tt.tool, Target: tt.tool.Version("2.0.0"), From: tt.from, Change: tt.change})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.Decision != tt.decision || rep.Coverage.Cases != tt.covering || !strings.Contains(rep.Coverage.Detail, tt.detail) || rep.Coverage.OK != (tt.detail == "") {
+				t.Fatalf("decision %q, coverage %+v", rep.Decision, rep.Coverage)
+			}
+			if rep.OK() != (tt.decision == DecisionAllow) {
+				t.Fatalf("OK() = %v for %q", rep.OK(), rep.Decision)
+			}
+		})
+	}
+}

@@ -87,3 +87,30 @@ func TestCaseVersionsLoad(t *testing.T) {
 		t.Fatalf("an unknown field loads: %v", err)
 	}
 }
+
+// FuzzVersionSpec: any tool.versions entry parses or is refused with an error, never a
+// panic; a parsed entry matches an exact version it names, and a range's verdict on a
+// version agrees with each of its comparators.
+func FuzzVersionSpec(f *testing.F) {
+	for _, s := range []string{"2.x", "2.1.x", "1.0.0", ">=1.0.0 <3.0.0", "=2.0.0", ">v1.2.3", "<=0.0.0", " >= 1.0.0", "2.*", "x", ">=1.0.0  <1.0.0"} {
+		f.Add(s, "2.0.0")
+	}
+	f.Fuzz(func(t *testing.T, spec, version string) {
+		s, err := ParseVersionSpec(spec)
+		if err != nil {
+			return
+		}
+		m := s.Matches(version)
+		if _, ok := ParseSemver(strings.TrimPrefix(version, "v")); !ok && len(s.cmps) > 0 && m {
+			t.Fatalf("range %q matches %q, which is not a version", spec, version)
+		}
+		for _, c := range s.cmps {
+			if m && !(VersionSpec{cmps: []comparator{c}}).Matches(version) {
+				t.Fatalf("range %q matches %q but its comparator %s%s does not", spec, version, c.op, c.v)
+			}
+		}
+		if p := strings.TrimPrefix(strings.TrimSpace(spec), "v"); s.pattern != "" && !strings.ContainsAny(p, "xX*") && !s.Matches(p) {
+			t.Fatalf("exact pattern %q does not match itself", spec)
+		}
+	})
+}

@@ -164,6 +164,7 @@ type walkthrough struct {
 	ports      map[string]string // page port -> free port
 	env        []string
 	background map[string]*bgProcess
+	commands   int // commands run by the last runPage
 }
 
 type bgProcess struct {
@@ -250,6 +251,7 @@ func (w *walkthrough) start(c docCommand) {
 func (w *walkthrough) runPage(src string) (string, bool) {
 	w.t.Helper()
 	lines := strings.Split(src, "\n")
+	w.commands = 0
 	replace := map[int][]string{} // outStart -> new output lines (for -update)
 	ends := map[int]int{}
 	ok := true
@@ -270,6 +272,7 @@ func (w *walkthrough) runPage(src string) (string, bool) {
 			continue
 		}
 		for _, c := range parseCommands(lines, b) {
+			w.commands++
 			if c.background {
 				w.start(c)
 				continue
@@ -363,7 +366,16 @@ func TestWalkthroughs(t *testing.T) {
 					w.stop(k)
 				}
 			})
+			for _, word := range []string{"SPEC", "/work/", "shared folder"} {
+				if page == "first-tool.md" && strings.Contains(string(src), word) {
+					t.Errorf("docs/%s mentions %q: the tutorial stands on the repository alone", page, word)
+				}
+			}
 			out, ok := w.runPage(string(src))
+			// A walk-through that runs nothing would pass on nothing.
+			if w.commands < 20 {
+				t.Errorf("docs/%s: only %d commands ran", page, w.commands)
+			}
 			if !ok && *update {
 				if err := os.WriteFile(path, []byte(out), 0o644); err != nil {
 					t.Fatal(err)
@@ -371,5 +383,47 @@ func TestWalkthroughs(t *testing.T) {
 				fmt.Fprintf(os.Stderr, "rewrote the outputs that differ in %s\n", path)
 			}
 		})
+	}
+}
+
+// TestWalkthroughRunner checks the runner's own rules: commands and their outputs, the
+// exit comment, backgrounds, continuation lines, the "..." wildcard and the normalising
+// of volatile parts (which must not hide a real difference).
+func TestWalkthroughRunner(t *testing.T) {
+	t.Parallel()
+	page := strings.Split("text\n```console\n$ echo a \\\n  b # exit 3\nout 1\n\n$ serve &\n$ true\n```\n```json file=x/y.json\n{}\n```", "\n")
+	blocks := parseBlocks(page)
+	if len(blocks) != 2 || blocks[1].info != "json file=x/y.json" {
+		t.Fatalf("blocks %+v", blocks)
+	}
+	cmds := parseCommands(page, blocks[0])
+	if len(cmds) != 3 {
+		t.Fatalf("commands %+v", cmds)
+	}
+	if c := cmds[0]; c.text != "echo a \\\n  b" || c.exit != 3 || c.background || strings.Join(page[c.outStart:c.outE], "|") != "out 1|" {
+		t.Errorf("first command %+v (output %q)", c, page[c.outStart:c.outE])
+	}
+	if c := cmds[1]; c.text != "serve" || !c.background {
+		t.Errorf("background command %+v", c)
+	}
+	for _, tt := range []struct {
+		got, want string
+		match     bool
+	}{
+		{"a\nb", "a\nb", true},
+		{"a\nb", "a\nc", false},
+		{"a\nb\nc", "a\n...\nc", true},
+		{"a\nc", "a\n...\nc", true},
+		{"a", "a\nb", false},
+		{"updated:   2026-12-01T20:33:18Z by x", "updated:   2025-01-02T03:04:05Z by x", true},
+		{"updated:   2026-12-01T20:33:18Z by x", "updated:   2025-01-02T03:04:05Z by y", false},
+		{"Date: Tue, 01 Dec 2026 20:26:46 GMT", "Date: Wed, 02 Dec 2026 08:00:01 GMT", true},
+		{"Deprecation: @1796157227", "Deprecation: @1796157252", true},
+		{"latency 12ms", "latency 0ms", true},
+		{"3 calls", "4 calls", false},
+	} {
+		if got := outputMatches(splitLines(tt.got), splitLines(tt.want)); got != tt.match {
+			t.Errorf("outputMatches(%q, %q) = %v", tt.got, tt.want, got)
+		}
 	}
 }
