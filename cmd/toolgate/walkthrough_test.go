@@ -358,7 +358,14 @@ func TestWalkthroughs(t *testing.T) {
 				_, port, _ := net.SplitHostPort(freeAddr(t))
 				w.ports[p] = port
 			}
-			w.env = append(os.Environ(),
+			// The page's commands see what a reader's shell would: no TOOLGATE_ variable
+			// of the test's environment (a key, another gateway) leaks in.
+			for _, kv := range os.Environ() {
+				if !strings.HasPrefix(kv, "TOOLGATE_") {
+					w.env = append(w.env, kv)
+				}
+			}
+			w.env = append(w.env,
 				"PATH="+filepath.Dir(bin)+string(os.PathListSeparator)+os.Getenv("PATH"),
 				"HOME="+dir, "TOOLGATE_URL=http://127.0.0.1:"+w.ports["8080"], "TZ=UTC", "NO_COLOR=1")
 			t.Cleanup(func() {
