@@ -3,6 +3,7 @@ package casetest
 import (
 	"context"
 	"encoding/json"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -253,5 +254,57 @@ func TestCoverage(t *testing.T) {
 				t.Fatalf("OK() = %v for %q", rep.OK(), rep.Decision)
 			}
 		})
+	}
+}
+
+// TestNothingIsNeverAPass is the zero-case rule as a property: over random sets of cases
+// (suites, written-for versions, declared tool.versions), risk levels and changes, a
+// replay is "allow release" only when it ran at least one case, and — when the tool is
+// high-risk or the change major or high-risk — at least one golden or regression case
+// that covers the target.
+func TestNothingIsNeverAPass(t *testing.T) {
+	t.Parallel()
+	reg, err := contract.Load("../cmd/toolgate/testdata/gate/uncovered")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := reg.Tool("shop.place_order")
+	rng := rand.New(rand.NewPCG(27, 3))
+	pick := func(xs ...string) string { return xs[rng.IntN(len(xs))] }
+	for i := range 500 {
+		tool := *base
+		tool.Owner.RiskLevel = pick("low", "medium", "high")
+		tool.Cases = nil
+		for range rng.IntN(4) {
+			c := *base.Cases[0]
+			c.Suite, c.ToolVersion = pick(contract.Suites...), pick("1.0.0", "1.1.0", "2.0.0")
+			c.Versions, c.VersionSpecs = nil, nil
+			if rng.IntN(3) == 0 {
+				v := pick("1.x", "2.x", ">=1.1.0 <3.0.0", "9.x")
+				s, _ := contract.ParseVersionSpec(v)
+				c.Versions, c.VersionSpecs = []string{v}, []contract.VersionSpec{s}
+			}
+			c.Arguments = json.RawMessage(`{"order_id":"ord_1","total_minor":1,"currency":"EUR","sales_channel":"web"}`)
+			tool.Cases = append(tool.Cases, &c)
+		}
+		change := pick("none", "compatible", "high_risk", "major", "")
+		target := pick("1.0.0", "1.1.0", "2.0.0")
+		rep, err := Run(context.Background(), Config{Tool: &tool, Target: tool.Version(target), From: pick("", "1.0.0", "1.1.0"), Change: change})
+		if err != nil {
+			t.Fatal(err)
+		}
+		covering := 0
+		for _, c := range tool.Cases {
+			if c.Covers(target) && c.Suite != "shadow" {
+				covering++
+			}
+		}
+		needs := tool.Owner.RiskLevel == "high" || change == "major" || change == "high_risk"
+		if rep.Decision == DecisionAllow && (len(rep.Cases) == 0 || needs && covering == 0) {
+			t.Fatalf("run %d: %q on %d cases (%d covering %s; risk %s, change %q)", i, rep.Decision, len(rep.Cases), covering, target, tool.Owner.RiskLevel, change)
+		}
+		if rep.Coverage.Cases != covering {
+			t.Fatalf("run %d: coverage counts %d, want %d", i, rep.Coverage.Cases, covering)
+		}
 	}
 }
