@@ -212,7 +212,7 @@ func lockHolder(ctx context.Context, pool *pgxpool.Pool, key int64) string {
 	if err != nil {
 		return "another session holds it (" + translate(err).Error() + ")"
 	}
-	desc := fmt.Sprintf("held by backend pid %d (application_name %q, client %s, transaction open %s", pid, app, client, (time.Duration(age*float64(time.Second))).Round(time.Second))
+	desc := fmt.Sprintf("held by backend pid %d (application_name %q, client %s, transaction open %s", pid, app, client, (time.Duration(age * float64(time.Second))).Round(time.Second))
 	if wait != "" {
 		desc += ", waiting on " + wait
 	}
