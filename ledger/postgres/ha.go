@@ -164,6 +164,12 @@ func (s *Store) setUp(ctx context.Context) error {
 			"name a synchronous standby in synchronous_standby_names and keep synchronous_commit on, remote_apply or remote_write for the ledger's sessions, or set ledger_ha: false",
 			ErrNoSyncStandby, quoteSetting(d.Settings["synchronous_standby_names"]), d.Settings["synchronous_commit"])
 	}
+	if s.cfg.ReplicaID != "" {
+		if err := s.takeReplica(ctx, schema); err != nil {
+			return err
+		}
+		s.keepReplica(schema)
+	}
 	s.schema = schema
 	s.watchFresh(ctx)
 	s.up.Store(true)
@@ -284,11 +290,14 @@ func (s *Store) setReason(reason string) {
 // pointer to the log, which has it in full.
 func publicReason(err error) string {
 	var se *StandbyError
+	var ru *ReplicaInUseError
 	switch {
 	case err == nil:
 		return ""
 	case errors.As(err, &se):
 		return se.Error()
+	case errors.As(err, &ru):
+		return ru.Error()
 	case errors.Is(err, ErrNoSyncStandby):
 		return ErrNoSyncStandby.Error()
 	case err == errSettingUp:
@@ -306,7 +315,7 @@ func publicReason(err error) string {
 // (/readyz shows it), or "" once it serves.
 func (s *Store) Unready() string {
 	if s.up.Load() {
-		return ""
+		return s.replicaLost()
 	}
 	s.downMu.Lock()
 	defer s.downMu.Unlock()
@@ -363,11 +372,17 @@ func (s *Store) keepSettingUp(first chan<- error) {
 			s.setDown(err)
 			msg := err.Error()
 			var se *StandbyError
+			var ru *ReplicaInUseError
 			switch {
 			case errors.As(err, &se):
 				backoff = time.Second
 				if msg != last {
 					s.logf("ledger %s: not serving: %s", s.where, se.Error())
+				}
+			case errors.As(err, &ru):
+				backoff = time.Second
+				if msg != last {
+					s.logf("ledger %s: not serving: %s", s.where, ru.Error())
 				}
 			case !IsUnavailable(err):
 				backoff = 5 * time.Second

@@ -113,6 +113,11 @@ type Config struct {
 	// it is unavailable and is tried again. Defaults to
 	// DefaultMigrateTimeout.
 	MigrateTimeout time.Duration
+	// ReplicaID, when set, is the gateway's stable identity
+	// (toolgate.yaml replica_id): the store holds a lock on it for as long
+	// as it is open, and does not serve while another session holds it
+	// (see replica.go). It enables RunningOwned. Defaults to none.
+	ReplicaID string
 	// Logf receives the store's durability report when it connects (the
 	// settings, then one line per warning) and the changes of its
 	// connection state. Defaults to discarding them.
@@ -196,6 +201,7 @@ type Store struct {
 	downMu    sync.Mutex   //
 	downErr   error        // why not up
 	reason    string       // why not up, for Unready
+	replica   replicaLock  // replica.go
 	lastReset atomic.Int64 // unix nanos of the last pool reset (dropStale)
 	stopUp    context.CancelFunc
 	upDone    chan struct{} // closed when the background set-up ends
@@ -324,6 +330,7 @@ func (s *Store) Close() error {
 	if s.batch != nil {
 		s.batch.close()
 	}
+	s.closeReplica()
 	s.stopFresh()
 	s.pool.Close()
 	return nil
