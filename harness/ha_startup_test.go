@@ -309,3 +309,94 @@ func TestFailoverSettlesInFlight(t *testing.T) {
 		t.Errorf("%d refunds applied, want %d", got, n)
 	}
 }
+
+// TestRestartExpiresOwnClaims: a gateway SIGKILLed while its calls are in
+// flight leaves their claims running. Restarted with the same replica_id,
+// it makes them unknown (to be looked up, never re-run blind) on its first
+// reconcile pass, instead of when their lease runs out; without a
+// replica_id they wait for the lease. The test measures both.
+func TestRestartExpiresOwnClaims(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real gateway processes and two PostgreSQL servers")
+	}
+	t.Parallel()
+	const n = 3
+	rs := pgtest.NewReplicaSet(t, pgtest.ReplicaSetConfig{})
+	sb, downstream := startSandbox(t, 1)
+	for _, tt := range []struct {
+		name, extra string
+		reason      string // of the running → unknown transition
+	}{
+		{"without replica_id", "", "lease expired"},
+		{"with replica_id", "replica_id: gw-1\n", "orphaned: replica gw-1 restarted"},
+	} {
+		addr, err := freeAddr()
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := startHAGateway(t, addr, haConfig(t, addr, rs.DSN(), downstream, tt.extra))
+		waitUntil(t, 20*time.Second, g.logs, func() bool {
+			status, _ := g.get("/readyz")
+			return status == http.StatusOK
+		})
+		if err := sb.InjectFault(sandbox.Fault{Path: "/refunds", Method: http.MethodPost, Fault: sandbox.FaultHold, Count: n}); err != nil {
+			t.Fatal(err)
+		}
+		held := sb.Held()
+		client := &http.Client{Timeout: time.Minute}
+		keys := make([]string, n)
+		for i := range n {
+			keys[i] = fmt.Sprintf("restart-%d-%d", len(tt.extra), i)
+			go g.call(client, keys[i], orderID(0))
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+		if err := sb.WaitHeld(ctx, held+n); err != nil {
+			t.Fatalf("%s: the calls did not reach the downstream: %v", tt.name, err)
+		}
+		cancel()
+		g.kill()
+		began := time.Now()
+		g.start()
+		waitUntil(t, 20*time.Second, g.logs, func() bool {
+			status, _ := g.get("/readyz")
+			return status == http.StatusOK
+		})
+		ready := time.Since(began)
+		unknown := map[string]time.Duration{}
+		waitUntil(t, 40*time.Second, g.logs, func() bool {
+			for _, key := range keys {
+				if _, ok := unknown[key]; ok {
+					continue
+				}
+				if a, err := g.action(key); err == nil && a.State != "running" {
+					unknown[key] = time.Since(began)
+				}
+			}
+			return len(unknown) == n
+		})
+		var longest time.Duration
+		for _, key := range keys {
+			longest = max(longest, unknown[key])
+			a, err := g.action(key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			found := false
+			for _, h := range a.History {
+				if h.From == "running" {
+					found = true
+					if h.To != "unknown" || !strings.Contains(h.Reason, tt.reason) {
+						t.Errorf("%s: %s left running by %s (%s), want unknown: %s", tt.name, key, h.To, h.Reason, tt.reason)
+					}
+				}
+			}
+			if !found {
+				t.Errorf("%s: %s never left running", tt.name, key)
+			}
+		}
+		t.Logf("%s: restarted gateway ready %s after the restart; its earlier claims left running at most %s after it (lease 10s)",
+			tt.name, ready.Round(10*time.Millisecond), longest.Round(10*time.Millisecond))
+		g.stop()
+		sb.Release()
+	}
+}
