@@ -96,9 +96,8 @@ func (s *Service) ownNoted() <-chan struct{} {
 
 // SettleOwn records the outcome of every claim of this process that the
 // ledger could not take when it was known (see the comment at the top of
-// this file). It returns how many it settled; it stops at the first error
-// that is not a lost race (the ledger does not answer yet), keeping what
-// is left for the next call.
+// this file). It returns how many it settled and the first error; it stops
+// at an unavailable ledger, keeping what is left for the next call.
 func (s *Service) SettleOwn(ctx context.Context) (int, error) {
 	s.ownMu.Lock()
 	todo := make([]ownClaim, 0, len(s.own))
@@ -107,10 +106,17 @@ func (s *Service) SettleOwn(ctx context.Context) (int, error) {
 	}
 	s.ownMu.Unlock()
 	settled := 0
+	var first error
 	for _, oc := range todo {
 		done, err := s.settleOwn(ctx, oc)
 		if err != nil {
-			return settled, fmt.Errorf("settle own claim %s/%s: %w", oc.tenant, oc.id, err)
+			if first == nil {
+				first = fmt.Errorf("settle own claim %s/%s: %w", oc.tenant, oc.id, err)
+			}
+			if errors.Is(err, ErrUnavailable) || ctx.Err() != nil {
+				return settled, first // the ledger does not answer: the others would fail alike
+			}
+			continue
 		}
 		if done {
 			s.ownMu.Lock()
@@ -121,7 +127,7 @@ func (s *Service) SettleOwn(ctx context.Context) (int, error) {
 			settled++
 		}
 	}
-	return settled, nil
+	return settled, first
 }
 
 // settleOwn records one claim's outcome; done means the note is spent

@@ -270,9 +270,11 @@ type Reconciler struct {
 func (r *Reconciler) RunOnce(ctx context.Context) (int, error) {
 	// This gateway's own claims first: it knows their outcome, and no
 	// lease needs to run out for them.
+	// Its failure (the ledger does not answer yet, or a replica id that is
+	// not held) keeps nothing else from running.
 	own, err := r.settleOwn(ctx)
-	if err != nil {
-		return own, err
+	if err != nil && r.Errorf != nil && !errors.Is(err, ErrUnavailable) {
+		r.Errorf("reconcile own claims: %v", err)
 	}
 	n, err := r.Service.ExpireLeases(ctx, false, r.batch())
 	n += own

@@ -158,7 +158,12 @@ func (s *Store) setUp(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("check durability: %w", setUpErr(err))
 	}
-	s.logDurability(d)
+	if report := fmt.Sprint(d); report != s.lastReport {
+		// A set-up tried again (a replica id held elsewhere) logs the
+		// same report once.
+		s.lastReport = report
+		s.logDurability(d)
+	}
 	if s.cfg.RequireSyncStandby && !d.Replicated {
 		return fmt.Errorf("%w (synchronous_standby_names = %s, synchronous_commit = %s): a claim committed on this primary would be lost with it; "+
 			"name a synchronous standby in synchronous_standby_names and keep synchronous_commit on, remote_apply or remote_write for the ledger's sessions, or set ledger_ha: false",

@@ -197,14 +197,15 @@ type Store struct {
 	batch    *batcher      // nil with Config.NoBatch
 	fresh    freshTable    // analyze.go
 
-	up        atomic.Bool  // migrated and checked: operations may run (ha.go)
-	downMu    sync.Mutex   //
-	downErr   error        // why not up
-	reason    string       // why not up, for Unready
-	replica   replicaLock  // replica.go
-	lastReset atomic.Int64 // unix nanos of the last pool reset (dropStale)
-	stopUp    context.CancelFunc
-	upDone    chan struct{} // closed when the background set-up ends
+	up         atomic.Bool  // migrated and checked: operations may run (ha.go)
+	downMu     sync.Mutex   //
+	downErr    error        // why not up
+	reason     string       // why not up, for Unready
+	replica    replicaLock  // replica.go
+	lastReport string       // the durability report last logged by a set-up
+	lastReset  atomic.Int64 // unix nanos of the last pool reset (dropStale)
+	stopUp     context.CancelFunc
+	upDone     chan struct{} // closed when the background set-up ends
 }
 
 var _ ledger.Store = (*Store)(nil)
