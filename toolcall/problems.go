@@ -291,6 +291,12 @@ func storeFailed(err error) *Problem {
 
 // ledgerUnavailable is the 503 of a store that did not answer.
 func ledgerUnavailable(err error) *Problem {
+	// A store that is not set up yet says why, in words fit for the caller
+	// (the PostgreSQL store's NotReadyReason: no host, no credentials).
+	var nr interface{ NotReadyReason() string }
+	if errors.As(err, &nr) && nr.NotReadyReason() != "" {
+		return Errorf(CodeLedgerUnavailable, "the ledger is not ready (%s); nothing was executed", nr.NotReadyReason()).withRetry(1).withCause(err)
+	}
 	return Errorf(CodeLedgerUnavailable, "the ledger did not answer; nothing was executed").withRetry(1).withCause(err)
 }
 

@@ -336,9 +336,9 @@ var _ ledger.ReadinessReporter = (*Store)(nil)
 // usable primary: always unavailable (the set-up keeps trying).
 func (s *Store) notUp() error {
 	s.downMu.Lock()
-	err := s.downErr
+	err, reason := s.downErr, s.reason
 	s.downMu.Unlock()
-	return &unavailableError{err: fmt.Errorf("ledger %s not usable yet: %w", s.where, err)}
+	return &unavailableError{err: fmt.Errorf("ledger %s not usable yet: %w", s.where, err), reason: reason}
 }
 
 // keepSettingUp runs setUp in the background until it succeeds or the
