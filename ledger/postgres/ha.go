@@ -194,10 +194,15 @@ func setUpErr(err error) error {
 }
 
 // isTimeoutCancel reports the server's "canceling statement due to
-// statement timeout" or "lock timeout" (SQLSTATE 57014, 55P03).
+// statement timeout" or "lock timeout" (SQLSTATE 57014, 55P03), as the
+// driver reports it or as translate words it.
 func isTimeoutCancel(err error) bool {
 	var pe *pgconn.PgError
-	return errors.As(err, &pe) && (pe.Code == "57014" || pe.Code == "55P03")
+	if errors.As(err, &pe) {
+		return pe.Code == "57014" || pe.Code == "55P03"
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "(SQLSTATE 57014)") || strings.Contains(msg, "(SQLSTATE 55P03)")
 }
 
 func (s *Store) checkTimeout() time.Duration {

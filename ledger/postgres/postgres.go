@@ -303,7 +303,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 			s.stopUp()
 			<-s.upDone
 			pool.Close()
-			return nil, fmt.Errorf("open ledger %s: %w", where, &unavailableError{err: ctx.Err()})
+			return nil, fmt.Errorf("open ledger %s: %w", where, ctx.Err())
 		}
 	} else {
 		sctx, cancel := context.WithTimeout(ctx, s.migrateTimeout()+3*s.checkTimeout())

@@ -1,9 +1,14 @@
 package postgres
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 func TestParseSyncNames(t *testing.T) {
@@ -87,6 +92,24 @@ func TestSyncProblem(t *testing.T) {
 			if !strings.Contains(got, w) {
 				t.Errorf("%s: problem = %q, lacks %q", tt.name, got, w)
 			}
+		}
+	}
+}
+
+func TestSetUpErrTimeouts(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		err  error
+		want bool
+	}{
+		{translate(&pgconn.PgError{Code: "57014", Message: "canceling statement due to statement timeout"}), true},
+		{translate(&pgconn.PgError{Code: "55P03", Message: "canceling statement due to lock timeout"}), true},
+		{fmt.Errorf("migrate: %w", context.DeadlineExceeded), true},
+		{translate(&pgconn.PgError{Code: "42P01", Message: "relation does not exist"}), false},
+		{errors.New("migrate: database schema version 9 is newer than this binary's 5"), false},
+	} {
+		if got := IsUnavailable(setUpErr(tt.err)); got != tt.want {
+			t.Errorf("setUpErr(%v) unavailable = %v, want %v", tt.err, got, tt.want)
 		}
 	}
 }
