@@ -20,8 +20,9 @@ import (
 // first in every pass, and every 200 ms while any is left).
 //
 // A claim is identified by its attempt number and the time it was made
-// (LastSentAt, to the nanosecond) and by the owner recorded with it: the
-// outcome is written only over that very claim, still running (or, for an
+// (its move to running in the history, to the nanosecond), and a note is
+// kept only for a claim of this process's owner: the outcome is written
+// only over that very claim, still running (or, for an
 // answer, declared unknown meanwhile), by one compare-and-set. Anything
 // else (terminal, back to pending, claimed again, gone) means someone else
 // settled it, and the note is dropped. A crash loses the notes: the claims
@@ -45,17 +46,30 @@ type ownClaim struct {
 type claim struct {
 	tenant, id string
 	attempts   int
-	sentAt     time.Time
-	owner      string
+	sentAt     time.Time // its move to running
+	owner      string    // its lease owner when noted
 }
 
 func claimOf(a *Action) claim {
-	return claim{tenant: a.Tenant, id: a.ID, attempts: a.Attempts, sentAt: a.LastSentAt, owner: a.LeaseOwner}
+	return claim{tenant: a.Tenant, id: a.ID, attempts: a.Attempts, sentAt: claimedAt(a), owner: a.LeaseOwner}
 }
 
-// is reports whether a is still this claim (whatever its state).
+// claimedAt is when a was last claimed: its last move to running.
+func claimedAt(a *Action) time.Time {
+	for i := len(a.History) - 1; i >= 0; i-- {
+		if h := a.History[i]; h.To == Running && h.From != Running {
+			return h.At
+		}
+	}
+	return time.Time{}
+}
+
+// is reports whether a is still this claim (whatever its state): the same
+// attempt, and its last move to running is the one made at the claim's
+// time (a lease expiry moves LastSentAt, not the history; an operator's
+// not_started and a new claim add a later move to running).
 func (c claim) is(a *Action) bool {
-	return a.Attempts == c.attempts && a.LastSentAt.Equal(c.sentAt) && a.LeaseOwner == c.owner
+	return a.Attempts == c.attempts && !c.sentAt.IsZero() && claimedAt(a).Equal(c.sentAt)
 }
 
 // noteOwn keeps the outcome of one of this process's claims until

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -266,4 +267,87 @@ func (o *ownedStore) RunningOwned(ctx context.Context, prefix, except string, li
 		}
 	}
 	return out, nil
+}
+
+// TestOwnClaimProperty: whatever happens to an action between the failed
+// finish and the settlement (nothing, another writer settles it, its lease
+// expires, it is declared lost and claimed again), SettleOwn either writes
+// exactly what the attempt's outcome means over the same claim, or leaves
+// the action as it found it. It never makes a lost or unanswered attempt
+// terminal, never sends an answered one back to pending, and leaves no
+// note behind once the ledger answers.
+func TestOwnClaimProperty(t *testing.T) {
+	t.Parallel()
+	s, f, clk := flakySetup(t)
+	rng := rand.New(rand.NewPCG(33, 2026))
+	outcomes := []ledger.Outcome{ledger.Answered, ledger.Lost, ledger.NotStarted}
+	want := map[ledger.Outcome]ledger.State{ledger.Answered: ledger.Succeeded, ledger.Lost: ledger.Unknown, ledger.NotStarted: ledger.Pending}
+	for i := range 150 {
+		id := fmt.Sprintf("prop-%03d", i)
+		a := start(t, s, id, false)
+		mine := *a
+		o := outcomes[rng.IntN(len(outcomes))]
+		var res *ledger.Result
+		if o == ledger.Answered {
+			res = &ledger.Result{StatusCode: 201, Body: []byte(`{}`)}
+		}
+		f.down.Store(true)
+		if err := s.Finish(ctx, &mine, o, res, "the attempt"); err == nil {
+			t.Fatal("Finish with the ledger down succeeded")
+		}
+		f.down.Store(false)
+		clk.Add(time.Millisecond)
+		fresh, err := s.Get(ctx, "acme", id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		meddled := rng.IntN(4)
+		switch meddled {
+		case 1: // another writer settled it
+			if err := s.Finish(ctx, fresh, ledger.Answered, &ledger.Result{StatusCode: 422}, "someone else"); err != nil {
+				t.Fatal(err)
+			}
+		case 2: // its lease expired
+			clk.Add(time.Minute)
+			if _, err := s.ExpireLeases(ctx, false, 0); err != nil {
+				t.Fatal(err)
+			}
+		case 3: // declared lost, sent back to pending, claimed again
+			if err := s.Finish(ctx, fresh, ledger.NotStarted, nil, "reset"); err != nil {
+				t.Fatal(err)
+			}
+			clk.Add(time.Millisecond)
+			if err := s.Claim(ctx, fresh); err != nil {
+				t.Fatal(err)
+			}
+		}
+		before, err := s.Get(ctx, "acme", id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.SettleOwn(ctx); err != nil {
+			t.Fatal(err)
+		}
+		after, err := s.Get(ctx, "acme", id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case meddled == 0:
+			if after.State != want[o] {
+				t.Fatalf("%s: outcome %s, nothing else happened: %s, want %s", id, o, after.State, want[o])
+			}
+		case meddled == 2 && o == ledger.Answered:
+			if after.State != ledger.Succeeded {
+				t.Fatalf("%s: an answer over an expired lease: %s, want succeeded", id, after.State)
+			}
+		default:
+			if after.State != before.State || after.Rev != before.Rev {
+				t.Fatalf("%s: outcome %s, meddled %d: SettleOwn moved %s to %s", id, o, meddled, before.State, after.State)
+			}
+		}
+		if s.OwnPending() != 0 {
+			t.Fatalf("%s: %d notes left", id, s.OwnPending())
+		}
+	}
 }
