@@ -134,11 +134,18 @@ func (s *Store) setUp(ctx context.Context) error {
 	qctx, cancel := context.WithTimeoutCause(ctx, s.checkTimeout(), errNoAnswer)
 	r, err := readSyncReport(qctx, s.pool)
 	cancel()
-	if err != nil {
-		return fmt.Errorf("check synchronous standbys: %w", setUpErr(err))
-	}
-	if p := r.problem(); p != "" {
-		return &unavailableError{err: &StandbyError{Problem: p}}
+	switch err = setUpErr(err); {
+	case IsUnavailable(err):
+		return fmt.Errorf("check synchronous standbys: %w", err)
+	case err != nil:
+		// A server that will not show its replication state (a managed
+		// service's restricted views) is not refused for it: the check
+		// is a diagnosis, and the migration's own bounds still hold.
+		s.logf("ledger %s: cannot check the synchronous standbys: %v", s.where, err)
+	default:
+		if p := r.problem(); p != "" {
+			return &unavailableError{err: &StandbyError{Problem: p}}
+		}
 	}
 	stop := s.watchSetUp(ctx)
 	schema, err := migrate(ctx, s.pool, s.cfg.Schema, migrateLimits{
