@@ -252,6 +252,8 @@ func (s *Server) routes() {
 	h("POST /v1/actions/{action_id}/resolve", operators, s.resolveAction)
 	h("POST /v1/actions/{action_id}/approve", operators, s.approveAction)
 	h("POST /v1/actions/{action_id}/deny", operators, s.denyAction)
+	h("POST /v1/actions/{action_id}/assign", operators, s.assignAction)
+	h("POST /v1/actions/{action_id}/unassign", operators, s.unassignAction)
 	m.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.Write([]byte("ok\n"))
@@ -270,7 +272,8 @@ func (s *Server) routes() {
 	s.uiRoutes(m)
 	for _, p := range []string{"/v1/tools/{tool_id}/calls", "/v1/actions/{action_id}", "/v1/actions/{action_id}/calls",
 		"/v1/actions", "/v1/actions/{action_id}/reconcile", "/v1/actions/{action_id}/resolve",
-		"/v1/actions/{action_id}/approve", "/v1/actions/{action_id}/deny", "/healthz", "/readyz", "/metrics"} {
+		"/v1/actions/{action_id}/approve", "/v1/actions/{action_id}/deny",
+		"/v1/actions/{action_id}/assign", "/v1/actions/{action_id}/unassign", "/healthz", "/readyz", "/metrics"} {
 		m.HandleFunc(p, methodNotAllowed)
 	}
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
