@@ -846,15 +846,9 @@ func (d *sdoc) evaluatedItems(n *snode, depth int) (k int, all, ok bool) {
 }
 
 // canonicalFormat maps formats the validator checks with the same function to one name.
-func canonicalFormat(f string) string {
-	switch f {
-	case "iri":
-		return "uri"
-	case "iri-reference":
-		return "uri-reference"
-	}
-	return f
-}
+// uri and iri (and their -reference forms) are checked by different grammars
+// (jsonschemax), so no two asserted formats share a name any more.
+func canonicalFormat(f string) string { return f }
 
 // ratOf reads a JSON number (float64 from encoding/json, or json.Number) exactly as the
 // validator does: through its shortest decimal text.

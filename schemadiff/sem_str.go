@@ -84,6 +84,8 @@ var formatExamples = map[string][]string{
 	"ipv6":                  {"2001:db8::1", "::1"},
 	"uri":                   {"https://example.com/a", "urn:x"},
 	"uri-reference":         {"/a", "https://example.com/a"},
+	"iri":                   {"https://example.com/a", "https://example.com/été"},
+	"iri-reference":         {"/a", "/été"},
 	"uri-template":          {"https://example.com/{id}", "/a"},
 	"json-pointer":          {"/a", ""},
 	"relative-json-pointer": {"0/a", "1"},
@@ -91,7 +93,7 @@ var formatExamples = map[string][]string{
 	"duration":              {"P1D", "PT1H"},
 	"period":                {"2000-01-01T00:00:00Z/P1D", "2000-01-01T00:00:00Z/2000-01-02T00:00:00Z"},
 	"semver":                {"1.0.0", "2.1.3-rc.1"},
-	"regex":                 {"^a$", "a"},
+	"regex":                 {"^a$", "a", "^(?=.*[A-Z])"},
 }
 
 // plainStrings are tried where a value must fail a format.
@@ -239,7 +241,7 @@ func (e *engine) strSub(t term, g *plain, at string) []finding {
 		fs = append(fs, got...)
 	}
 	for _, f := range g.formats {
-		if contains(s.formats, f) {
+		if contains(s.formats, f) || impliedFormat(s.formats, f) {
 			continue
 		}
 		fs = append(fs, e.formatViolation(t, s, f, at+"/format")...)
@@ -298,6 +300,24 @@ func sortedFormats() []string {
 func contains(l []string, s string) bool {
 	for _, x := range l {
 		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// formatImplies lists, for an asserted format, the formats every valid value of it
+// also satisfies, by the grammars of internal/jsonschemax: a URI is an IRI and a URI
+// reference, and either is an IRI reference.
+var formatImplies = map[string][]string{
+	"uri":           {"iri", "uri-reference", "iri-reference"},
+	"iri":           {"iri-reference"},
+	"uri-reference": {"iri-reference"},
+}
+
+func impliedFormat(have []string, f string) bool {
+	for _, h := range have {
+		if contains(formatImplies[h], f) {
 			return true
 		}
 	}
