@@ -9,8 +9,9 @@ import (
 	"unicode/utf8"
 )
 
-// The validator matches `pattern` and `patternProperties` with Go's regexp (RE2 syntax,
-// unanchored: a pattern matches when some substring matches). RE2 patterns are regular,
+// The validator matches `pattern` and `patternProperties` as ECMA-262 patterns
+// (unanchored: a pattern matches when some substring matches); regex_ecma.go translates
+// the ones it can into RE2 patterns with the same matches. RE2 patterns are regular,
 // so questions such as "is every string matching ^[a-z]+$ also matched by ^[a-z0-9]+$"
 // are decidable: this file builds an automaton per pattern and searches the product of
 // several for a shortest witness. Assertions other than ^/$ (\b, multi-line anchors)
@@ -84,9 +85,20 @@ func (rc *regexCache) compile(pat string) (*rnfa, string) {
 	return a, ""
 }
 
-// literalPattern is an anchored pattern matching exactly s.
+// literalPattern is an anchored ECMA-262 pattern matching exactly s (every character
+// but letters and digits written as a \u{…} escape).
 func literalPattern(s string) string {
-	return `\A` + syntaxQuote(s) + `\z`
+	var b strings.Builder
+	b.WriteByte('^')
+	for _, r := range s {
+		if r < utf8.RuneSelf && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
+			b.WriteRune(r)
+		} else {
+			b.WriteString(`\u{` + strconv.FormatInt(int64(r), 16) + `}`)
+		}
+	}
+	b.WriteByte('$')
+	return b.String()
 }
 
 func syntaxQuote(s string) string {
@@ -117,7 +129,11 @@ type exit struct {
 }
 
 func buildNFA(pat string) (*rnfa, string) {
-	re, err := syntax.Parse(pat, syntax.Perl)
+	goPat, why := ecmaToRE2(pat)
+	if why != "" {
+		return nil, why
+	}
+	re, err := syntax.Parse(goPat, syntax.Perl)
 	if err != nil {
 		return nil, "the pattern does not parse"
 	}

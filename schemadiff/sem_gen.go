@@ -1,7 +1,6 @@
 package schemadiff
 
 import (
-	"regexp"
 	"sort"
 	"strconv"
 	"unicode/utf8"
@@ -196,12 +195,12 @@ func (e *engine) plainCheck(p *plain, v any) string {
 			return "maxLength"
 		}
 		for _, pat := range p.patterns {
-			if re, err := regexp.Compile(pat); err != nil || !re.MatchString(x) {
+			if m, known := matchECMA(pat, x); !known || !m {
 				return "pattern"
 			}
 		}
 		for _, pat := range p.notPatterns {
-			if re, err := regexp.Compile(pat); err != nil || re.MatchString(x) {
+			if m, known := matchECMA(pat, x); !known || m {
 				return "pattern"
 			}
 		}

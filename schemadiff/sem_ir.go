@@ -650,9 +650,10 @@ func (d *sdoc) parseObject(n *snode, m map[string]any, p *plain) bool {
 	if pp, ok := m["patternProperties"].(map[string]any); ok {
 		used = true
 		for _, k := range sortedKeys(pp) {
-			re, err := regexp.Compile(k)
-			if err != nil {
-				n.opaque = append(n.opaque, "patternProperties "+strconv.Quote(k)+" does not compile")
+			goPat, why := ecmaToRE2(k)
+			re, err := regexp.Compile(goPat)
+			if why != "" || err != nil {
+				n.opaque = append(n.opaque, "patternProperties "+strconv.Quote(k)+": "+why)
 				continue
 			}
 			p.patProps = append(p.patProps, patProp{pat: k, re: re, s: d.child(n, "patternProperties", k)})

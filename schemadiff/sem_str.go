@@ -1,7 +1,6 @@
 package schemadiff
 
 import (
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -99,21 +98,19 @@ var formatExamples = map[string][]string{
 // plainStrings are tried where a value must fail a format.
 var plainStrings = []string{"", "x", "not a valid value", "0", "a b", "%zz", "::", "1.0", "-"}
 
-// stringOK checks a string against the set directly (Go regexp, the format checker).
+// stringOK checks a string against the set directly (the validator's ECMA-262 engine, the format checker).
 func (e *engine) stringOK(s strSet, str string) bool {
 	n := utf8.RuneCountInString(str)
 	if n < s.minLen || s.maxLen >= 0 && n > s.maxLen {
 		return false
 	}
 	for _, p := range s.patterns {
-		re, err := regexp.Compile(p)
-		if err != nil || !re.MatchString(str) {
+		if m, known := matchECMA(p, str); !known || !m {
 			return false
 		}
 	}
 	for _, p := range s.notPatterns {
-		re, err := regexp.Compile(p)
-		if err != nil || re.MatchString(str) {
+		if m, known := matchECMA(p, str); !known || m {
 			return false
 		}
 	}
