@@ -48,7 +48,7 @@ func TestECMAPatterns(t *testing.T) {
 
 func TestPatternTimeoutIsARefusal(t *testing.T) {
 	t.Parallel()
-	s, err := CompileSchema([]byte(`{"properties":{"name":{"type":"string","pattern":"^(a+)+$"}}}`))
+	s, err := CompileSchema([]byte(`{"properties":{"name":{"type":"string","pattern":"^(?=(a+)+$)"}}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,8 +57,14 @@ func TestPatternTimeoutIsARefusal(t *testing.T) {
 	if len(errs) != 1 || errs[0].Code != "pattern" || !strings.Contains(errs[0].Detail, "limit") {
 		t.Fatalf("errors = %v, want one pattern refusal naming the time limit", errs)
 	}
+	// the regular ^(a+)+$ runs in linear time: an exact answer, no limit hit
+	s, _ = CompileSchema([]byte(`{"pattern":"^(a+)+$"}`))
+	v, _ = DecodeJSON([]byte(`"` + strings.Repeat("a", 5000) + `!"`))
+	if errs := s.Validate(v); len(errs) != 1 || errs[0].Detail != "must match ^(a+)+$" {
+		t.Fatalf("^(a+)+$: %v", errs)
+	}
 	// under not, a stopped match must not turn into an acceptance
-	s, _ = CompileSchema([]byte(`{"not":{"pattern":"^(a+)+$"}}`))
+	s, _ = CompileSchema([]byte(`{"not":{"pattern":"^(?=(a+)+$)"}}`))
 	v, _ = DecodeJSON([]byte(`"` + strings.Repeat("a", 48) + `!"`))
 	if errs := s.Validate(v); len(errs) == 0 {
 		t.Fatalf("a timed-out match under not was accepted")

@@ -2,6 +2,8 @@ package schemadiff
 
 import (
 	"regexp/syntax"
+
+	"github.com/toolgate/toolgate/internal/jsonschemax"
 	"sort"
 	"strconv"
 	"strings"
@@ -129,7 +131,7 @@ type exit struct {
 }
 
 func buildNFA(pat string) (*rnfa, string) {
-	goPat, why := ecmaToRE2(pat)
+	goPat, why := jsonschemax.TranslateToRE2(pat)
 	if why != "" {
 		return nil, why
 	}
@@ -436,6 +438,9 @@ type strQuery struct {
 	minLen, maxLen int
 }
 
+// maxSearchLen is the longest minimum length the witness search walks to.
+const maxSearchLen = 4096
+
 type searchResult int
 
 const (
@@ -451,6 +456,10 @@ const maxProduct = 20000
 func (q strQuery) search() (string, searchResult) {
 	if q.maxLen >= 0 && q.minLen > q.maxLen {
 		return "", none
+	}
+	if q.minLen > maxSearchLen {
+		// the search walks lengths one by one: a minLength of 2^31-1 is not searched
+		return "", gaveUp
 	}
 	autos := append(append([]*rnfa(nil), q.pos...), q.neg...)
 	type node struct {

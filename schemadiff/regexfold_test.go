@@ -2,6 +2,8 @@ package schemadiff
 
 import (
 	"testing"
+
+	"github.com/toolgate/toolgate/internal/jsonschemax"
 )
 
 // ecmaOracle matches with the validator's own engine.
@@ -62,7 +64,7 @@ func TestECMATranslationRefuses(t *testing.T) {
 	t.Parallel()
 	for _, p := range []string{`^(?=a)`, `(?!a)`, `(?<=a)b`, `(?<!a)b`, `(a)\1`, `(?<n>a)\k<n>`, `\bword\b`, `\B`,
 		`\p{Letter}`, `\P{L}`, `(?i)abc`, `[\S]`, `[\W_]`, `(`, `\u{110000}`} {
-		if re, why := ecmaToRE2(p); why == "" {
+		if re, why := jsonschemax.TranslateToRE2(p); why == "" {
 			t.Errorf("%s translated to %s", p, re)
 		}
 	}

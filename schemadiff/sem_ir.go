@@ -2,6 +2,8 @@ package schemadiff
 
 import (
 	"encoding/json"
+
+	"github.com/toolgate/toolgate/internal/jsonschemax"
 	"math/big"
 	"net/url"
 	"regexp"
@@ -632,7 +634,7 @@ func (d *sdoc) parseObject(n *snode, m map[string]any, p *plain) bool {
 	if pp, ok := m["patternProperties"].(map[string]any); ok {
 		used = true
 		for _, k := range sortedKeys(pp) {
-			goPat, why := ecmaToRE2(k)
+			goPat, why := jsonschemax.TranslateToRE2(k)
 			re, err := regexp.Compile(goPat)
 			if why != "" || err != nil {
 				n.opaque = append(n.opaque, "patternProperties "+strconv.Quote(k)+": "+why)

@@ -137,6 +137,11 @@ func (e *engine) genStrings(s strSet, minLen, maxLen, n int) (out []string, exha
 	if maxLen >= 0 && minLen > maxLen {
 		return nil, true
 	}
+	if minLen > maxInstanceBytes {
+		// no counterexample of that length is shown (or built: a maxLength of 2^31-1
+		// would ask for a 2 GB string)
+		return nil, false
+	}
 	sub := s
 	sub.minLen, sub.maxLen = minLen, maxLen
 	seen := map[string]bool{}
@@ -181,8 +186,8 @@ func (e *engine) genStrings(s strSet, minLen, maxLen, n int) (out []string, exha
 }
 
 func padTo(s string, n int) string {
-	for utf8.RuneCountInString(s) < n {
-		s += "0"
+	if k := n - utf8.RuneCountInString(s); k > 0 {
+		s += strings.Repeat("0", k)
 	}
 	return s
 }

@@ -8,6 +8,7 @@ package jsonschemax
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"time"
 
@@ -18,18 +19,26 @@ import (
 // MatchTimeout bounds one regular expression match (a pattern, a patternProperties
 // key or a propertyNames pattern against one string). A match that runs longer stops
 // and the value is refused with a PatternTimeout error: a hostile pattern or input
-// cannot hold a call. The engine checks its clock coarsely, so a stopped match may run
-// up to about 100ms past the limit.
-const MatchTimeout = 100 * time.Millisecond
+// cannot hold a call. The engine reads a clock that advances every ClockPeriod, so a
+// stopped match runs up to about MatchTimeout + 2×ClockPeriod.
+const MatchTimeout = 50 * time.Millisecond
+
+// ClockPeriod is how often the engine's timeout clock advances (regexp2's default is
+// 100ms, which would let a stopped match run three times the limit).
+const ClockPeriod = 10 * time.Millisecond
+
+func init() { regexp2.SetTimeoutCheckPeriod(ClockPeriod) }
 
 // Options are the regexp2 options patterns compile with: ECMAScript syntax and
 // semantics in Unicode mode (the "u" flag), as JSON Schema 2020-12 §6.4 asks.
 const Options = regexp2.ECMAScript | regexp2.Unicode
 
-// Regexp is a compiled ECMA-262 pattern.
+// Regexp is a compiled ECMA-262 pattern: its exact RE2 translation when it has one
+// (linear time), otherwise regexp2 under MatchTimeout.
 type Regexp struct {
-	re  *regexp2.Regexp
-	src string
+	linear *regexp.Regexp
+	re     *regexp2.Regexp
+	src    string
 }
 
 // CompileRegexp compiles an ECMA-262 pattern in Unicode mode; a pattern only the
@@ -44,8 +53,15 @@ func CompileRegexp(pat string) (*Regexp, error) {
 		}
 	}
 	re.MatchTimeout = MatchTimeout
-	return &Regexp{re: re, src: pat}, nil
+	out := &Regexp{re: re, src: pat}
+	if re2, why := TranslateToRE2(pat); why == "" {
+		out.linear = regexp.MustCompile(re2) // TranslateToRE2 checked it compiles
+	}
+	return out, nil
 }
+
+// Linear reports whether matches run on the RE2 translation (no time limit needed).
+func (r *Regexp) Linear() bool { return r.linear != nil }
 
 // PatternTimeout is the panic value MatchString raises when a match exceeds
 // MatchTimeout (or the engine's backtracking limit): the schema library's Regexp
@@ -95,6 +111,9 @@ func (r *Regexp) MatchString(s string) bool {
 // and stop a quick match. A timeout is believed only when the match really ran for
 // MatchTimeout by the wall clock; otherwise the match is run again (a few times).
 func (r *Regexp) Match(s string) (bool, error) {
+	if r.linear != nil {
+		return r.linear.MatchString(s), nil
+	}
 	for try := 0; ; try++ {
 		start := time.Now()
 		ok, err := r.re.MatchString(s)

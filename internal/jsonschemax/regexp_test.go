@@ -62,9 +62,21 @@ func TestECMARegexp(t *testing.T) {
 
 func TestPatternTimeout(t *testing.T) {
 	t.Parallel()
-	re, err := CompileRegexp(`^(a+)+$`)
+	// A regular pattern runs on its RE2 translation: linear, exact, no limit needed.
+	lin, err := CompileRegexp(`^(a+)+$`)
+	if err != nil || !lin.Linear() {
+		t.Fatalf("^(a+)+$ is not matched in linear time (%v)", err)
+	}
+	if m, err := lin.Match(strings.Repeat("a", 5000) + "!"); m || err != nil {
+		t.Fatalf("^(a+)+$ on a's and !: %v %v", m, err)
+	}
+	// A lookahead needs the backtracking engine, under the time limit.
+	re, err := CompileRegexp(`^(?=(a+)+$)`)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if re.Linear() {
+		t.Fatal("a lookahead was translated to RE2")
 	}
 	hostile := strings.Repeat("a", 40) + "!"
 	if _, err := re.Match(hostile); err == nil {
@@ -74,7 +86,7 @@ func TestPatternTimeout(t *testing.T) {
 		defer func() {
 			r := recover()
 			pt, ok := Recovered(r)
-			if !ok || pt.Pattern != `^(a+)+$` {
+			if !ok || pt.Pattern != `^(?=(a+)+$)` {
 				t.Errorf("MatchString panicked with %v, want a *PatternTimeout", r)
 			}
 			var as *PatternTimeout

@@ -1,4 +1,4 @@
-package schemadiff
+package jsonschemax
 
 import (
 	"fmt"
@@ -9,13 +9,14 @@ import (
 	"unicode/utf8"
 
 	"github.com/dlclark/regexp2/v2"
-	"github.com/toolgate/toolgate/internal/jsonschemax"
 )
 
-// The validator matches patterns as ECMA-262 regular expressions in Unicode mode
-// (internal/jsonschemax). The automata of regex.go are built from Go's regexp/syntax,
-// so a pattern is first translated into an RE2 pattern that matches exactly the same
-// strings, or refused: then every question about it is undecided, never guessed.
+// Most ECMA-262 patterns are regular: they translate into an RE2 pattern that matches
+// exactly the same strings, which Go's regexp runs in linear time with no time limit
+// needed. CompileRegexp matches with the translation when there is one and with regexp2
+// (backtracking, under MatchTimeout) only for what RE2 cannot express. The schema diff
+// builds its automata from the same translation, and treats a pattern without one as
+// undecided, never guessed.
 //
 // Translated exactly: literals and escapes (\t \n \v \f \r \0 \cX \xHH \uHHHH \u{H…}
 // and identity escapes), ".", the classes \d \w \s and their negations (with ECMA's
@@ -36,8 +37,9 @@ type translated struct {
 
 var translations sync.Map // pattern → translated
 
-// ecmaToRE2 translates an ECMA-262 pattern into an RE2 pattern with the same matches.
-func ecmaToRE2(pat string) (string, string) {
+// TranslateToRE2 translates an ECMA-262 pattern (Unicode mode) into an RE2 pattern with
+// the same matches; why says why there is none.
+func TranslateToRE2(pat string) (re2 string, why string) {
 	if t, ok := translations.Load(pat); ok {
 		t := t.(translated)
 		return t.re, t.why
@@ -48,11 +50,11 @@ func ecmaToRE2(pat string) (string, string) {
 }
 
 func translate(pat string) (string, string) {
-	if _, err := regexp2.Compile(pat, jsonschemax.Options); err != nil {
-		if _, err := jsonschemax.CompileRegexp(pat); err != nil {
+	if _, err := regexp2.Compile(pat, Options); err != nil {
+		if _, err := regexp2.Compile(pat, regexp2.ECMAScript); err != nil {
 			return "", "the pattern is not an ECMA-262 regular expression"
 		}
-		return "", "the pattern is read in ECMA-262's legacy grammar, which the check does not model"
+		return "", "the pattern is read in ECMA-262's legacy grammar, which is not translated"
 	}
 	t := &ecmaTr{src: []rune(pat)}
 	out := t.alt()
@@ -398,29 +400,4 @@ func (t *ecmaTr) class() string {
 		return "[^" + items.String() + "]"
 	}
 	return "[" + items.String() + "]"
-}
-
-// ecmaRegexps caches the validator's own engine for concrete matches.
-var ecmaRegexps sync.Map // pattern → *jsonschemax.Regexp or nil
-
-// matchECMA reports whether the validator's engine finds pat in s; known is false when
-// the pattern does not compile or the match hits its limits.
-func matchECMA(pat, s string) (match, known bool) {
-	v, ok := ecmaRegexps.Load(pat)
-	if !ok {
-		re, err := jsonschemax.CompileRegexp(pat)
-		if err != nil {
-			re = nil
-		}
-		v, _ = ecmaRegexps.LoadOrStore(pat, re)
-	}
-	re, _ := v.(*jsonschemax.Regexp)
-	if re == nil {
-		return false, false
-	}
-	m, err := re.Match(s)
-	if err != nil {
-		return false, false
-	}
-	return m, true
 }
