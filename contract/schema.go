@@ -120,7 +120,7 @@ func compileWith(doc any, url string, withNotes bool) (*Schema, error) {
 	}
 	s, err := c.Compile(url)
 	if err != nil {
-		return nil, errors.New(strings.ReplaceAll(err.Error(), url, "schema"))
+		return nil, explainCompile(doc, url, err)
 	}
 	return &Schema{s: s, notes: n}, nil
 }

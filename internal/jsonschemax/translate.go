@@ -244,9 +244,9 @@ func (t *ecmaTr) escape(inClass bool) string {
 		if inClass {
 			return reLit('\b')
 		}
-		return t.fail("a word boundary assertion")
+		return t.fail(`the pattern uses a word boundary (\b)`)
 	case 'B':
-		return t.fail("a word boundary assertion")
+		return t.fail(`the pattern uses a word boundary (\b)`)
 	case '0':
 		if n, ok := t.peek(); ok && n >= '0' && n <= '9' {
 			return t.fail("an octal escape")
