@@ -35,9 +35,17 @@ var workloads = []workload{
 }
 
 func compileWith(b testing.TB, schema string, ecma bool) *jsonschema.Schema {
-	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(schema))
+	s, err := tryCompile(schema, ecma)
 	if err != nil {
 		b.Fatal(err)
+	}
+	return s
+}
+
+func tryCompile(schema string, ecma bool) (*jsonschema.Schema, error) {
+	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(schema))
+	if err != nil {
+		return nil, err
 	}
 	c := jsonschema.NewCompiler()
 	c.AssertFormat()
@@ -45,13 +53,9 @@ func compileWith(b testing.TB, schema string, ecma bool) *jsonschema.Schema {
 		Configure(c)
 	}
 	if err := c.AddResource("urn:b", doc); err != nil {
-		b.Fatal(err)
+		return nil, err
 	}
-	s, err := c.Compile("urn:b")
-	if err != nil {
-		b.Fatal(err)
-	}
-	return s
+	return c.Compile("urn:b")
 }
 
 func validateOnce(s *jsonschema.Schema, v any) (refused bool) {
@@ -96,15 +100,29 @@ func TestPatternEngineTable(t *testing.T) {
 	fmt.Println("| workload | RE2 (before) | ECMA-262 (after) | after/before | allocs before → after | outcome after |")
 	fmt.Println("|---|---:|---:|---:|---:|---|")
 	for _, w := range workloads {
+		// the engines alternate three times; the fastest run of each is kept
 		var res [2]testing.BenchmarkResult
-		for i, ecma := range []bool{false, true} {
-			res[i] = testing.Benchmark(func(b *testing.B) { runWorkload(b, w, ecma) })
+		_, re2Err := tryCompile(w.schema, false)
+		for round := 0; round < 3; round++ {
+			for i, ecma := range []bool{false, true} {
+				if !ecma && re2Err != nil {
+					continue
+				}
+				r := testing.Benchmark(func(b *testing.B) { runWorkload(b, w, ecma) })
+				if round == 0 || r.NsPerOp() < res[i].NsPerOp() {
+					res[i] = r
+				}
+			}
 		}
 		s := compileWith(t, w.schema, true)
 		v, _ := jsonschema.UnmarshalJSON(strings.NewReader(w.value))
 		outcome := "accepted"
 		if validateOnce(s, v) {
 			outcome = "refused"
+		}
+		if re2Err != nil {
+			fmt.Printf("| %s | does not load | %v | — | — → %d | %s |\n", w.name, time.Duration(res[1].NsPerOp()), res[1].AllocsPerOp(), outcome)
+			continue
 		}
 		ratio := float64(res[1].NsPerOp()) / float64(max(res[0].NsPerOp(), 1))
 		fmt.Printf("| %s | %v | %v | %.2f× | %d → %d | %s |\n", w.name,
