@@ -28,7 +28,7 @@ import (
 //
 // CI runs a bounded number of pairs (seeded, so a run is reproducible). A long run:
 //
-//	go test ./schemadiff -run TestDifferentialSoundness -differential.pairs=200000
+//	go test ./schemadiff -run TestDifferentialSoundness -timeout 0 -differential.pairs=200000
 //	(or TOOLGATE_DIFFERENTIAL_PAIRS=200000)
 //
 // -differential.seed starts elsewhere. Every pair that breaks the property is written
