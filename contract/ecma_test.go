@@ -98,3 +98,19 @@ func TestPropertyNamesPointerStable(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// When the object with the refused name cannot be told apart, the error stays at the
+// nearest certain pointer and names no member (masking never depends on a guess).
+func TestPropertyNamesUnplacedNamesNoMember(t *testing.T) {
+	t.Parallel()
+	s, err := CompileSchema([]byte(`{"type":"object","patternProperties":{"^a$":{"type":"object","propertyNames":{"maxLength":2}}},"properties":{"b":{"type":"object"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, _ := DecodeJSON([]byte(`{"a":{"card-4111111111111111":1},"b":{"card-4111111111111111":1}}`))
+	got := s.Validate(v)
+	want := []FieldError{{"", "propertyNames", "holds an object with a property name that is not allowed"}}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("errors = %v, want %v", got, want)
+	}
+}

@@ -189,7 +189,7 @@ func dedupe(errs []FieldError) []FieldError {
 // reported once at their own location: listing every branch's errors misleads more than it helps.
 func collect(e *jsonschema.ValidationError, root any, out *[]FieldError) {
 	switch e.ErrorKind.(type) {
-	case *kind.AnyOf, *kind.OneOf, *kind.Contains, *kind.PropertyNames:
+	case *kind.AnyOf, *kind.OneOf, *kind.Contains, *kind.PropertyNames, *jsonschemax.UnplacedPropertyName:
 		*out = append(*out, leafErrors(e, root)...)
 		return
 	}
@@ -289,6 +289,8 @@ func leafErrors(e *jsonschema.ValidationError, root any) []FieldError {
 		return one("format", "must be a valid "+k.Want)
 	case *kind.PropertyNames:
 		return []FieldError{{at + Pointer(k.Property), "propertyNames", "is not an allowed property name"}}
+	case *jsonschemax.UnplacedPropertyName:
+		return one("propertyNames", "holds an object with a property name that is not allowed")
 	case *kind.AnyOf:
 		return one("anyOf", "must match at least one of the allowed schemas")
 	case *kind.OneOf:

@@ -1,6 +1,7 @@
 package jsonschemax
 
 import (
+	"net/url"
 	"slices"
 	"sort"
 	"strconv"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+	"golang.org/x/text/message"
 )
 
 // FixLocations repairs the instance locations of the errors the library records
@@ -85,8 +87,22 @@ func FixLocations(instance any, e *jsonschema.ValidationError) {
 			}
 		}
 		if len(cands) != len(errs) {
+			// several objects hold the name: keep those the refusing schema's own
+			// location leads to (…/properties/a/… for a member a)
+			var keep [][]string
+			for _, c := range cands {
+				if reachedBy(g.schema, c[len(good):]) {
+					keep = append(keep, c)
+				}
+			}
+			cands = keep
+		}
+		if len(cands) != len(errs) {
 			for _, e := range errs {
 				e.InstanceLocation = slices.Clone(good)
+				if g.kind == 1 {
+					e.ErrorKind = &UnplacedPropertyName{Property: g.name}
+				}
 			}
 			continue
 		}
@@ -95,6 +111,58 @@ func FixLocations(instance any, e *jsonschema.ValidationError) {
 			e.InstanceLocation = cands[i]
 		}
 	}
+}
+
+// UnplacedPropertyName replaces a propertyNames error whose object could not be told
+// apart from others holding the same name: its location is the nearest certain
+// ancestor, and the refused name must not be appended to it (that would point at a
+// member that may not exist there).
+type UnplacedPropertyName struct {
+	Property string
+}
+
+func (*UnplacedPropertyName) KeywordPath() []string { return []string{"propertyNames"} }
+
+func (*UnplacedPropertyName) LocalizedString(*message.Printer) string {
+	return "an object below here has a property name that is not allowed"
+}
+
+// reachedBy reports whether every instance segment appears, in order, in the schema
+// location as the position that applies to it (properties/<name>, or an items keyword
+// for an index).
+func reachedBy(schemaURL string, segs []string) bool {
+	frag := schemaURL
+	if i := strings.IndexByte(frag, '#'); i >= 0 {
+		frag = frag[i+1:]
+	}
+	if un, err := url.PathUnescape(frag); err == nil {
+		frag = un
+	}
+	parts := strings.Split(strings.TrimPrefix(frag, "/"), "/")
+	j := 0
+	for _, seg := range segs {
+		found := false
+		for ; j < len(parts); j++ {
+			p := parts[j]
+			if p == "properties" && j+1 < len(parts) && parts[j+1] == escapeAll([]string{seg})[0] {
+				j += 2
+				found = true
+				break
+			}
+			if _, err := strconv.Atoi(seg); err == nil && (p == "items" || p == "prefixItems" || p == "additionalItems") {
+				j++
+				if p == "prefixItems" && j < len(parts) {
+					j++
+				}
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
 }
 
 func escapeAll(segs []string) []string {

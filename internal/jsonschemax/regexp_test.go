@@ -199,3 +199,44 @@ func propertyNameErrors(e *jsonschema.ValidationError) string {
 	sortStrings(out)
 	return strings.Join(out, "|")
 }
+
+// Two objects hold the refused name and only one is under propertyNames: the schema's
+// location picks it; when nothing can tell them apart, the error stays at the nearest
+// certain ancestor without naming a member.
+func TestPropertyNamesLocationAmbiguous(t *testing.T) {
+	t.Parallel()
+	s := compile(t, `{"properties": {"a": {"propertyNames": {"maxLength": 2}}, "b": {}}}`)
+	for i := 0; i < 50; i++ {
+		v, _ := jsonschema.UnmarshalJSON(strings.NewReader(`{"a": {"long": 1}, "b": {"long": 1}}`))
+		var ve *jsonschema.ValidationError
+		if !errors.As(s.Validate(v), &ve) {
+			t.Fatal("no error")
+		}
+		FixLocations(v, ve)
+		if got := propertyNameErrors(ve); got != "/a long" {
+			t.Fatalf("pointers = %s, want /a long", got)
+		}
+	}
+	// under patternProperties nothing in the schema's location tells the objects apart
+	s = compile(t, `{"patternProperties": {"^a$": {"propertyNames": {"maxLength": 2}}}, "properties": {"b": {}}}`)
+	v, _ := jsonschema.UnmarshalJSON(strings.NewReader(`{"a": {"long": 1}, "b": {"long": 1}}`))
+	var ve *jsonschema.ValidationError
+	if !errors.As(s.Validate(v), &ve) {
+		t.Fatal("no error")
+	}
+	FixLocations(v, ve)
+	var kinds []string
+	var walk func(e *jsonschema.ValidationError)
+	walk = func(e *jsonschema.ValidationError) {
+		if u, ok := e.ErrorKind.(*UnplacedPropertyName); ok {
+			kinds = append(kinds, fmt.Sprintf("%v %s", e.InstanceLocation, u.Property))
+		}
+		for _, c := range e.Causes {
+			walk(c)
+		}
+	}
+	walk(ve)
+	if len(kinds) != 1 || kinds[0] != "[] long" {
+		t.Fatalf("unplaced errors = %v", kinds)
+	}
+}
