@@ -103,17 +103,6 @@ func literalPattern(s string) string {
 	return b.String()
 }
 
-func syntaxQuote(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		if strings.ContainsRune(`\.+*?()|[]{}^$`, r) {
-			b.WriteByte('\\')
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
-
 type nfaBuilder struct {
 	states []rstate
 	bad    string
