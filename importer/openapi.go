@@ -15,6 +15,7 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/toolgate/toolgate/internal/canon"
+	"github.com/toolgate/toolgate/internal/jsonschemax"
 	"github.com/toolgate/toolgate/lockfile"
 )
 
@@ -38,7 +39,9 @@ func FromOpenAPI(data []byte, file string, ops []string, baseURL string, opts Op
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", file, err)
 	}
-	if err := doc.Validate(context.Background(), openapi3.DisableExamplesValidation()); err != nil {
+	// patterns are ECMA-262, read as the gateway's validator reads them (a lookahead loads)
+	ecma := openapi3.SetRegexCompiler(func(p string) (openapi3.RegexMatcher, error) { return jsonschemax.CompileRegexp(p) })
+	if err := doc.Validate(context.Background(), openapi3.DisableExamplesValidation(), ecma); err != nil {
 		return nil, fmt.Errorf("%s is not a valid OpenAPI document: %w", file, err)
 	}
 	title := ""
