@@ -207,10 +207,17 @@ func startGatewayLogged(ctx context.Context, cfg *config.Config, tools fs.FS, lo
 // URL is the gateway's base URL.
 func (rt *gatewayRuntime) URL() string { return "http://" + rt.ln.Addr().String() }
 
+// drainTimeout bounds how long Close lets calls in flight finish; drainGrace
+// is the grace after a signal of the commands that run a gateway (main.go).
+const (
+	drainTimeout = 15 * time.Second
+	drainGrace   = drainTimeout + 5*time.Second
+)
+
 // Close stops serving (letting calls in flight finish), stops the reconciler
 // and closes the ledger.
 func (rt *gatewayRuntime) Close() {
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), drainTimeout)
 	defer cancel()
 	rt.http.Shutdown(ctx)
 	rt.stop()
