@@ -55,6 +55,8 @@ func startGatewayWith(ctx context.Context, cfg *config.Config, tools fs.FS, logw
 
 // startGatewayLogged is startGatewayWith logging to logger.
 func startGatewayLogged(ctx context.Context, cfg *config.Config, tools fs.FS, logger *slog.Logger) (*gatewayRuntime, error) {
+	secrets := configSecrets(cfg)
+	logger = scrubLogger(logger, secrets)
 	infof := func(format string, args ...any) { logger.Info(fmt.Sprintf(format, args...)) }
 	errorf := func(format string, args ...any) { logger.Error(fmt.Sprintf(format, args...)) }
 	toolsName := cfg.ToolsDir
@@ -140,7 +142,7 @@ func startGatewayLogged(ctx context.Context, cfg *config.Config, tools fs.FS, lo
 	}
 	srv, err := gateway.New(gateway.Config{
 		Tracer: tracer, Prometheus: prom,
-		Upstream: up.invoker(), Drift: up.drift(), ReadyDetail: up.readyLines(),
+		Upstream: up.invoker(), Drift: up.drift(), ReadyDetail: up.readyLines(), Redact: secrets.Scrub,
 		Registry: reg, Ledger: svc, Invoker: &invoke.Client{}, Bindings: bindings,
 		JoinTimeout: cfg.JoinTimeout, MaxBodyBytes: cfg.MaxBodyBytes, Keys: keys, Logger: logger,
 		DecisionLog: dlog.writer, Retention: cfg.Retention, TombstoneRetention: cfg.TombstoneRetention,
