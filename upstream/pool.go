@@ -319,12 +319,12 @@ func (p *Pool) ListTools(ctx context.Context, url string, headers map[string]str
 	}
 	cs, _, err := sv.session(ctx)
 	if err != nil {
-		return nil, err
+		return nil, sv.scrub(err)
 	}
 	tools, err := listTools(ctx, cs)
 	if err != nil {
 		sv.drop(cs)
-		return nil, fmt.Errorf("MCP server %s: %w", redactURL(url), err)
+		return nil, sv.scrub(fmt.Errorf("MCP server %s: %w", redactURL(url), err))
 	}
 	return tools, nil
 }

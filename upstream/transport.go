@@ -99,7 +99,7 @@ func (t *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	resp, err := t.base.RoundTrip(req)
 	if resp != nil {
-		if resp.StatusCode >= 400 {
+		if resp.StatusCode >= 400 && req.Method == http.MethodPost {
 			t.refused.Store(int32(resp.StatusCode))
 		}
 		if a != nil {
