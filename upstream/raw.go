@@ -109,6 +109,9 @@ func (t *teeBody) Read(p []byte) (int, error) {
 	n, err := t.r.Read(p)
 	if t.sse != nil {
 		t.sse.write(p[:n])
+		if err == io.EOF {
+			t.sse.write([]byte("\n\n")) // a stream may end without the blank line after its last event
+		}
 		return n, err
 	}
 	if !t.over {
