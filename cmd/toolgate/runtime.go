@@ -169,6 +169,13 @@ func startGatewayLogged(ctx context.Context, cfg *config.Config, tools fs.FS, lo
 		store.Close()
 		return nil, err
 	}
+	if ta, ok := ln.Addr().(*net.TCPAddr); ok && cfg.Auth == nil && !ta.IP.IsLoopback() {
+		// "localhost" is a name: what counts is the address it was bound to.
+		ln.Close()
+		up.close()
+		store.Close()
+		return nil, fmt.Errorf("listen %q bound %s, which is not loopback: without an auth section toolgate serves loopback only", cfg.Listen, ta)
+	}
 	rctx, cancel := context.WithCancel(context.Background())
 	rt := &gatewayRuntime{cfg: cfg, store: store, svc: svc, server: srv, ln: ln, stop: cancel, done: make(chan struct{}), dlog: dlog, stopTracing: stopTracing, up: up}
 	rt.http = srv.HTTPServer(gateway.HTTPLimits{
