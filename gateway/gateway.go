@@ -369,11 +369,19 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request, _ *Principal) er
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
 	d, err := s.calls.Ready(ctx)
+	detail := s.readyDetailFor(r)
 	if err != nil {
+		if p := toolcall.ProblemOf(err); p != nil && !detail {
+			// Why the ledger is not ready (its standbys, another replica's
+			// lock) is a detail: the status, the code and Retry-After stay.
+			bare := *p
+			bare.Detail = "the gateway is not ready; an operator key reads why"
+			return &bare
+		}
 		return err // a problem of toolgate's own words, without its cause
 	}
 	lines := []string{"ready"}
-	if s.readyDetailFor(r) {
+	if detail {
 		lines = append(lines, s.readyLines(d)...)
 	}
 	text := strings.Join(lines, "\n") + "\n"

@@ -77,3 +77,39 @@ func TestReadyzDetailsNeedAnOperator(t *testing.T) {
 		})
 	}
 }
+
+// A gateway whose ledger does not answer is 503 ledger_unavailable for
+// everyone (with Retry-After); why is in the detail for an operator only.
+func TestReadyzNotReadyDetailNeedsAnOperator(t *testing.T) {
+	t.Parallel()
+	ld := testrig.Ledger(t, "readyz-down")
+	s, err := gateway.New(gateway.Config{Registry: testrig.Registry(t), Ledger: ld, Logger: testrig.Logger(t),
+		Keys: []gateway.Key{{Name: "oncall", SHA256Hex: config.HashKey("rz-oncall-key-02"), Tenant: "acme", Role: "operator", Tools: []string{"*"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(s)
+	t.Cleanup(srv.Close)
+	ld.Store.Close()
+	get := func(bearer string) (int, string, string) {
+		req, _ := http.NewRequest("GET", srv.URL+"/readyz", nil)
+		if bearer != "" {
+			req.Header.Set("Authorization", "Bearer "+bearer)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, resp.Header.Get("Retry-After"), string(b)
+	}
+	st, retry, body := get("")
+	if st != 503 || retry == "" || !strings.Contains(body, `"ledger_unavailable"`) || !strings.Contains(body, "an operator key reads why") || strings.Contains(body, "does not answer") {
+		t.Fatalf("without a key: %d %q %s", st, retry, body)
+	}
+	st, _, body = get("rz-oncall-key-02")
+	if st != 503 || !strings.Contains(body, "the ledger does not answer") {
+		t.Fatalf("an operator: %d %s", st, body)
+	}
+}
