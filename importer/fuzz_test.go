@@ -1,6 +1,7 @@
 package importer
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
@@ -83,11 +84,11 @@ components:
 		if len(doc) > 64<<10 {
 			return
 		}
-		tools, err := FromOpenAPI([]byte(doc), filepath.Join(t.TempDir(), "fuzz.yaml"), nil, "", fuzzOpts)
+		res, err := FromOpenAPI(context.Background(), []byte(doc), filepath.Join(t.TempDir(), "fuzz.yaml"), nil, "", fuzzOpts)
 		if err != nil {
 			return
 		}
-		checkLoads(t, fmt.Sprintf("%.200q", doc), tools)
+		checkLoads(t, fmt.Sprintf("%.200q", doc), res.Tools)
 	})
 }
 

@@ -113,7 +113,11 @@ func Write(dir string, tools []Tool, now time.Time) error {
 // what is left then is a mistake of the upstream's definition (a schema that
 // is not valid JSON Schema, say), named as such rather than found by Write.
 func checkContract(t Tool) error {
-	_, problems := contract.ParseVersion(filepath.Join(t.ID, "schemas", "v"+Version+".json"), marshal(t.Schema), t.ID, Version)
+	raw := marshal(t.Schema)
+	if len(raw) > MaxContractBytes {
+		return fmt.Errorf("its contract would be %d bytes, more than the %d MiB a contract may be", len(raw), MaxContractBytes>>20)
+	}
+	_, problems := contract.ParseVersion(filepath.Join(t.ID, "schemas", "v"+Version+".json"), raw, t.ID, Version)
 	if len(problems) == 0 {
 		return nil
 	}
