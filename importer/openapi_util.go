@@ -41,4 +41,3 @@ func category(status int) string {
 	}
 	return "business"
 }
-
