@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -157,11 +158,11 @@ func yamlNumber(s string) node {
 // most MaxFileBytes, at most MaxFiles of them. A $ref may not be an absolute
 // path, a URL (file:// included) or climb out with "..".
 type files struct {
-	root   string // the document's directory, symbolic links resolved
-	docs   map[string]node
-	order  []string
-	reads  int
-	stopFn func() error // ctx.Err
+	root  string // the document's directory, symbolic links resolved
+	docs  map[string]node
+	order []string
+	reads int
+	mu    sync.Mutex // operations are imported concurrently
 }
 
 func newFiles(file string, data []byte) (*files, string, error) {
@@ -212,6 +213,8 @@ func (fs *files) refTarget(from, ref string) (string, string, error) {
 
 // doc returns a file's parsed content, reading it on first use.
 func (fs *files) doc(rel string) (node, error) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
 	if v, ok := fs.docs[rel]; ok {
 		return v, nil
 	}

@@ -8,9 +8,11 @@ import (
 	"net/http"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/toolgate/toolgate/internal/canon"
 	"github.com/toolgate/toolgate/lockfile"
@@ -153,19 +155,45 @@ func FromOpenAPI(ctx context.Context, data []byte, file string, ops []string, ba
 	}
 	out.Selected = len(chosen)
 	now := opts.now()
-	ids := map[string]string{}
-	for _, o := range chosen {
-		if err := ctx.Err(); err != nil {
-			return nil, err
+	// Operations are imported concurrently (each on its own; the document's
+	// nodes are only read), then taken in the document's order.
+	type done struct {
+		t   Tool
+		err error
+	}
+	results := make([]done, len(chosen))
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for range max(1, min(runtime.GOMAXPROCS(0), len(chosen))) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				if chosen[i].bad != "" {
+					results[i].err = errors.New(chosen[i].bad)
+					continue
+				}
+				results[i].t, results[i].err = imp.operation(chosen[i])
+			}
+		}()
+	}
+	for i := range chosen {
+		if ctx.Err() != nil {
+			break
 		}
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	ids := map[string]string{}
+	for i, o := range chosen {
 		skip := func(reason string) {
 			out.Skipped = append(out.Skipped, Skipped{Operation: o.name, Method: o.method, Path: o.path, Reason: reason, Selected: o.selected})
 		}
-		if o.bad != "" {
-			skip(o.bad)
-			continue
-		}
-		t, err := imp.operation(o)
+		t, err := results[i].t, results[i].err
 		if err != nil {
 			skip(err.Error())
 			continue
@@ -639,7 +667,8 @@ func (imp *openapiImport) operation(o operation) (Tool, error) {
 		Pin:       &lockfile.Pin{PinVersion: lockfile.PinFormatVersion, ToolID: id, Definition: rawDef, Todo: todos()},
 		Binding:   b,
 	}
-	return t, checkContract(t)
+	err = checkContract(&t)
+	return t, err
 }
 
 func opName(o operation) string {

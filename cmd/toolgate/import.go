@@ -162,6 +162,10 @@ func parseHeaders(list []string) (map[string]string, error) {
 	return out, nil
 }
 
+// maxLintedImport: a larger import does not run lint itself (it would parse
+// every contract again); it says to run it.
+const maxLintedImport = 50
+
 // printImport says what was written, the bindings to add and lint's to-dos.
 func printImport(e env, dir string, tools []importer.Tool) {
 	ids := map[string]bool{}
@@ -173,6 +177,10 @@ func printImport(e env, dir string, tools []importer.Tool) {
 		}
 	}
 	fmt.Fprintf(e.Stdout, "\nAdd to toolgate.yaml:\n\n%s", indent(importer.Snippet(tools), "  ")+"\n")
+	if len(tools) > maxLintedImport {
+		fmt.Fprintf(e.Stdout, "\n%d tools imported: run toolgate lint %s for what a person must still add (the import lists it for at most %d tools).\n", len(tools), dir, maxLintedImport)
+		return
+	}
 	var todo []lint.Finding
 	for _, f := range lint.Run(dir) {
 		if ids[f.Tool] {
