@@ -232,7 +232,9 @@ func marshalJSON(v any) ([]byte, error) {
 // object whose members are 0..n-1 is an array, and a top-level name in
 // arrays (or one given more than once) is an array of its values. It is
 // EncodeForm's inverse for its default encoding, up to the values' types
-// (a form carries text only); the sandbox's form routes read bodies with it.
+// (a form carries text only) and an object whose members are named 0..n-1,
+// which reads back as an array (the bracket convention cannot tell them
+// apart).
 func DecodeForm(body string, arrays map[string]bool) (map[string]any, error) {
 	vals, err := url.ParseQuery(body)
 	if err != nil {
@@ -316,6 +318,12 @@ func splitKey(key string) (string, []string, error) {
 
 // arraysOf turns each object whose members are exactly 0..n-1 into an array.
 func arraysOf(v any) any {
+	if l, ok := v.([]any); ok {
+		for i, e := range l {
+			l[i] = arraysOf(e)
+		}
+		return l
+	}
 	m, ok := v.(map[string]any)
 	if !ok {
 		return v
