@@ -134,6 +134,9 @@ func checkContract(t *Tool) error {
 	msgs := make([]string, 0, len(problems))
 	for _, p := range problems {
 		m := p.Message
+		if len(m) > 200 {
+			m = m[:200] + "…"
+		}
 		if p.Pointer != "" {
 			m = p.Pointer + ": " + m
 		}

@@ -528,7 +528,7 @@ func (imp *openapiImport) operation(o operation) (Tool, error) {
 		}
 		used[arg] = true
 		if arg != p.name {
-			notes = append(notes, fmt.Sprintf("the %s parameter %s is the argument %s: the request body has a %s too", p.in, p.name, arg, p.name))
+			notes = append(notes, fmt.Sprintf("the %s parameter %s is the argument %s: the request body has a property %s too", p.in, p.name, arg, p.name))
 		}
 		if sm, ok := s.(map[string]any); ok && p.description != "" {
 			if _, has := sm["description"]; !has {
@@ -936,7 +936,11 @@ func (r *OpenAPIImport) Summary() string {
 	if n := len(r.Skipped); n > 0 {
 		s += fmt.Sprintf("; %d skipped (listed above with the reason)", n)
 	}
-	if n := len(r.Warnings); n > 0 {
+	switch n := len(r.Warnings); n {
+	case 0:
+	case 1:
+		s += "; 1 warning"
+	default:
 		s += fmt.Sprintf("; %d warnings", n)
 	}
 	return s
