@@ -2,6 +2,7 @@ package importer
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -134,4 +135,48 @@ func TestImportHonoursContext(t *testing.T) {
 	if _, err := FromOpenAPI(ctx, []byte(doc), file, nil, "", fuzzOpts); err != context.Canceled {
 		t.Fatalf("got %v, want context.Canceled", err)
 	}
+}
+
+// FuzzRefTarget: whatever a $ref says, nothing outside the document's
+// directory is read: the contract, the skip reason and the warnings never
+// carry the content of a file beside the directory, and an accepted
+// target lies inside it.
+func FuzzRefTarget(f *testing.F) {
+	for _, s := range []string{"inside.json", "../outside.json", "./a/../inside.json", "a/../../outside.json",
+		"%2E%2E/outside.json", "file:../outside.json", "/outside.json", "..%2Foutside.json", "link.json", "inside.json#/properties",
+		"#/components/schemas/X", "a\\..\\..\\outside.json", "\x00"} {
+		f.Add(s)
+	}
+	root := f.TempDir()
+	dir := filepath.Join(root, "api")
+	os.MkdirAll(filepath.Join(dir, "a"), 0o755)
+	os.WriteFile(filepath.Join(root, "outside.json"), []byte(`{"type":"object","properties":{"OUTSIDE_SECRET":{"type":"string"}}}`), 0o644)
+	os.WriteFile(filepath.Join(dir, "inside.json"), []byte(`{"type":"object","properties":{"fine":{"type":"string"}}}`), 0o644)
+	os.Symlink(filepath.Join(root, "outside.json"), filepath.Join(dir, "link.json"))
+	file := filepath.Join(dir, "api.json")
+	f.Fuzz(func(t *testing.T, ref string) {
+		b, _ := json.Marshal(ref)
+		doc := opDoc(`{"$ref":`+string(b)+`}`, `"X":{"type":"object"}`)
+		res, err := FromOpenAPI(context.Background(), []byte(doc), file, nil, "", fuzzOpts)
+		if err != nil {
+			return
+		}
+		var text strings.Builder
+		for _, tool := range res.Tools {
+			text.Write(marshal(tool.Schema))
+		}
+		for _, s := range res.Skipped {
+			text.WriteString(s.Reason)
+		}
+		text.WriteString(strings.Join(res.Warnings, "\n"))
+		if strings.Contains(text.String(), "OUTSIDE_SECRET") {
+			t.Fatalf("$ref %q read a file outside the document's directory: %s", ref, text.String())
+		}
+		fs := &files{root: dir, docs: map[string]node{}}
+		if rel, _, err := fs.refTarget("api.json", ref); err == nil {
+			if full := filepath.Join(dir, filepath.FromSlash(rel)); !strings.HasPrefix(full, dir+string(filepath.Separator)) && full != dir {
+				t.Fatalf("$ref %q resolves to %s, outside %s", ref, full, dir)
+			}
+		}
+	})
 }
