@@ -306,6 +306,7 @@ func invokeBindings(in map[string]config.Binding) map[string]invoke.Binding {
 			DownstreamKey: b.DownstreamKey, LookupURL: b.Lookup.URL, StateURL: b.State.URL,
 			MaxAttempts: b.MaxAttempts, NotStartedStatuses: b.NotStartedStatuses,
 			HoldAfter: b.HoldAfter, SettleAfter: b.SettleAfter, RequireApproval: b.RequireApproval,
+			Body: b.Body, BodyArg: b.BodyArg, BodyOmit: b.BodyOmit, FormEncoding: formEncoding(b.FormEncoding),
 		}
 		if m := b.MCP; m != nil {
 			ib := out[id]
@@ -313,6 +314,17 @@ func invokeBindings(in map[string]config.Binding) map[string]invoke.Binding {
 			ib.MCP = &invoke.MCPTool{URL: m.URL, Tool: m.Tool, Headers: m.Headers, LookupTool: b.Lookup.MCPTool, KeyMeta: m.IdempotencyMeta}
 			out[id] = ib
 		}
+	}
+	return out
+}
+
+func formEncoding(in map[string]config.FormEncoding) map[string]invoke.FormField {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make(map[string]invoke.FormField, len(in))
+	for k, e := range in {
+		out[k] = invoke.FormField{Style: e.Style, Explode: e.Explode, ContentType: e.ContentType}
 	}
 	return out
 }
