@@ -1,4 +1,4 @@
-// Package config reads the gateway configuration, toolgate.yaml (SPEC 2).
+// Package config reads the gateway configuration, toolgate.yaml (docs/configuration.md).
 //
 // Parse takes bytes, not a path: only cmd/ reads files. Every field has a documented
 // default, so an empty document is a working sandbox configuration. Nothing in the file is
@@ -84,7 +84,7 @@ type Config struct {
 	lines map[string]int // YAML path → line, for problems found after parsing
 }
 
-// DecisionLog configures the decision log (SPEC 5).
+// DecisionLog configures the decision log (docs/decision-log.md).
 type DecisionLog struct {
 	Path      string `yaml:"path"`      // "" disables the log
 	Arguments string `yaml:"arguments"` // digest | masked | full; default masked
@@ -107,7 +107,7 @@ type Key struct {
 	Tools     []string `yaml:"tools"` // tool ids, or "*"
 }
 
-// Binding says where a tool runs (SPEC 2): an HTTP endpoint (URL) or a tool of an
+// Binding says where a tool runs (docs/configuration.md): an HTTP endpoint (URL) or a tool of an
 // upstream MCP server (MCP).
 type Binding struct {
 	URL                string        `yaml:"url"`

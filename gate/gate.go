@@ -1,4 +1,4 @@
-// Package gate is the release gate (SPEC 6, `toolgate gate`): for a tool moving from one
+// Package gate is the release gate (docs/reference/commands.md, `toolgate gate`): for a tool moving from one
 // version to another it runs the immutability check, the classified diff and the bump
 // check, the contract-case replay at the release policy's thresholds, the approval check
 // and the deprecation-window check for dropped versions, and decides allow or block with

@@ -1,4 +1,4 @@
-// Package gateway is toolgate's HTTP API (SPEC 3): it authenticates, and
+// Package gateway is toolgate's HTTP API (docs/reference/http-api.md): it authenticates, and
 // translates each front end's wire shape (the one-shot and two-phase calls,
 // the OpenAI and Anthropic call shapes, MCP tools/call, the operator
 // endpoints, the dashboard) into the call service's typed Input and its

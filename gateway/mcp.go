@@ -25,7 +25,7 @@ const (
 	MCPKeyMetaAlias = "idempotency_key"
 )
 
-// mcpRoutes registers the MCP server (streamable HTTP) at /mcp (SPEC 3.3).
+// mcpRoutes registers the MCP server (streamable HTTP) at /mcp (docs/reference/http-api.md).
 //
 // The server is stateless: every HTTP request stands alone (no Mcp-Session-Id,
 // GET answers 405), so any gateway behind a load balancer can answer any

@@ -13,7 +13,7 @@ import (
 	"github.com/toolgate/toolgate/toolcall"
 )
 
-// providerRoutes registers the provider-shaped call endpoints (SPEC 3.3):
+// providerRoutes registers the provider-shaped call endpoints (docs/reference/http-api.md):
 // POST /v1/calls/openai and POST /v1/calls/anthropic, and GET /v1/export.
 func (s *Server) providerRoutes(m *http.ServeMux) {
 	api := &providerAPI{s: s, ex: newExports(s.cfg.Registry, s.cfg.Bindings)}

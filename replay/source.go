@@ -60,7 +60,7 @@ type logLine struct {
 	} `json:"downstream"`
 }
 
-// Why a decision-log line is skipped, by outcome (SPEC 5).
+// Why a decision-log line is skipped, by outcome (docs/decision-log.md).
 var skipReasons = map[string]string{
 	"replayed":          "answered from the stored result of an executed call",
 	"joined":            "a duplicate that waited for an executed call",

@@ -42,7 +42,7 @@ type call struct {
 
 func (c *call) facts() *Facts { return &c.ans.Facts }
 
-// Call handles one tool call (SPEC 3.1, 3.2), checking in the spec's order
+// Call handles one tool call (docs/reference/http-api.md), checking in the documented order
 // after authentication: the allow-list (403) and the tool (404), then the
 // body (Input.Body: 413, 400), the version (404) and the key (400), then the
 // ledger: an existing action with the same digest is replayed or joined

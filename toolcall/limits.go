@@ -20,7 +20,7 @@ import (
 // keywords and rule ids of validation).
 const (
 	// FieldNumberNotExact: a number whose value changes when read as an
-	// IEEE-754 double (SPEC 1.1; the rule is internal/canon's).
+	// IEEE-754 double (docs/reference/files.md; the rule is internal/canon's).
 	FieldNumberNotExact = "number_not_exact"
 	// FieldDotSegment: an argument the binding puts in a URL path segment
 	// is "." or ".." (invoke.Expand).

@@ -101,7 +101,7 @@ func startGatewayLogged(ctx context.Context, cfg *config.Config, tools fs.FS, lo
 		CacheSize: cfg.ReplayCache.Entries, CacheBytes: cfg.ReplayCache.Bytes, CacheEntryBytes: cfg.ReplayCache.MaxEntryBytes}
 	if ld.Kind == "sqlite" {
 		// An embedded ledger has one gateway: whatever is running was orphaned
-		// by the previous process (SPEC 4).
+		// by the previous process (docs/reference/states.md).
 		n, err := svc.ExpireLeases(ctx, true, 0)
 		if err != nil {
 			store.Close()
