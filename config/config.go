@@ -10,6 +10,7 @@ package config
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -370,6 +371,11 @@ func (c *Config) check() []Problem {
 	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
 		bad("listen", "%q is not host:port (e.g. 127.0.0.1:8080)", c.Listen)
 	}
+	if u := c.HTTP.PublicURL; u != "" {
+		if err := checkPublicURL(u); err != nil {
+			bad("http.public_url", "%q %v", u, err)
+		}
+	}
 	if l, err := LedgerDSN(c.Ledger); err != nil {
 		bad("ledger", "%v", err)
 	} else if c.LedgerHA && l.Kind != "postgres" {
@@ -584,4 +590,23 @@ func sortedIDs[V any](m map[string]V) []string {
 	}
 	sort.Strings(ids)
 	return ids
+}
+
+// checkPublicURL says what is wrong with a public_url: it must be an absolute
+// http(s) URL with a host, and no user, query or fragment.
+func checkPublicURL(raw string) error {
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil:
+		return fmt.Errorf("is not a URL: %v", errors.Unwrap(err))
+	case u.Scheme != "http" && u.Scheme != "https":
+		return errors.New("must start with http:// or https:// (e.g. https://tools.example.com)")
+	case u.Host == "":
+		return errors.New("names no host (e.g. https://tools.example.com)")
+	case u.User != nil:
+		return errors.New("must not hold a user or password")
+	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "":
+		return errors.New("must not have a query or a fragment")
+	}
+	return nil
 }

@@ -251,9 +251,9 @@ func DeprecationOK(t *contract.Tool, e lockfile.Entry, now time.Time) (bool, str
 	}
 	days := int(now.Sub(*e.DeprecatedAt).Hours() / 24)
 	if days < window {
-		return false, fmt.Sprintf("v%s is dropped %d days after its deprecation; the window is %d days", e.Version, days, window)
+		return false, fmt.Sprintf("v%s is dropped %s after its deprecation; the window is %s", e.Version, fmt.Sprintf("%d day%s", days, plural(days)), fmt.Sprintf("%d day%s", window, plural(window)))
 	}
-	return true, fmt.Sprintf("v%s dropped %d days after its deprecation (window %d days)", e.Version, days, window)
+	return true, fmt.Sprintf("v%s dropped %s after its deprecation (window %s)", e.Version, fmt.Sprintf("%d day%s", days, plural(days)), fmt.Sprintf("%d day%s", window, plural(window)))
 }
 
 // Summarize names the riskiest changes of a diff in a reviewer's words, e.g. "add required

@@ -13,6 +13,7 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 	"fmt"
+	"github.com/toolgate/toolgate/internal/plural"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -53,6 +54,10 @@ type Config struct {
 	// ReadyDetail adds lines to /readyz (after "ready"), such as the upstream
 	// tools stopped by drift. Default none.
 	ReadyDetail func() []string
+	// PublicURL is the gateway's address as clients reach it, named as the
+	// server of GET /v1/openapi.json. Default "": the scheme and Host of
+	// each request.
+	PublicURL string
 	// JoinTimeout is how long a duplicate waits for a running action.
 	// Default toolcall.DefaultJoinTimeout.
 	JoinTimeout time.Duration
@@ -347,7 +352,7 @@ func durabilityLines(d *ledger.Durability) string {
 	var b strings.Builder
 	switch {
 	case d.Replicated && d.SyncStandbys > 0:
-		fmt.Fprintf(&b, "durability: replicated (%d synchronous standby connected)\n", d.SyncStandbys)
+		fmt.Fprintf(&b, "durability: replicated (%s connected)\n", plural.N(d.SyncStandbys, "synchronous standby", "synchronous standbys"))
 	case d.Replicated:
 		b.WriteString("durability: replicated (every commit waits for a synchronous standby)\n")
 	default:

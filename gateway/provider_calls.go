@@ -157,6 +157,8 @@ func (api *providerAPI) frontDoor(parse func([]byte) (provider.Call, error)) htt
 			// object): observed like any refused call, answered for the model.
 			if tool != nil {
 				f.ToolID = tool.ID
+			} else {
+				f.SentToolID = toolcall.SentToolID(c.Name)
 			}
 			if pc.Name != "" || pc.CallID != "" {
 				f.Provider = pc

@@ -243,15 +243,15 @@ func (r *Report) decide() {
 	r.Total = r.Deterministic + r.Differs + r.NotReplayable
 	switch {
 	case r.Differs > 0:
-		r.Decision = fmt.Sprintf("differs: %d of %d calls answered differently", r.Differs, r.Total)
+		r.Decision = fmt.Sprintf("differs: %d of %s answered differently", r.Differs, nCount(r.Total, "call", "calls"))
 	case r.Total == 0:
 		r.Decision = "nothing to replay: no executed call in the records"
 	case r.Deterministic == r.Total:
 		r.Decision = "deterministic"
 	case r.Deterministic > 0:
-		r.Decision = fmt.Sprintf("deterministic where replayable: %d of %d calls not replayable", r.NotReplayable, r.Total)
+		r.Decision = fmt.Sprintf("deterministic where replayable: %d of %s not replayable", r.NotReplayable, nCount(r.Total, "call", "calls"))
 	default:
-		r.Decision = fmt.Sprintf("not proven: none of %d calls could be replayed", r.Total)
+		r.Decision = fmt.Sprintf("not proven: none of %s could be replayed", nCount(r.Total, "call", "calls"))
 	}
 }
 
@@ -382,4 +382,12 @@ func errText(err error) string {
 		return "none"
 	}
 	return err.Error()
+}
+
+// nCount is n with the noun in the right number: "1 call", "2 calls".
+func nCount(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }

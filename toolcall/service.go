@@ -286,7 +286,11 @@ type Facts struct {
 	Principal string
 	Tenant    string
 	ToolID    string // set once the tool is known to exist
-	Version   string // the version that served (or would serve) the call
+	// SentToolID is the tool id the caller sent, cut to MaxSentToolIDBytes:
+	// the decision log names it when ToolID is empty (an unknown tool, one
+	// the key may not call). Never a metric label.
+	SentToolID string
+	Version    string // the version that served (or would serve) the call
 	// ArgsVersion is the version the call's arguments were sent for: the
 	// one they were validated against, or the stored action's when they are
 	// its arguments. "" when that is unknown or ambiguous (refused before a

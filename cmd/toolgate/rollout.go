@@ -324,7 +324,7 @@ func writeRolloutText(w io.Writer, r *client.Rollout) {
 			fmt.Fprintln(w, "Top would-be failures:")
 			for i, f := range sh.Failures {
 				if i == rolloutTop {
-					fmt.Fprintf(w, "  … %d more kinds\n", len(sh.Failures)-rolloutTop)
+					fmt.Fprintf(w, "  … %s more\n", count(len(sh.Failures)-rolloutTop, "kind"))
 					break
 				}
 				fmt.Fprintf(w, "  %d. %s: %s\n", i+1, f.Cause, callsFrom(*r, i))

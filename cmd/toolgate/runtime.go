@@ -142,7 +142,7 @@ func startGatewayLogged(ctx context.Context, cfg *config.Config, tools fs.FS, lo
 		Tracer: tracer, Prometheus: prom,
 		Upstream: up.invoker(), Drift: up.drift(), ReadyDetail: up.readyLines(),
 		Registry: reg, Ledger: svc, Invoker: &invoke.Client{}, Bindings: bindings,
-		JoinTimeout: cfg.JoinTimeout, MaxBodyBytes: cfg.MaxBodyBytes, Keys: keys, Logger: logger,
+		PublicURL: cfg.HTTP.PublicURL, JoinTimeout: cfg.JoinTimeout, MaxBodyBytes: cfg.MaxBodyBytes, Keys: keys, Logger: logger,
 		DecisionLog: dlog.writer, Retention: cfg.Retention, TombstoneRetention: cfg.TombstoneRetention,
 		DeprecatedAt: deprecatedAt, Approvals: approvals,
 		MaxInFlightPerKey: cfg.Limits.InFlightPerKey, MaxInFlightPerTenant: cfg.Limits.InFlightPerTenant,
