@@ -73,6 +73,7 @@ func Exercise(t *testing.T, newDB NewDatabase) {
 		{"RolloutHistoryKeep", testRolloutHistoryKeep},
 		{"RolloutCounts", testRolloutCounts},
 		{"VersionUse", testVersionUse},
+		{"Streams", testStreams},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
