@@ -185,6 +185,7 @@ func (api *mcpAPI) result(tool *contract.Tool, rep *reply, structured bool) *mcp
 	if rep.problem != nil {
 		res.Meta["toolgate/problem"] = rep.problem.Code
 	}
+	deprecationMeta(res.Meta, rep.deprecation) // mcp_meta.go
 	if structured && !res.IsError {
 		if sc, ok := structuredResult(tool, rep.body); ok {
 			res.StructuredContent = sc
