@@ -243,13 +243,13 @@ func (r *Report) decide() {
 	r.Total = r.Deterministic + r.Differs + r.NotReplayable
 	switch {
 	case r.Differs > 0:
-		r.Decision = fmt.Sprintf("differs: %d of %s answered differently", r.Differs, nCount(r.Total, "call", "calls"))
+		r.Decision = fmt.Sprintf("differs: %d of %d calls answered differently", r.Differs, r.Total)
 	case r.Total == 0:
 		r.Decision = "nothing to replay: no executed call in the records"
 	case r.Deterministic == r.Total:
 		r.Decision = "deterministic"
 	case r.Deterministic > 0:
-		r.Decision = fmt.Sprintf("deterministic where replayable: %d of %s not replayable", r.NotReplayable, nCount(r.Total, "call", "calls"))
+		r.Decision = fmt.Sprintf("deterministic where replayable: %d of %d calls not replayable", r.NotReplayable, r.Total)
 	default:
 		r.Decision = fmt.Sprintf("not proven: none of %s could be replayed", nCount(r.Total, "call", "calls"))
 	}
