@@ -322,7 +322,7 @@ func sseData(ev []byte) []byte {
 func parseStreamEventID(eid string) (string, int, bool) {
 	sid, n, ok := strings.Cut(eid, "_")
 	idx, err := strconv.Atoi(n)
-	if !ok || err != nil || idx < 0 || sid == "" || len(sid) > 64 || strings.ContainsAny(sid, "_ \t\r\n") {
+	if !ok || err != nil || idx < 0 || strconv.Itoa(idx) != n || sid == "" || len(sid) > 64 || strings.ContainsAny(sid, "_ \t\r\n") {
 		return "", 0, false
 	}
 	return sid, idx, true
