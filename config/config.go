@@ -58,10 +58,16 @@ const (
 
 // Config is the whole gateway configuration.
 type Config struct {
-	Listen             string        `yaml:"listen"`              // default 127.0.0.1:8080
-	ToolsDir           string        `yaml:"tools_dir"`           // default ./agent-tools
-	Ledger             string        `yaml:"ledger"`              // sqlite://PATH or postgres://…; default sqlite://./toolgate.db
-	LedgerHA           bool          `yaml:"ledger_ha"`           // true: refuse to start on PostgreSQL without a synchronous standby; default false
+	Listen   string `yaml:"listen"`    // default 127.0.0.1:8080
+	ToolsDir string `yaml:"tools_dir"` // default ./agent-tools
+	Ledger   string `yaml:"ledger"`    // sqlite://PATH or postgres://…; default sqlite://./toolgate.db
+	LedgerHA bool   `yaml:"ledger_ha"` // true: refuse to start on PostgreSQL without a synchronous standby; default false
+	// ReplicaID is this gateway's stable identity on a shared (PostgreSQL)
+	// ledger: unique among the running gateways, the same across restarts
+	// (a StatefulSet pod name). With it, the claims a crashed process left
+	// running become unknown as soon as the replica is back, not after
+	// their lease. Default: none (claims of a lost process wait for the lease).
+	ReplicaID          string        `yaml:"replica_id"`
 	Retention          time.Duration `yaml:"retention"`           // default 168h
 	TombstoneRetention time.Duration `yaml:"tombstone_retention"` // default 720h
 	JoinTimeout        time.Duration `yaml:"join_timeout"`        // default 5s
@@ -362,6 +368,9 @@ func orList(items []string) string {
 	return strings.Join(items[:len(items)-1], ", ") + " or " + items[len(items)-1]
 }
 
+// replicaIDPattern is what replica_id may be.
+var replicaIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
 // check finds the problems a configuration has on its own (without the tools directory).
 func (c *Config) check() []Problem {
 	var out []Problem
@@ -380,6 +389,11 @@ func (c *Config) check() []Problem {
 		bad("ledger", "%v", err)
 	} else if c.LedgerHA && l.Kind != "postgres" {
 		bad("ledger_ha", "true needs a postgres:// ledger with a synchronous standby; %s has no standby", l.Kind)
+	} else if c.ReplicaID != "" && l.Kind != "postgres" {
+		bad("replica_id", "needs a postgres:// ledger: a %s ledger has one gateway, whose running claims become unknown at every start", l.Kind)
+	}
+	if c.ReplicaID != "" && !replicaIDPattern.MatchString(c.ReplicaID) {
+		bad("replica_id", "%q must be 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit", c.ReplicaID)
 	}
 	if c.TombstoneRetention < c.Retention {
 		path := "tombstone_retention"

@@ -60,7 +60,7 @@ func NewMetrics(reg prometheus.Registerer, store ledger.Store) *Metrics {
 		DownstreamDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "toolgate_downstream_duration_seconds",
 			Help: "Time of each downstream attempt.", Buckets: buckets}, []string{"tool_id"}),
 		Reconciles: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "toolgate_reconcile_total",
-			Help: "Reconciliation steps by result (found, not_found, settling, unavailable, needs_operator, lease_expired)."}, []string{"result"}),
+			Help: "Reconciliation steps by result (found, not_found, settling, unavailable, needs_operator, lease_expired, own_claim, own_restart)."}, []string{"result"}),
 		DecisionLogDropped: prometheus.NewCounter(prometheus.CounterOpts{Name: "toolgate_decision_log_dropped_total",
 			Help: "Decision log records dropped: buffer full, unmaskable, write failed or after close."}),
 		ReconcileErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: "toolgate_reconcile_errors_total",

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/toolgate/toolgate/api"
 	"github.com/toolgate/toolgate/contract"
@@ -290,12 +291,23 @@ func storeFailed(err error) *Problem {
 
 // ledgerUnavailable is the 503 of a store that did not answer.
 func ledgerUnavailable(err error) *Problem {
+	// A store that is not set up yet says why, in words fit for the caller
+	// (the PostgreSQL store's NotReadyReason: no host, no credentials).
+	var nr interface{ NotReadyReason() string }
+	if errors.As(err, &nr) && nr.NotReadyReason() != "" {
+		return Errorf(CodeLedgerUnavailable, "the ledger is not ready (%s); nothing was executed", nr.NotReadyReason()).withRetry(1).withCause(err)
+	}
 	return Errorf(CodeLedgerUnavailable, "the ledger did not answer; nothing was executed").withRetry(1).withCause(err)
 }
 
 // Ready reports whether the ledger answers: nil, or a ledger_unavailable
 // problem (GET /readyz).
 func (s *Service) Ready(ctx context.Context) (*ledger.Durability, error) {
+	if rr, ok := s.cfg.Ledger.Store.(ledger.ReadinessReporter); ok {
+		if why := rr.Unready(); why != "" {
+			return nil, Errorf(CodeLedgerUnavailable, "the ledger is not ready: %s", why).withRetry(1)
+		}
+	}
 	// A read of an id no tenant can have (tenants are never empty) proves the
 	// ledger answers, on every store.
 	if _, err := s.cfg.Ledger.Get(ctx, "", "readyz-probe"); err != nil && !errors.Is(err, ledger.ErrNotFound) {
@@ -316,7 +328,13 @@ func (s *Service) Ready(ctx context.Context) (*ledger.Durability, error) {
 	case d.Replicated && d.SyncStandbys == 0:
 		// Every commit waits for a standby that is not there: a claim would
 		// hang until one connects.
-		return &d, Errorf(CodeLedgerUnavailable, "no synchronous standby is connected: every commit waits until one named in synchronous_standby_names connects").withRetry(5)
+		detail := "no synchronous standby is connected: every commit waits until one named in synchronous_standby_names connects"
+		for _, w := range d.Warnings {
+			if strings.HasPrefix(w, "commits wait for a synchronous standby that is not connected") {
+				detail = "no synchronous standby is connected: " + w
+			}
+		}
+		return &d, Errorf(CodeLedgerUnavailable, "%s", detail).withRetry(5)
 	}
 	return &d, nil
 }

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"time"
 
@@ -54,12 +55,28 @@ func startGatewayWith(ctx context.Context, cfg *config.Config, tools fs.FS, logw
 }
 
 // startGatewayLogged is startGatewayWith logging to logger.
-func startGatewayLogged(ctx context.Context, cfg *config.Config, tools fs.FS, logger *slog.Logger) (*gatewayRuntime, error) {
+func startGatewayLogged(ctx context.Context, cfg *config.Config, tools fs.FS, logger *slog.Logger) (_ *gatewayRuntime, err error) {
 	infof := func(format string, args ...any) { logger.Info(fmt.Sprintf(format, args...)) }
 	errorf := func(format string, args ...any) { logger.Error(fmt.Sprintf(format, args...)) }
+	// Listen first: a busy address fails before anything else starts, and
+	// nothing below (the ledger above all) may keep the gateway from
+	// answering /healthz and /readyz once it serves.
+	if cfg.Auth == nil {
+		if err := requireLoopback(cfg.Listen); err != nil {
+			return nil, err
+		}
+	}
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			ln.Close()
+		}
+	}()
 	toolsName := cfg.ToolsDir
 	var reg *contract.Registry
-	var err error
 	if tools != nil {
 		toolsName = "the bundled examples"
 		reg, err = contract.LoadFS(tools)
@@ -89,15 +106,14 @@ func startGatewayLogged(ctx context.Context, cfg *config.Config, tools fs.FS, lo
 	case "sqlite":
 		store, err = sqlite.Open(ctx, sqlite.Config{Path: ld.Location})
 	case "postgres":
-		store, err = postgres.Open(ctx, postgres.Config{DSN: ld.Location, RequireSyncStandby: cfg.LedgerHA, StartWithoutPrimary: true, Logf: infof})
+		store, err = postgres.Open(ctx, postgres.Config{DSN: ld.Location, RequireSyncStandby: cfg.LedgerHA, StartWithoutPrimary: true, ReplicaID: cfg.ReplicaID, Logf: infof})
 	default:
 		err = fmt.Errorf("ledger %s: the %s store is not available in this build", cfg.Ledger, ld.Kind)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("open ledger: %w", err)
 	}
-	host, _ := os.Hostname()
-	svc := &ledger.Service{Store: store, Lease: cfg.Lease, Owner: fmt.Sprintf("%s/%d", host, os.Getpid()),
+	svc := &ledger.Service{Store: store, Lease: cfg.Lease, Owner: leaseOwner(cfg.ReplicaID), Replica: cfg.ReplicaID,
 		CacheSize: cfg.ReplayCache.Entries, CacheBytes: cfg.ReplayCache.Bytes, CacheEntryBytes: cfg.ReplayCache.MaxEntryBytes}
 	if ld.Kind == "sqlite" {
 		// An embedded ledger has one gateway: whatever is running was orphaned
@@ -154,18 +170,7 @@ func startGatewayLogged(ctx context.Context, cfg *config.Config, tools fs.FS, lo
 	}
 	dlog.dropped = srv.Metrics().DecisionLogDropped
 	if cfg.Auth == nil {
-		if err := requireLoopback(cfg.Listen); err != nil {
-			up.close()
-			store.Close()
-			return nil, err
-		}
 		infof("no auth section: serving loopback only, every caller is an operator of tenant %q", gateway.DefaultTenant)
-	}
-	ln, err := net.Listen("tcp", cfg.Listen)
-	if err != nil {
-		up.close()
-		store.Close()
-		return nil, err
 	}
 	rctx, cancel := context.WithCancel(context.Background())
 	rt := &gatewayRuntime{cfg: cfg, store: store, svc: svc, server: srv, ln: ln, stop: cancel, done: make(chan struct{}), dlog: dlog, stopTracing: stopTracing, up: up}
@@ -202,6 +207,18 @@ func startGatewayLogged(ctx context.Context, cfg *config.Config, tools fs.FS, lo
 	}()
 	infof("listening on http://%s (tools %s, ledger %s); dashboard http://%s/ui/", ln.Addr(), toolsName, cfg.Ledger, ln.Addr())
 	return rt, nil
+}
+
+// leaseOwner is the owner this process records with its claims:
+// "host/pid" without a replica id, and "<replica id>/<host>-<pid>-<start>"
+// with one, so that a restarted replica (even as pid 1 of a container
+// with the same hostname) tells its earlier processes' claims from its own.
+func leaseOwner(replicaID string) string {
+	host, _ := os.Hostname()
+	if replicaID == "" {
+		return fmt.Sprintf("%s/%d", host, os.Getpid())
+	}
+	return fmt.Sprintf("%s/%s-%d-%s", replicaID, host, os.Getpid(), strconv.FormatInt(time.Now().UnixNano(), 36))
 }
 
 // URL is the gateway's base URL.
