@@ -19,8 +19,9 @@ import (
 	"github.com/toolgate/toolgate/sandbox/sandboxtest"
 )
 
-// Every subcommand's --help names a flag's default once: a usage that says
-// its own default is not followed by flag's "(default …)" as well.
+// Every subcommand's --help names a flag's default once (a usage that says
+// its own default is not followed by flag's "(default …)" as well) and names
+// every flag's argument (never flag's generic "value").
 func TestHelpNamesEachDefaultOnce(t *testing.T) {
 	t.Parallel()
 	subs := map[string][]string{
@@ -39,11 +40,15 @@ func TestHelpNamesEachDefaultOnce(t *testing.T) {
 		}
 	}
 	twice := regexp.MustCompile(`\(default.*\(default `)
+	unnamed := regexp.MustCompile(`^\s+-[a-z-]+ value$`)
 	for _, args := range runs {
 		r := runCLI(t, "", args...)
 		for _, line := range strings.Split(r.stdout+r.stderr, "\n") {
 			if twice.MatchString(line) {
 				t.Errorf("toolgate %s: a default named twice: %q", strings.Join(args, " "), strings.TrimSpace(line))
+			}
+			if unnamed.MatchString(line) {
+				t.Errorf("toolgate %s: a flag whose argument has no name (write it in back quotes in the usage): %q", strings.Join(args, " "), strings.TrimSpace(line))
 			}
 		}
 	}

@@ -58,11 +58,11 @@ func rolloutSubs() []rolloutSub {
 			"route a share of new actions naming no version to the candidate; halt on its outcomes", true,
 			func(fs *flag.FlagSet) func(context.Context, *client.Client, string) (*client.Rollout, error) {
 				version := fs.String("version", "", "the candidate version (default: the current candidate)")
-				percent := optFloat(fs, "percent", "share of new actions for the candidate, 0 to 100")
+				percent := optFloat(fs, "percent", "`percent` of new actions for the candidate, 0 to 100")
 				var principals stringsFlag
-				fs.Var(&principals, "principal", "an API key name whose new actions all go to the candidate (repeatable)")
-				margin := optFloat(fs, "halt-margin", "halt when a rate of the candidate exceeds the default's by more than this fraction (default 0.05)")
-				sample := optInt(fs, "halt-min-sample", "routed actions each version needs before rates are compared (default 50)")
+				fs.Var(&principals, "principal", "an API key `name` whose new actions all go to the candidate (repeatable)")
+				margin := optFloat(fs, "halt-margin", "halt when a rate of the candidate exceeds the default's by more than this `fraction` (default 0.05)")
+				sample := optInt(fs, "halt-min-sample", "the `number` of routed actions each version needs before rates are compared (default 50)")
 				note, rev := noteFlag(fs), revisionFlag(fs)
 				return func(ctx context.Context, cl *client.Client, tool string) (*client.Rollout, error) {
 					req := client.CanaryRequest{Version: *version, Percent: percent.value(), HaltMargin: margin.value(), Note: *note, Revision: rev.value()}
@@ -107,7 +107,7 @@ func noteFlag(fs *flag.FlagSet) *string {
 }
 
 func revisionFlag(fs *flag.FlagSet) *optionalInt {
-	return optInt(fs, "revision", "apply only over this revision of the rollout (from status); refused with rollout_changed otherwise")
+	return optInt(fs, "revision", "apply only over this `revision` of the rollout (from status); refused with rollout_changed otherwise")
 }
 
 // optionalInt and optionalFloat are flags that tell "not given" from zero.
