@@ -130,7 +130,31 @@ type Binding struct {
 	HoldAfter          time.Duration `yaml:"hold_after"` // default 15m
 	RequireApproval    bool          `yaml:"require_approval"`
 	SettleAfter        time.Duration `yaml:"settle_after"` // default 10s
+	// Body is how the arguments go downstream: json (the default), form
+	// (application/x-www-form-urlencoded) or none. BodyArg sends one
+	// argument as the whole body; BodyOmit leaves arguments out of it (the
+	// ones the URL carries); FormEncoding says how a form writes a field.
+	Body         string                  `yaml:"body"`
+	BodyArg      string                  `yaml:"body_arg"`
+	BodyOmit     []string                `yaml:"body_omit"`
+	FormEncoding map[string]FormEncoding `yaml:"form_encoding"`
 }
+
+// FormEncoding is how a form body writes one argument (OpenAPI 3's encoding
+// object): style form (default), spaceDelimited, pipeDelimited or
+// deepObject; explode (default true for form); content_type
+// application/json writes the value as JSON text.
+type FormEncoding struct {
+	Style       string `yaml:"style"`
+	Explode     *bool  `yaml:"explode"`
+	ContentType string `yaml:"content_type"`
+}
+
+// BodyModes are the values of a binding's body.
+var BodyModes = []string{"json", "form", "none"}
+
+// FormStyles are the values of form_encoding's style.
+var FormStyles = []string{"form", "spaceDelimited", "pipeDelimited", "deepObject"}
 
 // Endpoint is a URL template, or (for an MCP binding's lookup) a tool of the upstream
 // MCP server.
@@ -496,6 +520,30 @@ func (c *Config) checkBinding(id string, b Binding) []Problem {
 			bad(fmt.Sprintf("not_started_statuses[%d]", i), "%d is not a 5xx status (only a 5xx answer can prove nothing was done)", s)
 		}
 	}
+	if b.Body != "" && !contains(BodyModes, b.Body) {
+		bad("body", "%s", oneOf("body", b.Body, BodyModes))
+	}
+	if b.MCP != nil && (b.Body != "" || b.BodyArg != "" || len(b.BodyOmit) > 0 || len(b.FormEncoding) > 0) {
+		bad("body", "body, body_arg, body_omit and form_encoding are for HTTP bindings (url:); an upstream MCP tool takes the arguments as they are")
+	}
+	if b.Body == "none" && (b.BodyArg != "" || len(b.BodyOmit) > 0) {
+		bad("body", "body: none sends no body, so body_arg and body_omit have nothing to shape")
+	}
+	if b.BodyArg != "" && len(b.BodyOmit) > 0 {
+		bad("body_omit", "with body_arg the body is that one argument: body_omit has nothing to leave out")
+	}
+	if len(b.FormEncoding) > 0 && b.Body != "form" {
+		bad("form_encoding", "form_encoding is for body: form")
+	}
+	for _, name := range sortedKeys(b.FormEncoding) {
+		e := b.FormEncoding[name]
+		if e.Style != "" && !contains(FormStyles, e.Style) {
+			bad("form_encoding."+name+".style", "%s", oneOf("style", e.Style, FormStyles))
+		}
+		if e.ContentType != "" && e.ContentType != "application/json" {
+			bad("form_encoding."+name+".content_type", "%q: the one content type a form field takes is application/json (the value as JSON text)", e.ContentType)
+		}
+	}
 	if b.MCP == nil && b.Lookup.MCPTool != "" {
 		bad("lookup.mcp_tool", "mcp_tool is for bindings to an upstream MCP server (mcp:); this binding has url: use lookup.url")
 	}
@@ -623,4 +671,13 @@ func checkPublicURL(raw string) error {
 		return errors.New("must not have a query or a fragment")
 	}
 	return nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }

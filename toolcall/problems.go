@@ -40,6 +40,8 @@ const (
 	CodeActionNotResolvable       Code = "action_not_resolvable"
 	CodeActionNotAwaitingApproval Code = "action_not_awaiting_approval"
 	CodeActionDenied              Code = "action_denied"
+	CodeActionNotAssignable       Code = "action_not_assignable"
+	CodeActionAssigned            Code = "action_assigned"
 	CodeRequestTooLarge           Code = "request_too_large"
 	CodeTooManyRequests           Code = "too_many_requests"
 	CodeToolNotBound              Code = "tool_not_bound"
@@ -111,6 +113,10 @@ var codes = map[Code]CodeInfo{
 		"Only unknown actions, and pending ones whose attempts are used up, can be resolved by hand.", conflict},
 	CodeActionNotAwaitingApproval: {409, "Action not awaiting approval",
 		"Only actions in state awaiting_approval can be approved or denied.", conflict},
+	CodeActionNotAssignable: {409, "Action not assignable",
+		"Only actions that wait for a person can be assigned or released: unknown ones (needs_operator included) and those awaiting approval; and one action records at most 64 assignment changes. The action's record (GET /v1/actions/{action_id}) shows its state and its assignee.", conflict},
+	CodeActionAssigned: {409, "Action assigned to someone else",
+		"Another operator has taken this action (the detail names them and since when). Talk to them first; to take it over or release it anyway, send the request again with \"take_over\": true (toolgate actions assign --take-over). An assignment is information, not a lock: resolving, reconciling, approving and denying are never refused because of it.", conflict},
 	CodeActionDenied: {403, "Action denied",
 		"An operator denied this action. It will not run; a new intended action needs a new key.", denied},
 	CodeRequestTooLarge: {413, "Request too large",

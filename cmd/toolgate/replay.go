@@ -103,7 +103,7 @@ func runReplay(ctx context.Context, e env) int {
 		}
 		filter.Since = t
 	}
-	cfg := replay.Config{Target: *target, Kind: replay.Kind(*kind), Compare: replay.Compare(*compare), Key: *key, Timeout: *timeout}
+	cfg := replay.Config{Target: *target, Kind: replay.Kind(*kind), Compare: replay.Compare(*compare), Key: *key, Timeout: *timeout, AllowTargets: allow}
 	if *cfgPath != "" {
 		data, err := os.ReadFile(*cfgPath)
 		if err != nil {
@@ -116,7 +116,7 @@ func runReplay(ctx context.Context, e env) int {
 		cfg.Bindings = invokeBindings(c.Bindings)
 	}
 	if cfg.Kind == replay.KindAuto {
-		k, err := replay.ProbeKind(ctx, *target, nil)
+		k, err := replay.ProbeKind(ctx, *target, replay.GuardedClient(allow, nil, 5*time.Second))
 		if err != nil {
 			return usage("%v", err)
 		}

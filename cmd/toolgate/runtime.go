@@ -56,6 +56,8 @@ func startGatewayWith(ctx context.Context, cfg *config.Config, tools fs.FS, logw
 
 // startGatewayLogged is startGatewayWith logging to logger.
 func startGatewayLogged(ctx context.Context, cfg *config.Config, tools fs.FS, logger *slog.Logger) (_ *gatewayRuntime, err error) {
+	secrets := configSecrets(cfg)
+	logger = scrubLogger(logger, secrets)
 	infof := func(format string, args ...any) { logger.Info(fmt.Sprintf(format, args...)) }
 	errorf := func(format string, args ...any) { logger.Error(fmt.Sprintf(format, args...)) }
 	// Listen first: a busy address fails before anything else starts, and
@@ -75,6 +77,10 @@ func startGatewayLogged(ctx context.Context, cfg *config.Config, tools fs.FS, lo
 			ln.Close()
 		}
 	}()
+	if ta, ok := ln.Addr().(*net.TCPAddr); ok && cfg.Auth == nil && !ta.IP.IsLoopback() {
+		// "localhost" is a name: what counts is the address it was bound to.
+		return nil, fmt.Errorf("listen %q bound %s, which is not loopback: without an auth section toolgate serves loopback only", cfg.Listen, ta)
+	}
 	toolsName := cfg.ToolsDir
 	var reg *contract.Registry
 	if tools != nil {
@@ -156,7 +162,7 @@ func startGatewayLogged(ctx context.Context, cfg *config.Config, tools fs.FS, lo
 	}
 	srv, err := gateway.New(gateway.Config{
 		Tracer: tracer, Prometheus: prom,
-		Upstream: up.invoker(), Drift: up.drift(), ReadyDetail: up.readyLines(),
+		Upstream: up.invoker(), Drift: up.drift(), ReadyDetail: up.readyLines(), Redact: secrets.Scrub,
 		Registry: reg, Ledger: svc, Invoker: &invoke.Client{}, Bindings: bindings,
 		PublicURL: cfg.HTTP.PublicURL, JoinTimeout: cfg.JoinTimeout, MaxBodyBytes: cfg.MaxBodyBytes, Keys: keys, Logger: logger,
 		DecisionLog: dlog.writer, Retention: cfg.Retention, TombstoneRetention: cfg.TombstoneRetention,
@@ -224,10 +230,17 @@ func leaseOwner(replicaID string) string {
 // URL is the gateway's base URL.
 func (rt *gatewayRuntime) URL() string { return "http://" + rt.ln.Addr().String() }
 
+// drainTimeout bounds how long Close lets calls in flight finish; drainGrace
+// is the grace after a signal of the commands that run a gateway (main.go).
+const (
+	drainTimeout = 15 * time.Second
+	drainGrace   = drainTimeout + 5*time.Second
+)
+
 // Close stops serving (letting calls in flight finish), stops the reconciler
 // and closes the ledger.
 func (rt *gatewayRuntime) Close() {
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), drainTimeout)
 	defer cancel()
 	rt.http.Shutdown(ctx)
 	rt.stop()
@@ -293,6 +306,7 @@ func invokeBindings(in map[string]config.Binding) map[string]invoke.Binding {
 			DownstreamKey: b.DownstreamKey, LookupURL: b.Lookup.URL, StateURL: b.State.URL,
 			MaxAttempts: b.MaxAttempts, NotStartedStatuses: b.NotStartedStatuses,
 			HoldAfter: b.HoldAfter, SettleAfter: b.SettleAfter, RequireApproval: b.RequireApproval,
+			Body: b.Body, BodyArg: b.BodyArg, BodyOmit: b.BodyOmit, FormEncoding: formEncoding(b.FormEncoding),
 		}
 		if m := b.MCP; m != nil {
 			ib := out[id]
@@ -300,6 +314,17 @@ func invokeBindings(in map[string]config.Binding) map[string]invoke.Binding {
 			ib.MCP = &invoke.MCPTool{URL: m.URL, Tool: m.Tool, Headers: m.Headers, LookupTool: b.Lookup.MCPTool, KeyMeta: m.IdempotencyMeta}
 			out[id] = ib
 		}
+	}
+	return out
+}
+
+func formEncoding(in map[string]config.FormEncoding) map[string]invoke.FormField {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make(map[string]invoke.FormField, len(in))
+	for k, e := range in {
+		out[k] = invoke.FormField{Style: e.Style, Explode: e.Explode, ContentType: e.ContentType}
 	}
 	return out
 }

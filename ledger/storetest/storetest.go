@@ -74,6 +74,8 @@ func Exercise(t *testing.T, newDB NewDatabase) {
 		{"RolloutCounts", testRolloutCounts},
 		{"VersionUse", testVersionUse},
 		{"Streams", testStreams},
+		{"AssignRoundTrip", testAssignRoundTrip},
+		{"AssignRace", testAssignRace},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
