@@ -163,8 +163,11 @@ type PromoteRequest struct {
 }
 
 // RolloutNoteRequest is the body of POST /v1/rollouts/{tool_id}/rollback
-// and /halt.
+// and /halt. Version, when set, names what the operator means: the version
+// a rollback restores, the candidate a halt stops; the transition is
+// refused (409 rollout_conflict) when the rollout no longer matches it.
 type RolloutNoteRequest struct {
+	Version  string `json:"version,omitempty"`
 	Note     string `json:"note,omitempty"`
 	Revision *int64 `json:"revision,omitempty"`
 }

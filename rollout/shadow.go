@@ -28,20 +28,41 @@ const (
 // ErrorKind is one kind of would-be failure.
 type ErrorKind struct{ Pointer, Code string }
 
-// Kinds returns the distinct error kinds of a refused verdict, pointers
-// cleaned (CleanPointer). It keeps no argument value: an error's detail is
-// dropped.
-func Kinds(errs []contract.FieldError) []ErrorKind {
+// Kinds returns the distinct error kinds of candidate v's refused verdict.
+// It keeps nothing the caller chose: an error's detail is dropped, and its
+// pointer is the schema location v declares (contract.SchemaLocation: it
+// stops before a member name the caller chose — an unknown argument is
+// reported at the object that holds it — and at a sensitive location), so
+// every pointer and code comes from the contract.
+func Kinds(v *contract.Version, errs []contract.FieldError) []ErrorKind {
 	var out []ErrorKind
 	seen := map[ErrorKind]bool{}
 	for _, e := range errs {
-		k := ErrorKind{Pointer: CleanPointer(e.Pointer), Code: CleanPointer(e.Code)}
+		k := ErrorKind{Pointer: CleanPointer(schemaPointer(v, e)), Code: CleanPointer(e.Code)}
 		if !seen[k] {
 			seen[k] = true
 			out = append(out, k)
 		}
 	}
 	return out
+}
+
+// schemaPointer is the location of e the contract declares. A missing
+// property's name comes from the schema's required list: it is kept when
+// the object holding it is a declared, non-sensitive location.
+func schemaPointer(v *contract.Version, e contract.FieldError) string {
+	switch e.Code {
+	case "required", "dependentRequired", "dependencies":
+		if i := strings.LastIndexByte(e.Pointer, '/'); i >= 0 {
+			parent, ok := v.SchemaLocation(e.Pointer[:i])
+			if ok && !v.SensitiveLocation(parent) {
+				return parent + e.Pointer[i:]
+			}
+			return parent
+		}
+	}
+	loc, _ := v.SchemaLocation(e.Pointer)
+	return loc
 }
 
 // CleanPointer makes a pointer (or code) safe to store and show: control
@@ -72,8 +93,10 @@ func Cause(pointer, code string) string {
 		return "Other errors"
 	case code == "required":
 		return "Missing " + field
+	case code == "additionalProperties" && field == "":
+		return "Unknown argument"
 	case code == "additionalProperties":
-		return "Unknown argument " + field
+		return "Unknown argument in " + field
 	case pointer == "" || pointer == "/":
 		return code + " at the arguments"
 	}
