@@ -48,7 +48,9 @@ func wireServer(t *testing.T) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &Server{masks: m}
+	s := &Server{}
+	s.masksP.Store(m)
+	return s
 }
 
 func TestActionRecordRoundTripsThroughTheClient(t *testing.T) {

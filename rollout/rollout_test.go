@@ -270,7 +270,7 @@ func TestShadowReport(t *testing.T) {
 	var cs []ledger.RolloutCount
 	add := func(who string, times int, errs ...contract.FieldError) {
 		for range times {
-			cs = append(cs, rollout.ShadowCounts("t", 1, "2.2.0", who, rollout.Kinds(nil, errs))...)
+			cs = append(cs, rollout.ShadowCounts("t", 1, "2.2.0", who, rollout.Kinds(nil, nil, errs))...)
 		}
 	}
 	missing := contract.FieldError{Pointer: "/approval_channel", Code: "required", Detail: "secret-value-not-kept"}
@@ -286,7 +286,7 @@ func TestShadowReport(t *testing.T) {
 	if top.Cause != "Missing approval_channel" || top.Calls != 72 || top.Principals[0] != (api.PrincipalCount{Principal: "customer_service_agent", Calls: 60}) {
 		t.Fatalf("top failure = %+v", top)
 	}
-	if rep.Failures[1].Pointer != "" || rep.Failures[1].Cause != "Unknown argument" {
+	if rep.Failures[1].Pointer != "/*" || rep.Failures[1].Cause != "Unknown argument" {
 		t.Fatalf("second failure = %+v", rep.Failures[1])
 	}
 	if s := fmt.Sprint(rep); strings.Contains(s, "secret-value") {

@@ -33,12 +33,29 @@ type ErrorKind struct{ Pointer, Code string }
 // pointer is the schema location v declares (contract.SchemaLocation: it
 // stops before a member name the caller chose — an unknown argument is
 // reported at the object that holds it — and at a sensitive location), so
-// every pointer and code comes from the contract.
-func Kinds(v *contract.Version, errs []contract.FieldError) []ErrorKind {
+// every pointer and code comes from the contract. An argument the candidate
+// does not know keeps its name when def, the version that accepted the call,
+// declares it as a property (not sensitive) at that place: the name is then
+// the contract's ("Unknown argument approval_channel").
+func Kinds(v, def *contract.Version, errs []contract.FieldError) []ErrorKind {
 	var out []ErrorKind
 	seen := map[ErrorKind]bool{}
 	for _, e := range errs {
-		k := ErrorKind{Pointer: CleanPointer(schemaPointer(v, e)), Code: CleanPointer(e.Code)}
+		ptr := schemaPointer(v, e)
+		if e.Code == "additionalProperties" {
+			// The member's name is the caller's: "/*" under the object
+			// that holds it, unless def declares it there.
+			parent, named := ptr, false
+			if def != nil {
+				if loc, ok := def.SchemaLocation(e.Pointer); ok && loc == e.Pointer && !def.SensitiveLocation(loc) && !v.SensitiveLocation(ptr) {
+					ptr, named = loc, true
+				}
+			}
+			if !named {
+				ptr = parent + "/" + contract.AnyMember
+			}
+		}
+		k := ErrorKind{Pointer: CleanPointer(ptr), Code: CleanPointer(e.Code)}
 		if !seen[k] {
 			seen[k] = true
 			out = append(out, k)
@@ -93,10 +110,12 @@ func Cause(pointer, code string) string {
 		return "Other errors"
 	case code == "required":
 		return "Missing " + field
-	case code == "additionalProperties" && field == "":
+	case code == "additionalProperties" && pointer == "/"+contract.AnyMember:
 		return "Unknown argument"
+	case code == "additionalProperties" && strings.HasSuffix(pointer, "/"+contract.AnyMember):
+		return "Unknown argument in " + strings.TrimSuffix(pointer, "/"+contract.AnyMember)
 	case code == "additionalProperties":
-		return "Unknown argument in " + field
+		return "Unknown argument " + field
 	case pointer == "" || pointer == "/":
 		return code + " at the arguments"
 	}

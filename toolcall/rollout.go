@@ -303,7 +303,7 @@ func (c *call) shadow(v *contract.Version) {
 	if c.version != nil && c.version != v || c.s.defaultVersion(c.tool) != v {
 		return // a call for another version than the default: promotion does not move it
 	}
-	c.shadowed = &shadowed{candidate: cand.Version, epoch: r.Epoch, kinds: rollout.Kinds(cand, cand.Validate(c.args).Errors)}
+	c.shadowed = &shadowed{candidate: cand.Version, epoch: r.Epoch, kinds: rollout.Kinds(cand, v, cand.Validate(c.args).Errors)}
 }
 
 // afterCall counts what a call did for the rollout and marks the answer of a

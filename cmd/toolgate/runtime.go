@@ -16,7 +16,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/toolgate/toolgate/config"
-	"github.com/toolgate/toolgate/contract"
 	"github.com/toolgate/toolgate/gateway"
 	"github.com/toolgate/toolgate/invoke"
 	"github.com/toolgate/toolgate/ledger"
@@ -58,22 +57,19 @@ func startGatewayLogged(ctx context.Context, cfg *config.Config, tools fs.FS, lo
 	infof := func(format string, args ...any) { logger.Info(fmt.Sprintf(format, args...)) }
 	errorf := func(format string, args ...any) { logger.Error(fmt.Sprintf(format, args...)) }
 	toolsName := cfg.ToolsDir
-	var reg *contract.Registry
-	var err error
 	if tools != nil {
 		toolsName = "the bundled examples"
-		reg, err = contract.LoadFS(tools)
-	} else {
-		reg, err = contract.Load(cfg.ToolsDir)
 	}
+	loaded, err := loadTools(cfg, tools)
 	if err != nil {
-		return nil, fmt.Errorf("load tools from %s: %w", toolsName, err)
+		return nil, err
 	}
+	reg := loaded.Registry
 	toolsFS := tools
 	if toolsFS == nil {
 		toolsFS = os.DirFS(cfg.ToolsDir)
 	}
-	deprecatedAt, approvals, err := rolloutSources(toolsFS)
+	_, approvals, err := rolloutSources(toolsFS)
 	if err != nil {
 		return nil, fmt.Errorf("tools %s: %w", toolsName, err)
 	}
@@ -144,7 +140,7 @@ func startGatewayLogged(ctx context.Context, cfg *config.Config, tools fs.FS, lo
 		Registry: reg, Ledger: svc, Invoker: &invoke.Client{}, Bindings: bindings,
 		JoinTimeout: cfg.JoinTimeout, MaxBodyBytes: cfg.MaxBodyBytes, Keys: keys, Logger: logger,
 		DecisionLog: dlog.writer, Retention: cfg.Retention, TombstoneRetention: cfg.TombstoneRetention,
-		DeprecatedAt: deprecatedAt, Approvals: approvals,
+		DeprecatedAt: loaded.DeprecatedAt, Released: loaded.Released, Approvals: approvals,
 		MaxInFlightPerKey: cfg.Limits.InFlightPerKey, MaxInFlightPerTenant: cfg.Limits.InFlightPerTenant,
 	})
 	if err != nil {
@@ -180,6 +176,13 @@ func startGatewayLogged(ctx context.Context, cfg *config.Config, tools fs.FS, lo
 		go func() {
 			defer bg.Done()
 			up.watcher.Run(rctx)
+		}()
+	}
+	if tools == nil { // the bundled examples do not change
+		bg.Add(1)
+		go func() {
+			defer bg.Done()
+			watchTools(rctx, cfg, srv)
 		}()
 	}
 	bg.Add(2)
