@@ -330,7 +330,7 @@ func argsFrom(params map[string]any) map[string]any {
 // handed is what one door gave one principal.
 type handed struct {
 	door, name, version string
-	params             map[string]any
+	params              map[string]any
 }
 
 func (d *evoDeploy) export(i int, who, format string) handed {
@@ -591,10 +591,10 @@ func TestEvolutionWalk(t *testing.T) {
 // evoModel is what the walk expects of the rollout.
 type evoModel struct {
 	def, prev, cand, mode string // mode: stable, shadow, canary, halted
-	pinned                  bool
-	bp                      int
-	named                   []string
-	released                []string // what the lock releases
+	pinned                bool
+	bp                    int
+	named                 []string
+	released              []string // what the lock releases
 }
 
 func (m *evoModel) want() func(string) string {
