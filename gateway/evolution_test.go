@@ -520,6 +520,26 @@ func TestEvolutionWalk(t *testing.T) {
 			t.Parallel()
 			d := newEvoDeploy(t, dep.kind, dep.n)
 			d.check("released 1.0.0 and 1.1.0", all("1.1.0"))
+			// An action bound before the change keeps its version through
+			// reloads, restarts and promotions.
+			sticky := `{"arguments":{"item":"widget","qty":3}}`
+			if r := d.do(0, evoToken("cs-agent"), "POST", "/v1/tools/"+evoTool+"/calls", sticky, "Idempotency-Key", "evo-sticky-0001"); r.status != 201 {
+				t.Fatalf("the sticky action: %d %s", r.status, r.body)
+			}
+			stuck := func(step string) {
+				t.Helper()
+				for i := range d.reps {
+					r := d.do(i, evoToken("cs-agent"), "POST", "/v1/tools/"+evoTool+"/calls", sticky, "Idempotency-Key", "evo-sticky-0001")
+					if r.status != 201 || r.header.Get("Idempotent-Replayed") != "true" {
+						t.Fatalf("%s: a retry of the action bound at 1.1.0: %d %s", step, r.status, r.body)
+					}
+					var a api.Action
+					json.Unmarshal(d.do(i, fleetOncall, "GET", "/v1/actions/evo-sticky-0001", "").body, &a)
+					if a.Version != "1.1.0" {
+						t.Fatalf("%s: the action bound at 1.1.0 is now at %s", step, a.Version)
+					}
+				}
+			}
 
 			// An unreleased, breaking 2.0.0 appears; the directory reloads.
 			d.write("schemas/v2.0.0.json", evoSchemaFile("2.0.0"))
@@ -531,6 +551,7 @@ func TestEvolutionWalk(t *testing.T) {
 			d.stop()
 			d.start()
 			d.check("2.0.0 after a restart, not released", all("1.1.0"))
+			stuck("after the reload and the restart")
 
 			if r := d.transition("shadow", `{"version":"2.0.0"}`); r.status != 200 {
 				t.Fatalf("shadow: %d %s", r.status, r.body)
@@ -557,6 +578,7 @@ func TestEvolutionWalk(t *testing.T) {
 			}
 			d.settle("promote", all("2.0.0"))
 			d.check("promote", all("2.0.0"))
+			stuck("after the promotion of 2.0.0")
 
 			if r := d.transition("rollback", `{"version":"1.1.0"}`); r.status != 200 {
 				t.Fatalf("rollback: %d %s", r.status, r.body)
