@@ -46,6 +46,11 @@ type Config struct {
 	// Progress receives one "\r[done/total]" update per finished case when a Model or Live
 	// target is used; nil for none.
 	Progress io.Writer
+	// Change is the diff's tier from From to Target ("major", "high_risk", "compatible",
+	// "none"; "" when not diffed). A major or high-risk change, like a tool whose
+	// owner.yaml risk_level is high, needs a golden or regression case that covers the
+	// target (see Coverage).
+	Change string
 }
 
 // Live is a tool endpoint that takes a case's arguments as a JSON POST body.
@@ -68,9 +73,12 @@ type CaseResult struct {
 	File       string `json:"file"`
 	WrittenFor string `json:"written_for"` // the version the case names
 	// CrossVersion is true when the case was written for another version than the target.
-	CrossVersion bool      `json:"cross_version"`
-	Passed       bool      `json:"passed"`
-	Failures     []Failure `json:"failures"`
+	CrossVersion bool `json:"cross_version"`
+	// Covers is true when the case targets the replayed version: written for it, or its
+	// tool.versions include it. Only such golden and regression cases count as coverage.
+	Covers   bool      `json:"covers"`
+	Passed   bool      `json:"passed"`
+	Failures []Failure `json:"failures"`
 	// Notes lists checks that were skipped and why.
 	Notes     []string `json:"notes,omitempty"`
 	AgentText string   `json:"agent_text,omitempty"`
@@ -82,11 +90,12 @@ type SuiteResult struct {
 	Passed  int     `json:"passed"`
 	Total   int     `json:"total"`
 	MinPass float64 `json:"min_pass"`
-	// OK says whether the pass rate meets MinPass (a suite without cases is OK).
+	// OK says whether the pass rate meets MinPass. A suite without cases is OK on its
+	// own: whether a release may rest on no case at all is the report's Coverage.
 	OK bool `json:"ok"`
 }
 
-// Rate is the pass rate; 1 for an empty suite.
+// Rate is the pass rate; 1 for an empty suite (which Coverage, not the rate, judges).
 func (s SuiteResult) Rate() float64 {
 	if s.Total == 0 {
 		return 1
@@ -100,11 +109,29 @@ type Cause struct {
 	Cases int    `json:"cases"`
 }
 
-// Decisions of a replay against the policy's thresholds.
+// Decisions of a replay against the policy's thresholds. A replay of no case at all is
+// "no cases", never "allow release": a pass rate over nothing is not a pass.
 const (
-	DecisionAllow = "allow release"
-	DecisionBlock = "block release"
+	DecisionAllow   = "allow release"
+	DecisionBlock   = "block release"
+	DecisionNoCases = "no cases"
 )
+
+// Coverage says whether the replay rests on cases that target the replayed version.
+type Coverage struct {
+	Version string `json:"version"`
+	// Cases counts the golden and regression cases that cover Version (Case.Covers).
+	Cases int `json:"cases"`
+	// Required lists why the release needs such a case: "risk_level high", "major
+	// change", "high-risk change"; empty when it does not.
+	Required []string `json:"required"`
+	// WrittenFor lists the versions the replayed cases were written for.
+	WrittenFor []string `json:"written_for"`
+	// OK is false when a case was required and none covers Version, or when no case ran
+	// at all; Detail then says which version and how to fix it.
+	OK     bool   `json:"ok"`
+	Detail string `json:"detail,omitempty"`
+}
 
 // Report is the outcome of a replay. Its JSON form is `toolgate test --format json`.
 type Report struct {
@@ -117,8 +144,11 @@ type Report struct {
 	Mode        string        `json:"mode"` // recorded | model
 	Suites      []SuiteResult `json:"suites"`
 	TopFailures []Cause       `json:"top_failures"`
+	Coverage    Coverage      `json:"coverage"`
 	Decision    string        `json:"decision"`
 	Cases       []CaseResult  `json:"cases"`
+
+	otherCases int // the tool's cases this replay did not select
 }
 
 // OK reports whether every suite met its threshold.
@@ -127,18 +157,22 @@ func (r *Report) OK() bool { return r.Decision == DecisionAllow }
 // DefaultGate holds the thresholds used when a tool has no release-policy.yaml.
 var DefaultGate = contract.DefaultGate
 
-// Select returns the cases a replay against target runs: those written for target, for
-// from, or for a version matching the policy's compatible_with, never for a version newer
-// than target.
+// Select returns the cases a replay against target runs: those that cover target (written
+// for it, or declaring it in tool.versions), and those written for from or for a version
+// matching the policy's compatible_with, never for a version newer than target.
 func Select(t *contract.Tool, target, from string) []*contract.Case {
 	tv, _ := contract.ParseSemver(target)
 	var out []*contract.Case
 	for _, c := range t.Cases {
+		if c.Covers(target) {
+			out = append(out, c)
+			continue
+		}
 		cv, ok := contract.ParseSemver(c.ToolVersion)
 		if !ok || cv.Compare(tv) > 0 {
 			continue
 		}
-		keep := c.ToolVersion == target || (from != "" && c.ToolVersion == from)
+		keep := from != "" && c.ToolVersion == from
 		for _, p := range t.Policy.CompatibleWith {
 			keep = keep || contract.VersionMatches(p, c.ToolVersion)
 		}
@@ -230,8 +264,79 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if cfg.Tool.Policy.File == "" {
 		gate = DefaultGate
 	}
+	rep.Coverage = Coverage{Version: target.Version, Required: coverageNeeds(cfg.Tool, cfg.Change)}
+	rep.otherCases = len(cfg.Tool.Cases) - len(cases)
 	rep.evaluate(gate)
 	return rep, nil
+}
+
+// coverageNeeds lists why a replay must rest on a case that covers its target.
+func coverageNeeds(t *contract.Tool, change string) []string {
+	needs := []string{}
+	if t.Owner.RiskLevel == "high" {
+		needs = append(needs, "risk_level high")
+	}
+	switch change {
+	case "major":
+		needs = append(needs, "major change")
+	case "high_risk":
+		needs = append(needs, "high-risk change")
+	}
+	return needs
+}
+
+// judgeCoverage fills Coverage from the results: a replay of no case, or a required
+// coverage that no golden or regression case gives, is not OK.
+func (r *Report) judgeCoverage() {
+	cv := &r.Coverage
+	seen := map[string]bool{}
+	cv.WrittenFor = []string{}
+	for _, c := range r.Cases {
+		if !seen[c.WrittenFor] {
+			seen[c.WrittenFor] = true
+			cv.WrittenFor = append(cv.WrittenFor, c.WrittenFor)
+		}
+		if c.Covers && (c.Suite == "golden" || c.Suite == "regression") {
+			cv.Cases++
+		}
+	}
+	if cv.Required == nil {
+		cv.Required = []string{}
+	}
+	sort.Slice(cv.WrittenFor, func(i, j int) bool { return semverLess(cv.WrittenFor[i], cv.WrittenFor[j]) })
+	v := cv.Version
+	fix := fmt.Sprintf("add a case with tool.version %s under contracts/golden/", v)
+	if r.otherCases > 0 || len(r.Cases) > 0 {
+		fix += fmt.Sprintf(", or add %s (or %s) to the tool.versions of a case that still holds for it", v, majorPattern(v))
+	}
+	switch {
+	case len(cv.Required) > 0 && cv.Cases == 0:
+		cv.Detail = fmt.Sprintf("no golden or regression case covers v%s (needed: %s)", v, strings.Join(cv.Required, ", "))
+		if len(cv.WrittenFor) > 0 {
+			cv.Detail += "; the cases replayed were written for v" + strings.Join(cv.WrittenFor, ", v")
+		}
+		cv.Detail += ": " + fix
+	case len(r.Cases) == 0:
+		cv.Detail = fmt.Sprintf("no case was replayed against v%s, and a pass rate over no case is not a pass: %s", v, fix)
+	default:
+		cv.OK = true
+	}
+}
+
+func majorPattern(v string) string {
+	if sv, ok := contract.ParseSemver(v); ok {
+		return fmt.Sprintf("%d.x", sv.Major)
+	}
+	return v
+}
+
+func semverLess(a, b string) bool {
+	sa, okA := contract.ParseSemver(a)
+	sb, okB := contract.ParseSemver(b)
+	if okA && okB {
+		return sa.Compare(sb) < 0
+	}
+	return a < b
 }
 
 // evaluate counts suites, groups causes and decides against the thresholds.
@@ -257,7 +362,14 @@ func (r *Report) evaluate(g contract.GatePolicy) {
 			}
 		}
 	}
+	r.judgeCoverage()
 	r.Decision = DecisionAllow
+	switch {
+	case len(r.Cases) == 0 && len(r.Coverage.Required) == 0:
+		r.Decision = DecisionNoCases
+	case !r.Coverage.OK:
+		r.Decision = DecisionBlock
+	}
 	for i := range r.Suites {
 		s := &r.Suites[i]
 		s.OK = s.Rate() >= s.MinPass-1e-9
@@ -291,7 +403,7 @@ type runner struct {
 func (r *runner) check(ctx context.Context, c *contract.Case) CaseResult {
 	res := CaseResult{
 		Suite: c.Suite, ID: c.ID, File: c.File, WrittenFor: c.ToolVersion,
-		CrossVersion: c.ToolVersion != r.target.Version, Failures: []Failure{},
+		CrossVersion: c.ToolVersion != r.target.Version, Covers: c.Covers(r.target.Version), Failures: []Failure{},
 	}
 	fail := func(check, cause, detail string) {
 		res.Failures = append(res.Failures, Failure{Check: check, Cause: cause, Detail: detail})

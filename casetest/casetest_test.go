@@ -3,6 +3,7 @@ package casetest
 import (
 	"context"
 	"encoding/json"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -187,5 +188,123 @@ func TestCaseForAMissingVersionIsAnError(t *testing.T) {
 	tool.Cases = []*contract.Case{&other}
 	if _, err := Run(context.Background(), Config{Tool: &tool}); err == nil || !strings.Contains(err.Error(), `names tool "payments.other"`) {
 		t.Fatalf("err %v", err)
+	}
+}
+
+// TestCoverage: a replay is judged on the cases that cover its target. Tools and changes
+// that need coverage block without a covering golden or regression case (cross-version
+// cases run but do not count); a replay of no case is "no cases"; a shadow case is no
+// coverage; tool.versions makes a 1.x case cover 2.x.
+func TestCoverage(t *testing.T) {
+	t.Parallel()
+	reg, err := contract.Load("../cmd/toolgate/testdata/gate/uncovered")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := reg.Tool("shop.place_order")
+	withCase := func(suite, version string, versions ...string) *contract.Tool {
+		tool := *base
+		c := *base.Cases[0]
+		c.Suite, c.ToolVersion, c.Versions, c.VersionSpecs = suite, version, versions, nil
+		for _, v := range versions {
+			s, err := contract.ParseVersionSpec(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.VersionSpecs = append(c.VersionSpecs, s)
+		}
+		// valid against 2.0.0, so a case that does not cover it passes and still counts nothing
+		c.Arguments = json.RawMessage(`{"order_id":"ord_1","total_minor":1,"currency":"EUR","sales_channel":"web"}`)
+		tool.Cases = []*contract.Case{&c}
+		return &tool
+	}
+	low := func(tool *contract.Tool) *contract.Tool { t2 := *tool; t2.Owner.RiskLevel = "low"; return &t2 }
+	tests := []struct {
+		name     string
+		tool     *contract.Tool
+		from     string
+		change   string
+		decision string
+		covering int
+		detail   string
+	}{
+		{"high risk, the only case written for 1.0.0", base, "1.1.0", "major", DecisionBlock, 0, "no golden or regression case covers v2.0.0 (needed: risk_level high, major change)"},
+		{"cross-version case runs but does not cover", withCase("golden", "1.1.0"), "1.1.0", "major", DecisionBlock, 0, "written for v1.1.0"},
+		{"a golden case written for the target", withCase("golden", "2.0.0"), "1.1.0", "major", DecisionAllow, 1, ""},
+		{"a regression case covers too", withCase("regression", "2.0.0"), "1.1.0", "major", DecisionAllow, 1, ""},
+		{"a shadow case is no coverage", withCase("shadow", "2.0.0"), "1.1.0", "major", DecisionBlock, 0, "covers v2.0.0"},
+		{"tool.versions 2.x", withCase("golden", "1.0.0", "2.x"), "1.1.0", "major", DecisionAllow, 1, ""},
+		{"tool.versions range", withCase("golden", "1.0.0", ">=1.0.0 <3.0.0"), "1.1.0", "major", DecisionAllow, 1, ""},
+		{"tool.versions that miss the target", withCase("golden", "1.0.0", "1.x"), "1.1.0", "major", DecisionBlock, 0, "covers v2.0.0"},
+		{"low risk, compatible change, cross-version case", low(withCase("golden", "1.1.0")), "1.1.0", "compatible", DecisionAllow, 0, ""},
+		{"low risk, high-risk change", low(withCase("golden", "1.1.0")), "1.1.0", "high_risk", DecisionBlock, 0, "needed: high-risk change"},
+		{"low risk, nothing at all", low(base), "1.1.0", "compatible", DecisionNoCases, 0, "no case was replayed against v2.0.0"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			rep, err := Run(context.Background(), Config{Tool: tt.tool, Target: tt.tool.Version("2.0.0"), From: tt.from, Change: tt.change})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.Decision != tt.decision || rep.Coverage.Cases != tt.covering || !strings.Contains(rep.Coverage.Detail, tt.detail) || rep.Coverage.OK != (tt.detail == "") {
+				t.Fatalf("decision %q, coverage %+v", rep.Decision, rep.Coverage)
+			}
+			if rep.OK() != (tt.decision == DecisionAllow) {
+				t.Fatalf("OK() = %v for %q", rep.OK(), rep.Decision)
+			}
+		})
+	}
+}
+
+// TestNothingIsNeverAPass is the zero-case rule as a property: over random sets of cases
+// (suites, written-for versions, declared tool.versions), risk levels and changes, a
+// replay is "allow release" only when it ran at least one case, and — when the tool is
+// high-risk or the change major or high-risk — at least one golden or regression case
+// that covers the target.
+func TestNothingIsNeverAPass(t *testing.T) {
+	t.Parallel()
+	reg, err := contract.Load("../cmd/toolgate/testdata/gate/uncovered")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := reg.Tool("shop.place_order")
+	rng := rand.New(rand.NewPCG(27, 3))
+	pick := func(xs ...string) string { return xs[rng.IntN(len(xs))] }
+	for i := range 500 {
+		tool := *base
+		tool.Owner.RiskLevel = pick("low", "medium", "high")
+		tool.Cases = nil
+		for range rng.IntN(4) {
+			c := *base.Cases[0]
+			c.Suite, c.ToolVersion = pick(contract.Suites...), pick("1.0.0", "1.1.0", "2.0.0")
+			c.Versions, c.VersionSpecs = nil, nil
+			if rng.IntN(3) == 0 {
+				v := pick("1.x", "2.x", ">=1.1.0 <3.0.0", "9.x")
+				s, _ := contract.ParseVersionSpec(v)
+				c.Versions, c.VersionSpecs = []string{v}, []contract.VersionSpec{s}
+			}
+			c.Arguments = json.RawMessage(`{"order_id":"ord_1","total_minor":1,"currency":"EUR","sales_channel":"web"}`)
+			tool.Cases = append(tool.Cases, &c)
+		}
+		change := pick("none", "compatible", "high_risk", "major", "")
+		target := pick("1.0.0", "1.1.0", "2.0.0")
+		rep, err := Run(context.Background(), Config{Tool: &tool, Target: tool.Version(target), From: pick("", "1.0.0", "1.1.0"), Change: change})
+		if err != nil {
+			t.Fatal(err)
+		}
+		covering := 0
+		for _, c := range tool.Cases {
+			if c.Covers(target) && c.Suite != "shadow" {
+				covering++
+			}
+		}
+		needs := tool.Owner.RiskLevel == "high" || change == "major" || change == "high_risk"
+		if rep.Decision == DecisionAllow && (len(rep.Cases) == 0 || needs && covering == 0) {
+			t.Fatalf("run %d: %q on %d cases (%d covering %s; risk %s, change %q)", i, rep.Decision, len(rep.Cases), covering, target, tool.Owner.RiskLevel, change)
+		}
+		if rep.Coverage.Cases != covering {
+			t.Fatalf("run %d: coverage counts %d, want %d", i, rep.Coverage.Cases, covering)
+		}
 	}
 }

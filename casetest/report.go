@@ -69,6 +69,10 @@ func writeText(w io.Writer, r *Report) {
 		width = max(width, len(strconv.Itoa(s.Passed)))
 	}
 	for _, s := range r.Suites {
+		if s.Total == 0 {
+			fmt.Fprintf(w, "  - %-11s no cases\n", s.Suite+":")
+			continue
+		}
 		mark := ""
 		if !s.OK {
 			mark = fmt.Sprintf("  (below %s)", percent(s.MinPass))
@@ -94,6 +98,9 @@ func writeText(w io.Writer, r *Report) {
 				fmt.Fprintf(w, "  %s/%s%s: %s%s\n", c.Suite, c.ID, written(c), f.Cause, detail)
 			}
 		}
+	}
+	if !r.Coverage.OK {
+		fmt.Fprintf(w, "Coverage: %s\n", r.Coverage.Detail)
 	}
 	fmt.Fprintf(w, "Decision: %s\n", r.Decision)
 }
@@ -143,6 +150,10 @@ func writeMarkdown(w io.Writer, r *Report) {
 		if !s.OK {
 			ok = "❌"
 		}
+		if s.Total == 0 {
+			fmt.Fprintf(w, "| %s | no cases | %s | |\n", s.Suite, percent(s.MinPass))
+			continue
+		}
 		fmt.Fprintf(w, "| %s | %d / %d | %s | %s |\n", s.Suite, s.Passed, s.Total, percent(s.MinPass), ok)
 	}
 	if len(r.TopFailures) > 0 {
@@ -160,6 +171,9 @@ func writeMarkdown(w io.Writer, r *Report) {
 			}
 		}
 		fmt.Fprintf(w, "\n</details>\n")
+	}
+	if !r.Coverage.OK {
+		fmt.Fprintf(w, "\n**Coverage:** ❌ %s\n", strings.ReplaceAll(r.Coverage.Detail, "|", "\\|"))
 	}
 	fmt.Fprintf(w, "\n**Decision:** %s\n", r.Decision)
 }
@@ -195,6 +209,16 @@ func writeJUnit(w io.Writer, reports []*Report) error {
 			doc.Suites = append(doc.Suites, js)
 			doc.Tests += js.Tests
 			doc.Failures += js.Failures
+		}
+		if !r.Coverage.OK {
+			// A suite of no case would read as green; the missing coverage is a failure.
+			js := junit.Suite{Name: r.Tool + " " + r.versions() + " coverage", Tests: 1, Failures: 1, Cases: []junit.Case{{
+				Name: "coverage of v" + r.Coverage.Version, ClassName: r.Tool + ".coverage",
+				Failures: []junit.Failure{{Message: r.Coverage.Detail, Type: "coverage"}},
+			}}}
+			doc.Suites = append(doc.Suites, js)
+			doc.Tests++
+			doc.Failures++
 		}
 	}
 	return junit.Write(w, doc)

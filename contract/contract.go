@@ -183,7 +183,12 @@ type Case struct {
 	Agent       string
 	UserIntent  string
 	ToolID      string
-	ToolVersion string
+	ToolVersion string // tool.version: the version the case was written against
+	// Versions is tool.versions as written: the other versions the case is declared to
+	// cover (patterns such as 2.x, or ranges such as ">=1.0.0 <3.0.0"); VersionSpecs
+	// holds them parsed. See Covers.
+	Versions     []string
+	VersionSpecs []VersionSpec
 	// Arguments is expected_tool_arguments as JSON (null when absent); decode it with DecodeJSON.
 	Arguments json.RawMessage
 	// MockResult is mock_tool_result as JSON (null when absent).

@@ -230,8 +230,9 @@ type caseFile struct {
 }
 
 type caseTool struct {
-	ID      string `yaml:"id"`
-	Version string `yaml:"version"`
+	ID       string   `yaml:"id"`
+	Version  string   `yaml:"version"`
+	Versions []string `yaml:"versions"`
 }
 
 type caseExpectedFile struct {
@@ -301,6 +302,15 @@ func (l *loader) loadCase(path, suite string, t *Tool) *Case {
 			y.badRule(RuleCaseVersion, "tool.version", "%q is not a version (MAJOR.MINOR.PATCH)", c.ToolVersion)
 		} else if t.Version(c.ToolVersion) == nil && !l.schemaFileExists(t, c.ToolVersion) {
 			y.badRule(RuleCaseVersion, "tool.version", "%s", t.VersionNotFoundDetail(c.ToolVersion))
+		}
+		c.Versions = f.Tool.Versions
+		for i, v := range f.Tool.Versions {
+			spec, err := ParseVersionSpec(v)
+			if err != nil {
+				y.bad(fmt.Sprintf("tool.versions[%d]", i), "%v", err)
+				continue
+			}
+			c.VersionSpecs = append(c.VersionSpecs, spec)
 		}
 	}
 	c.Arguments = y.jsonOf(f.ExpectedToolArguments, "expected_tool_arguments")

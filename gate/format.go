@@ -62,6 +62,10 @@ func writeText(w io.Writer, d *Decision) {
 			width = max(width, len(fmt.Sprint(s.Passed)))
 		}
 		for _, s := range r.Suites {
+			if s.Total == 0 {
+				fmt.Fprintf(w, "  - %-11s no cases\n", s.Suite+":")
+				continue
+			}
 			fmt.Fprintf(w, "  - %-11s%*d / %d passed\n", s.Suite+":", width+1, s.Passed, s.Total)
 		}
 		if len(r.TopFailures) > 0 {

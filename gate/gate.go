@@ -145,7 +145,7 @@ func Evaluate(ctx context.Context, cfg Config) (*Decision, error) {
 
 	// 3. Contract-case replay at the policy's thresholds.
 	rc := cfg.Replay
-	rc.Tool, rc.Target, rc.From = t, to, from.Version
+	rc.Tool, rc.Target, rc.From, rc.Change = t, to, from.Version, string(d.Diff.Tier)
 	rep, err := casetest.Run(ctx, rc)
 	if err != nil {
 		return nil, err
@@ -153,11 +153,20 @@ func Evaluate(ctx context.Context, cfg Config) (*Decision, error) {
 	rep.DiffSummary, rep.Risk = d.DiffSummary, string(d.Diff.Tier)
 	d.Replay = rep
 	for _, s := range rep.Suites {
+		if s.Total == 0 {
+			add(CheckReplay, true, fmt.Sprintf("%s cases: no cases", s.Suite))
+			continue
+		}
 		detail := fmt.Sprintf("%s cases: %d / %d passed (needs %s)", s.Suite, s.Passed, s.Total, pct(s.MinPass))
 		if !s.OK {
 			detail += causesOf(rep, s.Suite)
 		}
 		add(CheckReplay, s.OK, detail)
+	}
+	// Zero cases is not 100%: a release that rests on no case (or a risky one on no case
+	// of the target version) is blocked, naming the version.
+	if !rep.Coverage.OK {
+		add(CheckReplay, false, rep.Coverage.Detail)
 	}
 
 	// 4. Approval.

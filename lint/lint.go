@@ -71,6 +71,7 @@ var Rules = []Rule{
 	{"golden-cases-missing", Error, "mutating tools have contract cases in contracts/golden/"},
 	{contract.RuleCaseTool, Error, "a contract case names the tool whose folder holds it"},
 	{contract.RuleCaseVersion, Error, "a contract case names a version the tool has"},
+	{"case-versions-unmatched", Warning, "each entry of a contract case's tool.versions matches a version the tool has (a range that covers nothing guards nothing)"},
 	{"case-expects-nothing", Warning, "a contract case states an expectation: expected_tool_arguments, expected or expected_agent_behavior"},
 	{"file-unknown", Warning, "a tool folder holds only owner.yaml, release-policy.yaml, changelog.md, schemas/, contracts/ and upstream.json (a misspelt owner.yaml would not be read)"},
 	{"case-id-mismatch", Warning, "a contract case's case_id matches its file name"},
@@ -215,6 +216,16 @@ func (c *checker) run() {
 		if cs.ID != base {
 			c.add("case-id-mismatch", "", cs.File, yamlKeyLine(cs.File, "case_id"), "",
 				"case_id "+cs.ID+" does not match the file name "+filepath.Base(cs.File))
+		}
+		for i, spec := range cs.VersionSpecs {
+			matched := false
+			for _, v := range t.Versions {
+				matched = matched || spec.Matches(v.Version)
+			}
+			if !matched && i < len(cs.Versions) {
+				c.add("case-versions-unmatched", "", cs.File, yamlKeyLine(cs.File, "tool"), "",
+					"case "+cs.ID+": tool.versions \""+cs.Versions[i]+"\" matches no version of "+t.ID+", so the case covers nothing there")
+			}
 		}
 		if !cs.HasExpectation {
 			c.add("case-expects-nothing", "", cs.File, yamlKeyLine(cs.File, "case_id"), "",

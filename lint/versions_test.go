@@ -72,3 +72,35 @@ func TestDroppedVersions(t *testing.T) {
 		})
 	}
 }
+
+// TestCaseVersionsUnmatched: a tool.versions entry that matches no version of the tool is
+// a warning naming the entry; one that matches is not.
+func TestCaseVersionsUnmatched(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		versions string
+		warn     bool
+	}{{`["2.x"]`, false}, {`[">=1.0.0 <3.0.0"]`, false}, {`["3.x"]`, true}, {`["2.x", ">=4.0.0"]`, true}} {
+		t.Run(tt.versions, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			if err := os.CopyFS(dir, os.DirFS("../cmd/toolgate/testdata/gate/uncovered")); err != nil {
+				t.Fatal(err)
+			}
+			f := filepath.Join(dir, "shop.place_order", "contracts", "golden", "place_order.yaml")
+			b, _ := os.ReadFile(f)
+			if err := os.WriteFile(f, []byte(strings.Replace(string(b), "version: 1.0.0}", "version: 1.0.0, versions: "+tt.versions+"}", 1)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			var got []Finding
+			for _, fd := range Run(dir) {
+				if fd.ID == "case-versions-unmatched" {
+					got = append(got, fd)
+				}
+			}
+			if tt.warn != (len(got) == 1) || (tt.warn && (got[0].Severity != Warning || !strings.Contains(got[0].Message, "matches no version of shop.place_order"))) {
+				t.Fatalf("findings %+v, want a warning: %v", got, tt.warn)
+			}
+		})
+	}
+}

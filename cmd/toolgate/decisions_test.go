@@ -103,9 +103,10 @@ func TestGateRuleRecords(t *testing.T) {
 		return map[string]func(string) string{
 			"payments.issue_refund/schemas/v2.0.0.json": content(schema),
 			"payments.issue_refund/changelog.md":        replace("## 1.0.0", "## 2.0.0\n\n- Duplicate charges are refunded by the payment provider itself.\n\n## 1.0.0"),
-			// the golden case of the dropped reason goes with it
-			"payments.issue_refund/contracts/golden/refund_duplicate_charge.yaml": content(""),
-			"approvals/payments.issue_refund-2.0.0.yaml":                          content("approver: payments-lead\ntool: payments.issue_refund\nversion: 2.0.0\napproved_at: 2026-11-30T09:00:00Z\n"),
+			// the golden case of the dropped reason goes with it; the other still holds for 2.x
+			"payments.issue_refund/contracts/golden/refund_duplicate_charge.yaml":   content(""),
+			"payments.issue_refund/contracts/golden/large_refund_needs_review.yaml": replace("version: 1.0.0}", `version: 1.0.0, versions: ["2.x"]}`),
+			"approvals/payments.issue_refund-2.0.0.yaml":                            content("approver: payments-lead\ntool: payments.issue_refund\nversion: 2.0.0\napproved_at: 2026-11-30T09:00:00Z\n"),
 		}
 	}
 	withV3 := base(noDuplicate)

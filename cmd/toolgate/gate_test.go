@@ -176,3 +176,68 @@ func dropped(t *testing.T, dir string, since time.Time) {
 }
 
 func day() time.Duration { return 24 * time.Hour }
+
+// uncoveredTools holds shop.place_order (risk_level high) at 1.0.0, 1.1.0 and a breaking
+// 2.0.0, with one golden case, written for 1.0.0: nothing covers 2.0.0.
+const uncoveredTools = "testdata/gate/uncovered"
+
+// TestZeroCasesIsNotAPass: a pass rate over no case is not a pass. A major change of a
+// high-risk tool that no golden or regression case covers blocks in test and gate, in every
+// format, naming the version and the fix; a tool with no case at all is "no cases", not
+// "allow release"; declaring the 1.x case to cover 2.x (tool.versions) lifts the block.
+func TestZeroCasesIsNotAPass(t *testing.T) {
+	t.Parallel()
+	release := []string{"--tool", "shop.place_order", "--from", "1.1.0", "--to", "2.0.0"}
+	covered := t.TempDir()
+	if err := os.CopyFS(covered, os.DirFS(uncoveredTools)); err != nil {
+		t.Fatal(err)
+	}
+	golden := filepath.Join(covered, "shop.place_order", "contracts", "golden", "place_order.yaml")
+	b, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The 1.0.0 case is declared to cover 2.x; for 2.0.0 it now needs sales_channel.
+	b = []byte(strings.NewReplacer(
+		"version: 1.0.0}", `version: 1.0.0, versions: ["2.x"]}`,
+		`currency: "EUR"}`, `currency: "EUR", sales_channel: "web"}`).Replace(string(b)))
+	if err := os.WriteFile(golden, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		golden string
+		args   []string
+		code   int
+	}{
+		{"test_uncovered.text", append([]string{"test", uncoveredTools}, release...), exitNegative},
+		{"test_uncovered.json", append([]string{"test", uncoveredTools, "--format", "json"}, release...), exitNegative},
+		{"test_uncovered.junit", append([]string{"test", uncoveredTools, "--format", "junit"}, release...), exitNegative},
+		{"test_uncovered.markdown", append([]string{"test", uncoveredTools, "--format", "markdown"}, release...), exitNegative},
+		{"test_no_cases.text", []string{"test", exampleTools, "--tool", "orders.get_order"}, exitNegative},
+		{"test_no_cases.junit", []string{"test", exampleTools, "--tool", "orders.get_order", "--format", "junit"}, exitNegative},
+		{"gate_uncovered.text", append([]string{"gate", uncoveredTools, "--approval", "jane.doe"}, release...), exitNegative},
+		{"gate_uncovered.json", append([]string{"gate", uncoveredTools, "--approval", "jane.doe", "--format", "json"}, release...), exitNegative},
+		{"gate_uncovered.junit", append([]string{"gate", uncoveredTools, "--approval", "jane.doe", "--format", "junit"}, release...), exitNegative},
+		{"gate_uncovered.markdown", append([]string{"gate", uncoveredTools, "--approval", "jane.doe", "--format", "markdown"}, release...), exitNegative},
+		{"gate_uncovered.line", append([]string{"gate", uncoveredTools, "--approval", "jane.doe", "--format", "line"}, release...), exitNegative},
+		{"test_covered.text", append([]string{"test", covered}, release...), exitOK},
+		{"gate_covered.line", append([]string{"gate", covered, "--approval", "jane.doe", "--format", "line"}, release...), exitOK},
+	}
+	for _, tt := range tests {
+		t.Run(tt.golden, func(t *testing.T) {
+			t.Parallel()
+			got := runCLI(t, "", tt.args...)
+			if got.code != tt.code {
+				t.Fatalf("exit %d, want %d\n%s", got.code, tt.code, got)
+			}
+			out := strings.ReplaceAll(scrubTimes(got.stdout), covered, "$DIR")
+			if tt.code == exitNegative && !strings.Contains(out, "v2.0.0") && !strings.Contains(out, "v1.0.0") {
+				t.Errorf("the block names no version:\n%s", out)
+			}
+			if strings.Contains(out, "0 / 0") || strings.Contains(out, "allow release") && tt.code != exitOK {
+				t.Errorf("a replay of nothing reads as a pass:\n%s", out)
+			}
+			assertGoldenFile(t, filepath.Join("gate", "zero_cases", tt.golden+".golden"), out)
+		})
+	}
+}

@@ -28,7 +28,9 @@ release-policy.yaml lists in compatible_with, and for --from, are replayed again
 version. Without --model-url the recorded agent_response is checked; with it, an
 OpenAI-compatible chat completions API plays the agent (its key from TOOLGATE_MODEL_API_KEY).
 --target sends valid arguments to a live tool and checks its answer. Exit 0 when every
-suite meets release-policy.yaml's thresholds, 1 when one does not, 2 on usage or load errors.`
+suite meets release-policy.yaml's thresholds, 1 when one does not or when the report rests on
+no case ("no cases"; for a risk_level high tool, or a major change with --from, no golden or
+regression case covering the version), 2 on usage or load errors.`
 
 // replayFlags are the flags test and gate share.
 type replayFlags struct {
@@ -143,18 +145,23 @@ func runTest(ctx context.Context, e env) int {
 			}
 			cfg.From = fromV.Version
 		}
-		rep, err := casetest.Run(ctx, cfg)
-		if err != nil {
-			return usage(err.Error())
-		}
+		var d *schemadiff.Report
 		if fromV != nil {
 			target := cfg.Target
 			if target == nil {
 				target = t.Default()
 			}
-			if err := addDiff(rep, t, fromV, target); err != nil {
+			if d, err = diffOf(t, fromV, target); err != nil {
 				return usage(err.Error())
 			}
+			cfg.Change = string(d.Tier)
+		}
+		rep, err := casetest.Run(ctx, cfg)
+		if err != nil {
+			return usage(err.Error())
+		}
+		if d != nil {
+			rep.DiffSummary, rep.Risk = gate.Summarize(*d), string(d.Tier)
 		}
 		reports = append(reports, rep)
 	}
@@ -170,19 +177,18 @@ func runTest(ctx context.Context, e env) int {
 	return exitOK
 }
 
-// addDiff fills a report's schema-diff summary and risk.
-func addDiff(rep *casetest.Report, t *contract.Tool, from, to *contract.Version) error {
+// diffOf is the classified diff of a release of t, counting its consumers.
+func diffOf(t *contract.Tool, from, to *contract.Version) (*schemadiff.Report, error) {
 	oldC, err := schemadiff.ParseContract(from.Raw)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	newC, err := schemadiff.ParseContract(to.Raw)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	d := schemadiff.Diff(oldC, newC, schemadiff.Options{Consumers: len(t.Owner.Consumers)})
-	rep.DiffSummary, rep.Risk = gate.Summarize(d), string(d.Tier)
-	return nil
+	return &d, nil
 }
 
 func contains(list []string, s string) bool {
