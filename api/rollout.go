@@ -38,8 +38,8 @@ type Rollout struct {
 
 // CanarySettings is a canary's share and its automatic halt.
 type CanarySettings struct {
-	// Percent of new actions that name no version go to the candidate,
-	// chosen by a hash of tenant and action id.
+	// Percent of the callers (API keys) whose new actions that name no
+	// version go to the candidate, chosen by a hash of tool, tenant and key name.
 	Percent float64 `json:"percent"`
 	// Principals are API key names whose new actions all go to the candidate.
 	Principals []string `json:"principals,omitempty"`

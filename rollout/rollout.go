@@ -259,7 +259,7 @@ func Apply(t *contract.Tool, cur ledger.Rollout, ch Change, d Deprecations) (led
 		if next.CanaryBasisPoints == 0 && len(next.CanaryPrincipals) == 0 {
 			return cur, ev, refuse(ErrInvalid, "a canary needs a percent above 0 or principals")
 		}
-		ev.Detail = fmt.Sprintf("%s takes %s of new actions%s; halts when a rate exceeds the default's by %s after %d actions each",
+		ev.Detail = fmt.Sprintf("%s takes the new actions of %s of the callers%s; halts when a rate exceeds the default's by %s after %d actions each",
 			v.Version, percent(next.CanaryBasisPoints), principalsText(next.CanaryPrincipals), percentOf(next.HaltMargin), next.HaltMinSample)
 	case ActPromote:
 		name := Target(&cur, ch)

@@ -1,10 +1,16 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -55,14 +61,15 @@ func TestOperatorCommandsReadTheConfigsListen(t *testing.T) {
 	}
 }
 
-// TestConcurrentRollbacksDoNotCancel (issue 30, item 2): two operators roll
-// back at once with the CLI, which reads the rollout first and sends the
-// revision and the version it restores: one is applied, the other is
-// refused with rollout_changed, and the default ends at the previous one —
-// not back where it started. Five tries.
+// TestConcurrentRollbacksDoNotCancel (issue 30, item 2): two operators
+// roll back at once, each having read the rollout, sending what
+// `toolgate rollout rollback` sends (the version it restores, and the
+// revision it read, or the version alone): one is applied, the other is
+// refused with 409, and the default ends at the previous one — not back
+// where it started. Five tries of each body.
 func TestConcurrentRollbacksDoNotCancel(t *testing.T) {
 	t.Parallel()
-	for try := range 5 {
+	for try := range 10 {
 		base := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 		clk := &frozen{t: base}
 		url, _ := rolloutGateway(t, clk, []gate.Approval{{Approver: "jane.doe", Tool: "refund.create_request", Version: "2.1.0", ApprovedAt: base.Add(-time.Hour), Source: "approvals/x.yaml"}})
@@ -72,33 +79,62 @@ func TestConcurrentRollbacksDoNotCancel(t *testing.T) {
 		if r := cli("promote", "--tool", "refund.create_request", "--version", "2.1.0"); r.code != 0 {
 			t.Fatalf("promote: %d %s", r.code, r.stderr)
 		}
+		var read client.Rollout
+		json.Unmarshal([]byte(cli("status", "--tool", "refund.create_request").stdout), &read)
+		body := fmt.Sprintf(`{"version":%q,"revision":%d}`, read.Previous, read.Revision)
+		if try%2 == 1 {
+			body = fmt.Sprintf(`{"version":%q}`, read.Previous)
+		}
 		var wg sync.WaitGroup
-		res := make([]cliResult, 2)
-		for i := range res {
+		codes := make([]int, 2)
+		for i := range codes {
 			wg.Add(1)
-			go func() { defer wg.Done(); res[i] = cli("rollback", "--tool", "refund.create_request") }()
+			go func() {
+				defer wg.Done()
+				req, _ := http.NewRequest("POST", url+"/v1/rollouts/refund.create_request/rollback", strings.NewReader(body))
+				req.Header.Set("Authorization", "Bearer "+roOncall)
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				resp.Body.Close()
+				codes[i] = resp.StatusCode
+			}()
 		}
 		wg.Wait()
-		ok, refused := 0, 0
-		for _, r := range res {
-			switch {
-			case r.code == 0:
-				ok++
-			case r.code == 1 && (strings.Contains(r.stderr, "rollout_changed") || strings.Contains(r.stderr, "rollout_conflict")):
-				refused++
-			default:
-				t.Fatalf("try %d: rollback: %d %s", try, r.code, r.stderr)
-			}
-		}
-		st := cli("status", "--tool", "refund.create_request")
 		var got client.Rollout
-		if err := json.Unmarshal([]byte(st.stdout), &got); err != nil {
-			t.Fatal(err)
+		json.Unmarshal([]byte(cli("status", "--tool", "refund.create_request").stdout), &got)
+		slices.Sort(codes)
+		if codes[0] != 200 || codes[1] != 409 || got.Default != "2.2.0" || got.Revision != 2 {
+			t.Fatalf("try %d (%s): answers %v, default %s at revision %d; want 200 and 409, 2.2.0 at 2", try, body, codes, got.Default, got.Revision)
 		}
-		if ok != 1 || refused != 1 || got.Default != "2.2.0" || got.Revision != 2 {
-			t.Fatalf("try %d: %d applied, %d refused, default %s at revision %d; want 1, 1, 2.2.0 at 2 (%s / %s)", try, ok, refused, got.Default, got.Revision,
-				res[0].stderr, res[1].stderr)
+	}
+	// The CLI reads the rollout and sends its revision and the version it restores.
+	clk := &frozen{t: time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)}
+	var seen []string
+	url, _ := rolloutGateway(t, clk, []gate.Approval{{Approver: "jane.doe", Tool: "refund.create_request", Version: "2.1.0", ApprovedAt: clk.t.Add(-time.Hour), Source: "approvals/x.yaml"}})
+	spy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		seen = append(seen, r.Method+" "+r.URL.Path+" "+string(b))
+		req, _ := http.NewRequest(r.Method, url+r.URL.Path, bytes.NewReader(b))
+		req.Header = r.Header.Clone()
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			http.Error(w, err.Error(), 502)
+			return
 		}
+		defer resp.Body.Close()
+		w.WriteHeader(resp.StatusCode)
+		io.Copy(w, resp.Body)
+	}))
+	defer spy.Close()
+	runCLI(t, "", "rollout", "promote", "--tool", "refund.create_request", "--version", "2.1.0", "--gateway", url, "--key", roOncall)
+	if r := runCLI(t, "", "rollout", "rollback", "--tool", "refund.create_request", "--gateway", spy.URL, "--key", roOncall); r.code != 0 {
+		t.Fatalf("rollback: %d %s", r.code, r.stderr)
+	}
+	if len(seen) < 2 || !strings.HasPrefix(seen[0], "GET ") || !strings.Contains(seen[1], `"version":"2.2.0"`) || !strings.Contains(seen[1], `"revision":1`) {
+		t.Fatalf("the CLI sent %q", seen)
 	}
 }
 

@@ -59,10 +59,10 @@ func rolloutSubs() []rolloutSub {
 				}
 			}},
 		{"canary", "--tool ID [--version V] [--percent P] [--principal NAME]... [--halt-margin F] [--halt-min-sample N] [--note TEXT] [--revision N]",
-			"route a share of new actions naming no version to the candidate; halt on its outcomes", true,
+			"route the new actions (naming no version) of a share of the callers to the candidate; halt on its outcomes", true,
 			func(fs *flag.FlagSet) func(context.Context, *client.Client, string) (*client.Rollout, error) {
 				version := fs.String("version", "", "the candidate version (default: the current candidate)")
-				percent := optFloat(fs, "percent", "share of new actions for the candidate, 0 to 100")
+				percent := optFloat(fs, "percent", "share of the callers (API keys, by a hash of the name) whose new actions go to the candidate, 0 to 100")
 				var principals stringsFlag
 				fs.Var(&principals, "principal", "an API key name whose new actions all go to the candidate (repeatable)")
 				margin := optFloat(fs, "halt-margin", "halt when a rate of the candidate exceeds the default's by more than this fraction (default 0.05)")
@@ -359,7 +359,7 @@ func writeRolloutText(w io.Writer, r *client.Rollout) {
 		if len(c.Principals) > 0 {
 			who = ", and every new action of " + strings.Join(c.Principals, ", ")
 		}
-		fmt.Fprintf(w, "  canary:    %g%% of new actions%s; halts when a rate exceeds the default's by %s after %d actions each\n",
+		fmt.Fprintf(w, "  canary:    the new actions of %g%% of the callers%s; halts when a rate exceeds the default's by %s after %d actions each\n",
 			c.Percent, who, pctText(c.HaltMargin), c.HaltMinSample)
 	}
 	if r.UpdatedAt != nil {
@@ -455,7 +455,7 @@ func writeRolloutMarkdown(w io.Writer, r *client.Rollout) {
 		if len(c.Principals) > 0 {
 			who = " and every new action of " + strings.Join(c.Principals, ", ")
 		}
-		fmt.Fprintf(w, "| canary | %g%% of new actions%s; halt margin %s after %d actions |\n", c.Percent, mdCell(who), pctText(c.HaltMargin), c.HaltMinSample)
+		fmt.Fprintf(w, "| canary | the new actions of %g%% of the callers%s; halt margin %s after %d actions |\n", c.Percent, mdCell(who), pctText(c.HaltMargin), c.HaltMinSample)
 	}
 	fmt.Fprintln(w, "\n| version | role | deprecation |\n|---|---|---|")
 	for _, v := range r.Versions {
