@@ -34,6 +34,13 @@ type Action struct {
 	UpdatedAt     time.Time      `json:"updated_at"`
 	LastSentAt    *time.Time     `json:"last_sent_at,omitempty"`
 	UnknownSince  *time.Time     `json:"unknown_since,omitempty"`
+	// Owner is the owner of the action's tool (its owner.yaml), "" when the
+	// tool names none.
+	Owner string `json:"owner,omitempty"`
+	// Assignee is who works the action now and AssignedAt since when
+	// (POST /v1/actions/{action_id}/assign); empty when nobody does.
+	Assignee   string     `json:"assignee,omitempty"`
+	AssignedAt *time.Time `json:"assigned_at,omitempty"`
 	// Tombstone marks a terminal action past retention: its arguments and
 	// result body were purged; its key is refused until it is forgotten.
 	Tombstone bool `json:"tombstone,omitempty"`
@@ -65,6 +72,19 @@ type Transition struct {
 	// ProviderTransition marks an entry that records a change of provider
 	// route, not of state (from equals to).
 	ProviderTransition *ProviderTransition `json:"provider_transition,omitempty"`
+	// Assignment marks an entry that records an assignment change, not a
+	// change of state (from equals to).
+	Assignment *AssignmentChange `json:"assignment,omitempty"`
+}
+
+// AssignmentChange is an assignment entry of an action's history: the new
+// assignee ("" when released), the previous one, whether it was taken over
+// from another assignee, and the operator's note.
+type AssignmentChange struct {
+	Assignee string `json:"assignee"`
+	Previous string `json:"previous,omitempty"`
+	TakeOver bool   `json:"take_over,omitempty"`
+	Note     string `json:"note,omitempty"`
 }
 
 // ProviderTransition is a call for the action that came through another
@@ -132,6 +152,22 @@ type ResultInput struct {
 // NoteRequest is the body of POST /v1/actions/{action_id}/approve and /deny.
 type NoteRequest struct {
 	Note string `json:"note,omitempty"`
+}
+
+// AssignRequest is the body of POST /v1/actions/{action_id}/assign. An empty
+// Assignee is the caller's key name; TakeOver takes an action another
+// assignee holds.
+type AssignRequest struct {
+	Assignee string `json:"assignee,omitempty"`
+	Note     string `json:"note,omitempty"`
+	TakeOver bool   `json:"take_over,omitempty"`
+}
+
+// UnassignRequest is the body of POST /v1/actions/{action_id}/unassign.
+// TakeOver releases an action another assignee holds.
+type UnassignRequest struct {
+	Note     string `json:"note,omitempty"`
+	TakeOver bool   `json:"take_over,omitempty"`
 }
 
 // Problem is an RFC 9457 problem detail with toolgate's stable code (SPEC 3),

@@ -154,6 +154,28 @@ func (c *Client) Deny(ctx context.Context, id, note string) (*Action, error) {
 	return c.action(ctx, http.MethodPost, id, "/deny", api.NoteRequest{Note: note})
 }
 
+// AssignOptions is an assignment change: the assignee (Assign: "" means the
+// key's name), a note, and TakeOver to take or release an action another
+// assignee holds.
+type AssignOptions struct {
+	Assignee string
+	Note     string
+	TakeOver bool
+}
+
+// Assign records who works an unknown action or one awaiting approval. An
+// action another assignee holds is refused with a 409 action_assigned
+// *Problem unless o.TakeOver. Assignment never changes the action's state.
+func (c *Client) Assign(ctx context.Context, id string, o AssignOptions) (*Action, error) {
+	return c.action(ctx, http.MethodPost, id, "/assign", api.AssignRequest{Assignee: o.Assignee, Note: o.Note, TakeOver: o.TakeOver})
+}
+
+// Unassign releases an action's assignment (o.Assignee is ignored); another
+// assignee's needs o.TakeOver.
+func (c *Client) Unassign(ctx context.Context, id string, o AssignOptions) (*Action, error) {
+	return c.action(ctx, http.MethodPost, id, "/unassign", api.UnassignRequest{Note: o.Note, TakeOver: o.TakeOver})
+}
+
 func (c *Client) action(ctx context.Context, method, id, suffix string, body any) (*Action, error) {
 	if id == "" {
 		return nil, errors.New("client: empty action id")

@@ -208,6 +208,21 @@ func TestOperatorDecisions(t *testing.T) {
 	if err != nil || a.State != "unknown" {
 		t.Fatalf("reconcile within settle_after: %+v %v", a, err)
 	}
+	a, err = c.Assign(ctx, "client-unknown-1", client.AssignOptions{Note: "on it"})
+	if err != nil || a.State != "unknown" || a.Assignee == "" || a.AssignedAt == nil || a.Owner != "payment-platform" {
+		t.Fatalf("assign: %+v %v", a, err)
+	}
+	if h := a.History[len(a.History)-1]; h.Assignment == nil || h.Assignment.Assignee != a.Assignee || h.Assignment.Note != "on it" {
+		t.Fatalf("assignment entry %+v", h)
+	}
+	_, err = c.Assign(ctx, "client-unknown-1", client.AssignOptions{Assignee: "someone-else"})
+	wantProblem(t, err, 409, "action_assigned")
+	if a, err = c.Assign(ctx, "client-unknown-1", client.AssignOptions{Assignee: "someone-else", TakeOver: true}); err != nil || a.Assignee != "someone-else" {
+		t.Fatalf("take over: %+v %v", a, err)
+	}
+	if a, err = c.Unassign(ctx, "client-unknown-1", client.AssignOptions{TakeOver: true}); err != nil || a.Assignee != "" {
+		t.Fatalf("unassign: %+v %v", a, err)
+	}
 	_, err = c.Resolve(ctx, "client-unknown-1", "maybe", "", nil)
 	wantProblem(t, err, 400, "malformed_request")
 	a, err = c.Resolve(ctx, "client-unknown-1", client.OutcomeSucceeded, "seen in the refund console",
@@ -221,6 +236,8 @@ func TestOperatorDecisions(t *testing.T) {
 	}
 	_, err = c.Resolve(ctx, "client-unknown-1", client.OutcomeRejected, "", nil)
 	wantProblem(t, err, 409, "action_not_resolvable")
+	_, err = c.Assign(ctx, "client-unknown-1", client.AssignOptions{})
+	wantProblem(t, err, 409, "action_not_assignable")
 	if e.sb.EffectCount() != 1 {
 		t.Errorf("effects %d", e.sb.EffectCount())
 	}

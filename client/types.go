@@ -48,6 +48,8 @@ type (
 	Transition = api.Transition
 	// ProviderCall is a provider's tool-call id stored as evidence.
 	ProviderCall = api.ProviderCall
+	// AssignmentChange is an assignment entry of an action's history.
+	AssignmentChange = api.AssignmentChange
 	// Problem is a refusal from the gateway: an RFC 9457 problem with
 	// toolgate's stable code. An answer that is not problem+json becomes a
 	// Problem with code "unexpected_response" and the start of the body as

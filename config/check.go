@@ -138,6 +138,23 @@ func Check(c *Config, reg *contract.Registry) []Problem {
 				}
 			}
 		}
+		// body_arg and body_omit name top-level parameters, as {args.FIELD} does.
+		names := map[string][]string{"body_omit": b.BodyOmit}
+		if b.BodyArg != "" {
+			names["body_arg"] = []string{b.BodyArg}
+		}
+		for _, fieldName := range sortedKeys(names) {
+			for _, arg := range names[fieldName] {
+				if arg == "" || strings.Contains(arg, ".") {
+					continue
+				}
+				for _, msg := range checkArgsField(t, arg) {
+					path := "bindings." + id + "." + fieldName
+					out = append(out, c.problem(SeverityError, RuleTemplate, c.bindingLine(id, fieldName), path,
+						fmt.Sprintf("%s: %s: %s", path, arg, msg)))
+				}
+			}
+		}
 	}
 	if c.Auth != nil {
 		for i, k := range c.Auth.Keys {

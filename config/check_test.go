@@ -48,6 +48,10 @@ func TestCheckAgainstRegistry(t *testing.T) {
 		{"args field missing from one version", strings.Replace(bindAll, "requests/{args.order_id}", "requests/{args.approval_channel}", 1), []string{
 			`toolgate.yaml:7: bindings.refund.create_request.url: {args.approval_channel}: approval_channel is not a top-level parameter of refund.create_request v2.1.0`,
 		}},
+		{"body_omit and body_arg name parameters", strings.Replace(bindAll, "    url: http://127.0.0.1:9090/requests/{args.order_id}\n", "    url: http://127.0.0.1:9090/requests/{args.order_id}\n    body: form\n    body_omit: [order_id, ordr_id]\n", 1), []string{
+			`toolgate.yaml:9: bindings.refund.create_request.body_omit: ordr_id: ordr_id is not a top-level parameter of refund.create_request v2.1.0; did you mean "order_id"?`,
+			`toolgate.yaml:9: bindings.refund.create_request.body_omit: ordr_id: ordr_id is not a top-level parameter of refund.create_request v2.2.0; did you mean "order_id"?`,
+		}},
 		{"nested args field of a scalar", strings.Replace(bindAll, "orders/{args.order_id}\n", "orders/{args.order_id.x}\n", 1), nil},
 		{"api key allowed a missing tool", bindAll + "auth:\n  keys:\n    - name: cs\n      key_sha256: " + HashKey("k") + "\n      tenant: acme\n      role: agent\n      tools: [payments.issue_refund, refund.create_requst]\n", []string{
 			`toolgate.yaml:17: auth.keys[0].tools[1]: no tool "refund.create_requst"; did you mean "refund.create_request"? (key cs would be allowed a tool that does not exist)`,

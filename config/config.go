@@ -58,10 +58,16 @@ const (
 
 // Config is the whole gateway configuration.
 type Config struct {
-	Listen             string        `yaml:"listen"`              // default 127.0.0.1:8080
-	ToolsDir           string        `yaml:"tools_dir"`           // default ./agent-tools
-	Ledger             string        `yaml:"ledger"`              // sqlite://PATH or postgres://…; default sqlite://./toolgate.db
-	LedgerHA           bool          `yaml:"ledger_ha"`           // true: refuse to start on PostgreSQL without a synchronous standby; default false
+	Listen   string `yaml:"listen"`    // default 127.0.0.1:8080
+	ToolsDir string `yaml:"tools_dir"` // default ./agent-tools
+	Ledger   string `yaml:"ledger"`    // sqlite://PATH or postgres://…; default sqlite://./toolgate.db
+	LedgerHA bool   `yaml:"ledger_ha"` // true: refuse to start on PostgreSQL without a synchronous standby; default false
+	// ReplicaID is this gateway's stable identity on a shared (PostgreSQL)
+	// ledger: unique among the running gateways, the same across restarts
+	// (a StatefulSet pod name). With it, the claims a crashed process left
+	// running become unknown as soon as the replica is back, not after
+	// their lease. Default: none (claims of a lost process wait for the lease).
+	ReplicaID          string        `yaml:"replica_id"`
 	Retention          time.Duration `yaml:"retention"`           // default 168h
 	TombstoneRetention time.Duration `yaml:"tombstone_retention"` // default 720h
 	JoinTimeout        time.Duration `yaml:"join_timeout"`        // default 5s
@@ -128,7 +134,31 @@ type Binding struct {
 	HoldAfter          time.Duration `yaml:"hold_after"` // default 15m
 	RequireApproval    bool          `yaml:"require_approval"`
 	SettleAfter        time.Duration `yaml:"settle_after"` // default 10s
+	// Body is how the arguments go downstream: json (the default), form
+	// (application/x-www-form-urlencoded) or none. BodyArg sends one
+	// argument as the whole body; BodyOmit leaves arguments out of it (the
+	// ones the URL carries); FormEncoding says how a form writes a field.
+	Body         string                  `yaml:"body"`
+	BodyArg      string                  `yaml:"body_arg"`
+	BodyOmit     []string                `yaml:"body_omit"`
+	FormEncoding map[string]FormEncoding `yaml:"form_encoding"`
 }
+
+// FormEncoding is how a form body writes one argument (OpenAPI 3's encoding
+// object): style form (default), spaceDelimited, pipeDelimited or
+// deepObject; explode (default true for form); content_type
+// application/json writes the value as JSON text.
+type FormEncoding struct {
+	Style       string `yaml:"style"`
+	Explode     *bool  `yaml:"explode"`
+	ContentType string `yaml:"content_type"`
+}
+
+// BodyModes are the values of a binding's body.
+var BodyModes = []string{"json", "form", "none"}
+
+// FormStyles are the values of form_encoding's style.
+var FormStyles = []string{"form", "spaceDelimited", "pipeDelimited", "deepObject"}
 
 // Endpoint is a URL template, or (for an MCP binding's lookup) a tool of the upstream
 // MCP server.
@@ -367,6 +397,9 @@ func orList(items []string) string {
 	return strings.Join(items[:len(items)-1], ", ") + " or " + items[len(items)-1]
 }
 
+// replicaIDPattern is what replica_id may be.
+var replicaIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
 // check finds the problems a configuration has on its own (without the tools directory).
 func (c *Config) check() []Problem {
 	var out []Problem
@@ -380,6 +413,11 @@ func (c *Config) check() []Problem {
 		bad("ledger", "%v", err)
 	} else if c.LedgerHA && l.Kind != "postgres" {
 		bad("ledger_ha", "true needs a postgres:// ledger with a synchronous standby; %s has no standby", l.Kind)
+	} else if c.ReplicaID != "" && l.Kind != "postgres" {
+		bad("replica_id", "needs a postgres:// ledger: a %s ledger has one gateway, whose running claims become unknown at every start", l.Kind)
+	}
+	if c.ReplicaID != "" && !replicaIDPattern.MatchString(c.ReplicaID) {
+		bad("replica_id", "%q must be 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit", c.ReplicaID)
 	}
 	if c.TombstoneRetention < c.Retention {
 		path := "tombstone_retention"
@@ -480,6 +518,30 @@ func (c *Config) checkBinding(id string, b Binding) []Problem {
 	for i, s := range b.NotStartedStatuses {
 		if s < 500 || s > 599 {
 			bad(fmt.Sprintf("not_started_statuses[%d]", i), "%d is not a 5xx status (only a 5xx answer can prove nothing was done)", s)
+		}
+	}
+	if b.Body != "" && !contains(BodyModes, b.Body) {
+		bad("body", "%s", oneOf("body", b.Body, BodyModes))
+	}
+	if b.MCP != nil && (b.Body != "" || b.BodyArg != "" || len(b.BodyOmit) > 0 || len(b.FormEncoding) > 0) {
+		bad("body", "body, body_arg, body_omit and form_encoding are for HTTP bindings (url:); an upstream MCP tool takes the arguments as they are")
+	}
+	if b.Body == "none" && (b.BodyArg != "" || len(b.BodyOmit) > 0) {
+		bad("body", "body: none sends no body, so body_arg and body_omit have nothing to shape")
+	}
+	if b.BodyArg != "" && len(b.BodyOmit) > 0 {
+		bad("body_omit", "with body_arg the body is that one argument: body_omit has nothing to leave out")
+	}
+	if len(b.FormEncoding) > 0 && b.Body != "form" {
+		bad("form_encoding", "form_encoding is for body: form")
+	}
+	for _, name := range sortedKeys(b.FormEncoding) {
+		e := b.FormEncoding[name]
+		if e.Style != "" && !contains(FormStyles, e.Style) {
+			bad("form_encoding."+name+".style", "%s", oneOf("style", e.Style, FormStyles))
+		}
+		if e.ContentType != "" && e.ContentType != "application/json" {
+			bad("form_encoding."+name+".content_type", "%q: the one content type a form field takes is application/json (the value as JSON text)", e.ContentType)
 		}
 	}
 	if b.MCP == nil && b.Lookup.MCPTool != "" {
@@ -590,4 +652,13 @@ func sortedIDs[V any](m map[string]V) []string {
 	}
 	sort.Strings(ids)
 	return ids
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }

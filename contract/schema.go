@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+	"github.com/toolgate/toolgate/internal/jsonschemax"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
 )
@@ -85,17 +85,6 @@ func ParseSchema(path string, data []byte) (*Schema, []Problem) {
 	return s, nil
 }
 
-// regexFormat asserts "format": "regex" (the schema library knows no such format): the
-// value must compile as a regular expression.
-var regexFormat = &jsonschema.Format{Name: "regex", Validate: func(v any) error {
-	s, ok := v.(string)
-	if !ok {
-		return nil
-	}
-	_, err := regexp.Compile(s)
-	return err
-}}
-
 // noLoader refuses every external reference: contracts must be self-contained.
 type noLoader struct{}
 
@@ -118,8 +107,7 @@ func compileSchemaValue(doc any, url string) (*Schema, error) {
 func compileWith(doc any, url string, withNotes bool) (*Schema, error) {
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
-	c.AssertFormat()
-	c.RegisterFormat(regexFormat)
+	jsonschemax.Configure(c) // ECMA-262 patterns with a time limit, formats by their RFCs
 	c.UseLoader(noLoader{})
 	var n *notes
 	if withNotes {
@@ -132,7 +120,7 @@ func compileWith(doc any, url string, withNotes bool) (*Schema, error) {
 	}
 	s, err := c.Compile(url)
 	if err != nil {
-		return nil, errors.New(strings.ReplaceAll(err.Error(), url, "schema"))
+		return nil, explainCompile(doc, url, err)
 	}
 	return &Schema{s: s, notes: n}, nil
 }
@@ -141,9 +129,20 @@ func compileWith(doc any, url string, withNotes bool) (*Schema, error) {
 // then code, then detail. A nil result means v is valid.
 func (s *Schema) Validate(v any) (errs []FieldError) {
 	defer func() {
-		// The schema library panics on numbers outside big.Rat's reach; DecodeJSON refuses
-		// them, but values decoded some other way must not crash the gateway.
-		if recover() != nil {
+		// A pattern match that runs past jsonschemax.MatchTimeout stops with a panic (the
+		// library's Regexp has no error result): the value is refused, never guessed.
+		// The schema library also panics on numbers outside big.Rat's reach; DecodeJSON
+		// refuses them, but values decoded some other way must not crash the gateway.
+		if r := recover(); r != nil {
+			if pt, ok := jsonschemax.Recovered(r); ok {
+				limit := "its backtracking limit"
+				if pt.Limit == "time" {
+					limit = "its time limit (" + jsonschemax.MatchTimeout.String() + ")"
+				}
+				errs = []FieldError{{Pointer: "", Code: "pattern", Detail: fmt.Sprintf(
+					"could not be checked: matching the pattern %s hit %s, so the value is refused", jsonText(pt.Pattern), limit)}}
+				return
+			}
 			errs = []FieldError{{Pointer: "", Code: "invalid", Detail: "the value cannot be validated (a number is out of range?)"}}
 		}
 	}()
@@ -155,6 +154,7 @@ func (s *Schema) Validate(v any) (errs []FieldError) {
 	if !errors.As(err, &ve) {
 		return []FieldError{{Pointer: "", Code: "invalid", Detail: err.Error()}}
 	}
+	jsonschemax.FixLocations(v, ve)
 	var out []FieldError
 	collect(ve, v, &out)
 	sortFieldErrors(out)
@@ -189,7 +189,7 @@ func dedupe(errs []FieldError) []FieldError {
 // reported once at their own location: listing every branch's errors misleads more than it helps.
 func collect(e *jsonschema.ValidationError, root any, out *[]FieldError) {
 	switch e.ErrorKind.(type) {
-	case *kind.AnyOf, *kind.OneOf, *kind.Contains, *kind.PropertyNames:
+	case *kind.AnyOf, *kind.OneOf, *kind.Contains, *kind.PropertyNames, *jsonschemax.UnplacedPropertyName:
 		*out = append(*out, leafErrors(e, root)...)
 		return
 	}
@@ -289,6 +289,8 @@ func leafErrors(e *jsonschema.ValidationError, root any) []FieldError {
 		return one("format", "must be a valid "+k.Want)
 	case *kind.PropertyNames:
 		return []FieldError{{at + Pointer(k.Property), "propertyNames", "is not an allowed property name"}}
+	case *jsonschemax.UnplacedPropertyName:
+		return one("propertyNames", "holds an object with a property name that is not allowed")
 	case *kind.AnyOf:
 		return one("anyOf", "must match at least one of the allowed schemas")
 	case *kind.OneOf:

@@ -135,13 +135,40 @@ func (s *Server) denyAction(w http.ResponseWriter, r *http.Request, p *Principal
 	return writeJSON(w, http.StatusOK, s.renderAction(a))
 }
 
+// assignAction serves POST /v1/actions/{action_id}/assign.
+func (s *Server) assignAction(w http.ResponseWriter, r *http.Request, p *Principal) error {
+	var body api.AssignRequest
+	if err := s.decodeBody(w, r, &body, true); err != nil {
+		return err
+	}
+	a, err := s.calls.Assign(r.Context(), p, r.PathValue("action_id"), body.Assignee, body.Note, body.TakeOver)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, s.renderAction(a))
+}
+
+// unassignAction serves POST /v1/actions/{action_id}/unassign.
+func (s *Server) unassignAction(w http.ResponseWriter, r *http.Request, p *Principal) error {
+	var body api.UnassignRequest
+	if err := s.decodeBody(w, r, &body, true); err != nil {
+		return err
+	}
+	a, err := s.calls.Unassign(r.Context(), p, r.PathValue("action_id"), body.Note, body.TakeOver)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, s.renderAction(a))
+}
+
 // actionView is an action as every read shows it (SPEC 3.2: get, list, the
 // dashboard, the operator endpoints' answers, and so the CLI): the wire
 // record, with the x-sensitive values of the result masked by the contract
 // version the action ran under, and the stored arguments masked alike (only
-// the dashboard shows them). The texts kept beside them — history notes,
-// provider evidence, correlation id — are scrubbed of the action's sensitive
-// values (decisionlog.Masker.Scrubber). A result body that is not JSON cannot
+// the dashboard shows them). The texts kept beside them — history notes
+// (assignment notes and assignees among them), provider evidence,
+// correlation id — are scrubbed of the action's sensitive values
+// (decisionlog.Masker.Scrubber). A result body that is not JSON cannot
 // be masked by pointer: it is scrubbed, and erased whole when the version
 // marks any result value sensitive.
 type actionView struct {
@@ -186,6 +213,10 @@ func (s *Server) viewAction(a *ledger.Action) actionView {
 		ProviderCalls: make([]api.ProviderCall, len(a.ProviderCalls)), History: make([]api.Transition, len(a.History)),
 		CorrelationID: scrub(a.CorrelationID), Scope: scrub(a.Scope), PolicyVersion: scrub(a.PolicyVersion),
 		CreatedAt: a.CreatedAt, UpdatedAt: a.UpdatedAt, LastSentAt: timePtr(a.LastSentAt), UnknownSince: timePtr(a.UnknownSince),
+		Owner: s.calls.Owner(a),
+	}
+	if as := a.Assignment(); as.Assignee != "" {
+		v.Assignee, v.AssignedAt = scrub(as.Assignee), timePtr(as.At)
 	}
 	v.ProviderCallsOmitted = a.ProviderCallsOmitted
 	for i, pc := range a.ProviderCalls {
@@ -199,6 +230,10 @@ func (s *Server) viewAction(a *ledger.Action) actionView {
 				To:          api.ProviderRoute{Name: scrub(pt.To.Name), Route: scrub(pt.To.Route)},
 				ActionState: string(pt.State), Reason: scrub(pt.Reason),
 			}
+		}
+		if ch := t.Assignment; ch != nil {
+			v.History[i].Assignment = &api.AssignmentChange{Assignee: scrub(ch.Assignee), Previous: scrub(ch.Previous),
+				TakeOver: ch.TakeOver, Note: scrub(ch.Note)}
 		}
 	}
 	if a.History == nil {

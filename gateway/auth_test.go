@@ -35,6 +35,8 @@ var endpoints = []struct {
 	{"POST", "/v1/actions/auth-act-0001/resolve", `{"outcome":"succeeded"}`, true},
 	{"POST", "/v1/actions/auth-act-0001/approve", `{}`, true},
 	{"POST", "/v1/actions/auth-act-0001/deny", `{}`, true},
+	{"POST", "/v1/actions/auth-act-0001/assign", `{}`, true},
+	{"POST", "/v1/actions/auth-act-0001/unassign", `{}`, true},
 	{"GET", "/metrics", ``, true},
 }
 

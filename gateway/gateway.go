@@ -52,8 +52,14 @@ type Config struct {
 	Upstream toolcall.Invoker
 	Drift    func(toolID string) string
 	// ReadyDetail adds lines to /readyz (after "ready"), such as the upstream
-	// tools stopped by drift. Default none.
+	// tools stopped by drift. Default none. Like every detail line of
+	// /readyz, they are shown only to an operator key (without keys, on a
+	// loopback host name); anyone else reads the bare status.
 	ReadyDetail func() []string
+	// Redact scrubs configured secrets (upstream credentials) from the
+	// texts the gateway writes of its own accord, such as /readyz's lines.
+	// Default none.
+	Redact func(string) string
 	// JoinTimeout is how long a duplicate waits for a running action.
 	// Default toolcall.DefaultJoinTimeout.
 	JoinTimeout time.Duration
@@ -264,6 +270,8 @@ func (s *Server) routes() {
 	h("POST /v1/actions/{action_id}/resolve", operators, s.resolveAction)
 	h("POST /v1/actions/{action_id}/approve", operators, s.approveAction)
 	h("POST /v1/actions/{action_id}/deny", operators, s.denyAction)
+	h("POST /v1/actions/{action_id}/assign", operators, s.assignAction)
+	h("POST /v1/actions/{action_id}/unassign", operators, s.unassignAction)
 	m.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.Write([]byte("ok\n"))
@@ -282,7 +290,8 @@ func (s *Server) routes() {
 	s.uiRoutes(m)
 	for _, p := range []string{"/v1/tools/{tool_id}/calls", "/v1/actions/{action_id}", "/v1/actions/{action_id}/calls",
 		"/v1/actions", "/v1/actions/{action_id}/reconcile", "/v1/actions/{action_id}/resolve",
-		"/v1/actions/{action_id}/approve", "/v1/actions/{action_id}/deny", "/healthz", "/readyz", "/metrics"} {
+		"/v1/actions/{action_id}/approve", "/v1/actions/{action_id}/deny",
+		"/v1/actions/{action_id}/assign", "/v1/actions/{action_id}/unassign", "/healthz", "/readyz", "/metrics"} {
 		m.HandleFunc(p, methodNotAllowed)
 	}
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
@@ -375,17 +384,54 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request, _ *Principal) er
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
 	d, err := s.calls.Ready(ctx)
+	detail := s.readyDetailFor(r)
 	if err != nil {
-		return err
-	}
-	var extra strings.Builder
-	if s.cfg.ReadyDetail != nil {
-		for _, line := range s.cfg.ReadyDetail() {
-			extra.WriteString(line + "\n")
+		if p := toolcall.ProblemOf(err); p != nil && !detail {
+			// Why the ledger is not ready (its standbys, another replica's
+			// lock) is a detail: the status, the code and Retry-After stay.
+			bare := *p
+			bare.Detail = "the gateway is not ready; an operator key reads why"
+			return &bare
 		}
+		return err // a problem of toolgate's own words, without its cause
 	}
-	extra.WriteString(s.reload.readyLine())
+	lines := []string{"ready"}
+	if detail {
+		lines = append(lines, s.readyLines(d)...)
+	}
+	text := strings.Join(lines, "\n") + "\n"
+	if s.cfg.Redact != nil {
+		text = s.cfg.Redact(text)
+	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	w.Write([]byte("ready\n" + durabilityLines(d) + extra.String()))
+	w.Write([]byte(text))
 	return nil
+}
+
+// readyDetailFor says whether r may read /readyz's detail lines (tool ids,
+// upstream addresses, drift reasons, the ledger's durability): with keys,
+// only with an operator key; without keys, only on a loopback host name
+// (as every other endpoint then). Anyone else reads the bare status.
+func (s *Server) readyDetailFor(r *http.Request) bool {
+	if s.noAuth != nil {
+		return r.Host == "" || loopbackHost(r.Host)
+	}
+	p := s.authenticate(r.Header)
+	return p != nil && p.Operator()
+}
+
+// readyLines are /readyz's detail lines after "ready", one source after
+// the other: the ledger's durability, then ReadyDetail's.
+func (s *Server) readyLines(d *ledger.Durability) []string {
+	var out []string
+	if dl := durabilityLines(d); dl != "" {
+		out = append(out, strings.Split(strings.TrimSuffix(dl, "\n"), "\n")...)
+	}
+	if s.cfg.ReadyDetail != nil {
+		out = append(out, s.cfg.ReadyDetail()...)
+	}
+	if line := s.reload.readyLine(); line != "" {
+		out = append(out, strings.TrimSuffix(line, "\n"))
+	}
+	return out
 }

@@ -60,11 +60,15 @@ func TestEveryEndpointIsTenantScoped(t *testing.T) {
 			{"POST", "/v1/actions/" + id + "/resolve", `{"outcome":"rejected","note":"globex"}`, oncall},
 			{"POST", "/v1/actions/" + id + "/approve", `{"note":"globex"}`, oncall},
 			{"POST", "/v1/actions/" + id + "/deny", `{"note":"globex"}`, oncall},
+			{"POST", "/v1/actions/" + id + "/assign", `{"note":"globex","take_over":true}`, oncall},
+			{"POST", "/v1/actions/" + id + "/unassign", `{"take_over":true}`, oncall},
 			{"GET", "/ui/api/actions/" + id, "", oncall},
 			{"POST", "/ui/api/actions/" + id + "/reconcile", "", dash},
 			{"POST", "/ui/api/actions/" + id + "/resolve", `{"outcome":"rejected"}`, dash},
 			{"POST", "/ui/api/actions/" + id + "/approve", `{}`, dash},
 			{"POST", "/ui/api/actions/" + id + "/deny", `{}`, dash},
+			{"POST", "/ui/api/actions/" + id + "/assign", `{"take_over":true}`, dash},
+			{"POST", "/ui/api/actions/" + id + "/unassign", `{"take_over":true}`, dash},
 		} {
 			s.do(tc.method, tc.path, tc.body, tc.headers...).wantProblem(t, 404, "action_not_found")
 		}

@@ -345,6 +345,8 @@ func leakOneContract(t *testing.T, h genSchema, m leakMarkers) {
 	want(call("approve", "POST", "/v1/actions/lk-appr-00001/approve", `{"note":"ok"}`, oncall...), 200, "approve")
 	want(call("deny", "POST", "/v1/actions/lk-deny-00001/deny", `{"note":"no"}`, oncall...), 200, "deny")
 	want(call("reconcile", "POST", "/v1/actions/lk-fail-00001/reconcile", ``, oncall...), 200, "reconcile")
+	// An assignment leaves every read as masked as before.
+	want(call("assign", "POST", "/v1/actions/lk-fail-00001/assign", `{"assignee":"alice","note":"checking the downstream"}`, oncall...), 200, "assign")
 
 	// Every read of every action.
 	c := client.New(s.url, secOncallAll, nil)

@@ -60,7 +60,7 @@ func NewMetrics(reg prometheus.Registerer, store ledger.Store) *Metrics {
 		DownstreamDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "toolgate_downstream_duration_seconds",
 			Help: "Time of each downstream attempt.", Buckets: buckets}, []string{"tool_id"}),
 		Reconciles: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "toolgate_reconcile_total",
-			Help: "Reconciliation steps by result (found, not_found, settling, unavailable, needs_operator, lease_expired)."}, []string{"result"}),
+			Help: "Reconciliation steps by result (found, not_found, settling, unavailable, needs_operator, lease_expired, own_claim, own_restart)."}, []string{"result"}),
 		DecisionLogDropped: prometheus.NewCounter(prometheus.CounterOpts{Name: "toolgate_decision_log_dropped_total",
 			Help: "Decision log records dropped: buffer full, unmaskable, write failed or after close."}),
 		ReconcileErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: "toolgate_reconcile_errors_total",
@@ -83,6 +83,9 @@ func newServerMetrics(cfg Config) *Metrics {
 	m := NewMetrics(cfg.Prometheus, cfg.Ledger.Store)
 	if m.ledger == nil {
 		return m
+	}
+	for _, t := range cfg.Registry.Tools() {
+		m.ledger.owners[t.ID] = t.Owner.Owner
 	}
 	for id, b := range cfg.Bindings {
 		if t := cfg.Registry.Tool(id); t != nil && !anyMutating(t.Versions) {
@@ -135,14 +138,17 @@ type ledgerCollector struct {
 	now       func() time.Time
 	holdAfter map[string]time.Duration // bound mutating tools
 	tenants   []string                 // whose approval queues are read
+	// owners is each registry tool's owner (owner.yaml): the owner label of
+	// the per-tool series, a bounded set that no caller can add to.
+	owners map[string]string
 
-	up, actions, holdAfterDesc, needsOperator, oldestUnknown, oldestApproval *prometheus.Desc
+	up, actions, holdAfterDesc, needsOperator, oldestUnknown, oldestUnassigned, oldestApproval *prometheus.Desc
 }
 
 func newLedgerCollector(store ledger.Store) *ledgerCollector {
-	tool := []string{"tool_id"}
+	tool := []string{"tool_id", "owner"}
 	return &ledgerCollector{
-		store: store, now: time.Now, holdAfter: map[string]time.Duration{},
+		store: store, now: time.Now, holdAfter: map[string]time.Duration{}, owners: map[string]string{},
 		up: prometheus.NewDesc("toolgate_ledger_up",
 			"1 when the ledger answered this scrape's reads, 0 when it did not (calls are answered 503 ledger_unavailable meanwhile).", nil, nil),
 		actions: prometheus.NewDesc("toolgate_actions",
@@ -153,13 +159,15 @@ func newLedgerCollector(store ledger.Store) *ledgerCollector {
 			"Unknown actions flagged needs_operator (the lookup stayed unanswered past hold_after), all tenants.", tool, nil),
 		oldestUnknown: prometheus.NewDesc("toolgate_oldest_unknown_age_seconds",
 			"Seconds since the oldest unknown action of the tool became unknown (0: none), all tenants.", tool, nil),
+		oldestUnassigned: prometheus.NewDesc("toolgate_oldest_unassigned_unknown_age_seconds",
+			"Seconds the oldest unknown action of the tool that nobody is assigned to has been so: unknown and unassigned since the later of becoming unknown and its last release (0: none), all tenants.", tool, nil),
 		oldestApproval: prometheus.NewDesc("toolgate_oldest_approval_age_seconds",
 			"Seconds the oldest action of the tool awaiting approval has waited (0: none), the tenants of the configured keys.", tool, nil),
 	}
 }
 
 func (c *ledgerCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.up, c.actions, c.holdAfterDesc, c.needsOperator, c.oldestUnknown, c.oldestApproval} {
+	for _, d := range []*prometheus.Desc{c.up, c.actions, c.holdAfterDesc, c.needsOperator, c.oldestUnknown, c.oldestUnassigned, c.oldestApproval} {
 		ch <- d
 	}
 }
@@ -169,7 +177,7 @@ func (c *ledgerCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
 	for id, d := range c.holdAfter {
-		gauge(c.holdAfterDesc, d.Seconds(), id)
+		gauge(c.holdAfterDesc, d.Seconds(), id, c.owners[id])
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), ScrapeTimeout)
 	defer cancel()
@@ -185,8 +193,9 @@ func (c *ledgerCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	now := c.now()
 	up := 1.0
-	if oldest, held, err := c.unknownAges(ctx, now, counts[ledger.Unknown]); err == nil {
+	if oldest, unassigned, held, err := c.unknownAges(ctx, now, counts[ledger.Unknown]); err == nil {
 		c.perTool(ch, c.oldestUnknown, oldest)
+		c.perTool(ch, c.oldestUnassigned, unassigned)
 		c.perTool(ch, c.needsOperator, held)
 	} else {
 		up = 0
@@ -200,30 +209,32 @@ func (c *ledgerCollector) Collect(ch chan<- prometheus.Metric) {
 }
 
 // perTool emits one series per bound tool (0 when v has none for it) and per
-// other tool v names.
+// other tool v names, each labelled with the tool's owner ("" for a tool
+// the registry does not know, which Prometheus shows as no owner label).
 func (c *ledgerCollector) perTool(ch chan<- prometheus.Metric, d *prometheus.Desc, v map[string]float64) {
 	for id := range c.holdAfter {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v[id], id)
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v[id], id, c.owners[id])
 	}
 	for id, x := range v {
 		if _, bound := c.holdAfter[id]; !bound {
-			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, x, id)
+			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, x, id, c.owners[id])
 		}
 	}
 }
 
 // unknownAges reads up to ScrapeUnknownLimit unknown actions of all tenants:
-// per tool, the age of the oldest and how many need an operator.
-func (c *ledgerCollector) unknownAges(ctx context.Context, now time.Time, count int64) (oldest, held map[string]float64, err error) {
-	oldest, held = map[string]float64{}, map[string]float64{}
+// per tool, the age of the oldest, how long the oldest nobody is assigned to
+// has been so, and how many need an operator.
+func (c *ledgerCollector) unknownAges(ctx context.Context, now time.Time, count int64) (oldest, unassigned, held map[string]float64, err error) {
+	oldest, unassigned, held = map[string]float64{}, map[string]float64{}, map[string]float64{}
 	if count == 0 {
-		return oldest, held, nil
+		return oldest, unassigned, held, nil
 	}
 	// DueChecks with a time past every check is every unknown action, most
 	// overdue first: a plain read on every store.
 	list, err := c.store.DueChecks(ctx, now.Add(100*365*24*time.Hour), ScrapeUnknownLimit)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	for _, a := range list {
 		if a.State != ledger.Unknown {
@@ -234,11 +245,28 @@ func (c *ledgerCollector) unknownAges(ctx context.Context, now time.Time, count 
 			since = a.UpdatedAt
 		}
 		keepOldest(oldest, a.ToolID, now.Sub(since))
+		if a.Assignment().Assignee == "" {
+			keepOldest(unassigned, a.ToolID, now.Sub(unassignedSince(a, since)))
+		}
 		if a.NeedsOperator {
 			held[a.ToolID]++
 		}
 	}
-	return oldest, held, nil
+	return oldest, unassigned, held, nil
+}
+
+// unassignedSince is when an unknown action nobody works began to wait for
+// someone: when it became unknown, or its last release when that is later.
+func unassignedSince(a *ledger.Action, unknownSince time.Time) time.Time {
+	for i := len(a.History) - 1; i >= 0; i-- {
+		if a.History[i].Assignment != nil {
+			if at := a.History[i].At; at.After(unknownSince) {
+				return at
+			}
+			break
+		}
+	}
+	return unknownSince
 }
 
 // approvalAges reads the approval queue of each tenant (up to
@@ -277,10 +305,11 @@ func keepOldest(oldest map[string]float64, tool string, age time.Duration) {
 }
 
 // waitingSince is when a awaiting approval began to wait: its last move into
-// awaiting_approval, or its creation.
+// awaiting_approval (not a note beside it: an assignment or a provider
+// transition), or its creation.
 func waitingSince(a *ledger.Action) time.Time {
 	for i := len(a.History) - 1; i >= 0; i-- {
-		if a.History[i].To == ledger.AwaitingApproval {
+		if h := &a.History[i]; h.StateChange() && h.To == ledger.AwaitingApproval {
 			return a.History[i].At
 		}
 	}

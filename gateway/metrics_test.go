@@ -48,7 +48,7 @@ func TestMetricsForAlerts(t *testing.T) {
 	}
 	if fams := g.families(); fams["toolgate_hold_after_seconds"] != nil {
 		for _, m := range fams["toolgate_hold_after_seconds"].GetMetric() {
-			if m.GetLabel()[0].GetValue() == "orders.get_order" {
+			if labelOf(m, "tool_id") == "orders.get_order" {
 				t.Errorf("a read-only tool has a hold_after gauge")
 			}
 		}

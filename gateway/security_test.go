@@ -189,11 +189,14 @@ func TestReadsHonourTheAllowList(t *testing.T) {
 		{"operator resolve", "POST", "/v1/actions/f5-depo-00001/resolve", `{"outcome":"rejected"}`, oncall},
 		{"operator approve", "POST", "/v1/actions/f5-depo-00001/approve", `{}`, oncall},
 		{"operator deny", "POST", "/v1/actions/f5-depo-00001/deny", `{}`, oncall},
+		{"operator assign", "POST", "/v1/actions/f5-depo-00001/assign", `{}`, oncall},
+		{"operator unassign", "POST", "/v1/actions/f5-depo-00001/unassign", `{}`, oncall},
 		{"dashboard detail", "GET", "/ui/api/actions/f5-depo-00001", "", oncall},
 		{"dashboard reconcile", "POST", "/ui/api/actions/f5-depo-00001/reconcile", "", dash},
 		{"dashboard resolve", "POST", "/ui/api/actions/f5-depo-00001/resolve", `{"outcome":"rejected"}`, dash},
 		{"dashboard approve", "POST", "/ui/api/actions/f5-depo-00001/approve", `{}`, dash},
 		{"dashboard deny", "POST", "/ui/api/actions/f5-depo-00001/deny", `{}`, dash},
+		{"dashboard assign", "POST", "/ui/api/actions/f5-depo-00001/assign", `{}`, dash},
 	}
 	for _, tc := range notFound {
 		t.Run(tc.name, func(t *testing.T) {

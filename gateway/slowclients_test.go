@@ -21,6 +21,7 @@ var bodyRoutes = []struct{ method, path string }{
 	{"POST", "/v1/actions/slow-act-0001/resolve"},
 	{"POST", "/v1/actions/slow-act-0001/approve"},
 	{"POST", "/v1/actions/slow-act-0001/deny"},
+	{"POST", "/v1/actions/slow-act-0001/assign"},
 	{"POST", "/v1/actions/slow-act-0001/reconcile"},
 	{"POST", "/v1/calls/openai"},
 	{"POST", "/v1/calls/anthropic"},

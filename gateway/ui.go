@@ -46,6 +46,8 @@ func (s *Server) uiRoutes(m *http.ServeMux) {
 	api("POST /ui/api/actions/{action_id}/resolve", s.resolveAction)
 	api("POST /ui/api/actions/{action_id}/approve", s.approveAction)
 	api("POST /ui/api/actions/{action_id}/deny", s.denyAction)
+	api("POST /ui/api/actions/{action_id}/assign", s.assignAction)
+	api("POST /ui/api/actions/{action_id}/unassign", s.unassignAction)
 	api("GET /ui/api/series", func(w http.ResponseWriter, r *http.Request, p *Principal) error {
 		q := r.URL.Query()
 		window, step := 900, 10

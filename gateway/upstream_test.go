@@ -115,7 +115,7 @@ func TestUpstreamDriftedOnEveryFrontEnd(t *testing.T) {
 	if r := u.ticket("up-drift-0001", ticketArgs); r.status != 200 || r.header.Get("Toolgate-Action-State") != "succeeded" {
 		t.Fatalf("before the change: %d %s", r.status, r.body)
 	}
-	if rz := u.do("GET", "/readyz", ""); rz.status != 200 || strings.Contains(string(rz.body), "upstream") {
+	if rz := u.do("GET", "/readyz", "", oncall...); rz.status != 200 || strings.Contains(string(rz.body), "upstream") {
 		t.Fatalf("readyz of a pinned, unchanged tool: %d %s", rz.status, rz.body)
 	}
 	openaiName := exportedName(t, u.rig, "openai", ticketTool, agent...)
@@ -164,9 +164,15 @@ func TestUpstreamDriftedOnEveryFrontEnd(t *testing.T) {
 	if n := u.up.Calls(); n != calls {
 		t.Fatalf("%d calls reached the stopped tool", n-calls)
 	}
-	rz := u.do("GET", "/readyz", "")
+	rz := u.do("GET", "/readyz", "", oncall...)
 	if rz.status != 200 || !strings.Contains(string(rz.body), "upstream "+ticketTool+": stopped (drifted)") {
 		t.Errorf("readyz: %d %s", rz.status, rz.body)
+	}
+	// Without an operator key, the bare status: no tool id, URL or reason.
+	for _, who := range [][]string{nil, agent} {
+		if rz := u.do("GET", "/readyz", "", who...); rz.status != 200 || string(rz.body) != "ready\n" {
+			t.Errorf("readyz with %v: %d %q, want the bare status", who, rz.status, rz.body)
+		}
 	}
 	metric := func() string {
 		m := u.do("GET", "/metrics", "", oncall...)
@@ -193,7 +199,7 @@ func TestUpstreamDriftedOnEveryFrontEnd(t *testing.T) {
 	if m := metric(); !strings.HasSuffix(m, " 0") {
 		t.Errorf("metric after accept: %q", m)
 	}
-	if rz := u.do("GET", "/readyz", ""); strings.Contains(string(rz.body), "upstream") {
+	if rz := u.do("GET", "/readyz", "", oncall...); strings.Contains(string(rz.body), "upstream") {
 		t.Errorf("readyz after accept: %s", rz.body)
 	}
 }

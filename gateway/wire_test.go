@@ -30,7 +30,9 @@ func wireActions() []*ledger.Action {
 		Result:        &ledger.Result{StatusCode: 201, ContentType: "application/json", Body: []byte(`{"refund_id":"re_1"}`)},
 		ProviderCalls: []ledger.ProviderCall{{Name: "openai", Route: "primary", CallID: "call_1", At: at}},
 		CorrelationID: "conv-1", Scope: "order:1", PolicyVersion: "p1", CreatedAt: at, UpdatedAt: at.Add(time.Minute),
-		History: []ledger.Transition{{From: ledger.Pending, To: ledger.Running, Reason: "claimed", By: "gateway", At: at}},
+		History: []ledger.Transition{{From: ledger.Pending, To: ledger.Running, Reason: "claimed", By: "gateway", At: at},
+			{From: ledger.Unknown, To: ledger.Unknown, Reason: "assigned to alice: on it", By: "operator:oncall", At: at.Add(time.Hour),
+				Assignment: &ledger.AssignmentChange{Assignee: "alice", Note: "on it"}}},
 	}
 	binary := &ledger.Action{Tenant: "acme", ID: "wire-key-0002", ToolID: "t", State: ledger.Rejected,
 		Result: &ledger.Result{StatusCode: 500, Body: []byte{0xff, 0x00}}, CreatedAt: at, UpdatedAt: at}
@@ -48,7 +50,8 @@ func wireServer(t *testing.T) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &Server{}
+	reg := testrig.Registry(t)
+	s := &Server{calls: toolcall.New(toolcall.Config{Registry: reg, Ledger: &ledger.Service{}})}
 	s.masksP.Store(m)
 	return s
 }

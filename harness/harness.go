@@ -61,6 +61,9 @@ type Config struct {
 	Rejoin          bool
 	// LedgerHA runs the replicas with ledger_ha: true.
 	LedgerHA bool
+	// FormBody binds the refund tool to the sandbox's form-encoded route
+	// (POST /form/refunds, body: form) instead of the JSON one.
+	FormBody bool
 
 	Actions    int     // distinct actions (keys)
 	Orders     int     // sandbox orders the refunds spread over
@@ -289,7 +292,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	rep.ResetsBefore, rep.ResetsAfter, rep.LateDeliveries, rep.Blackholed = ps.ResetsBefore, ps.ResetsAfter, ps.Late, ps.Blackholed
 	rep.NotForwarded = ps.Unavailable
 	rep.Requests = ld.requests.Load()
-	rep.DownstreamRequests = int64(sb.Requests("/refunds"))
+	rep.DownstreamRequests = int64(sb.Requests("/refunds") + sb.Requests("/form/refunds"))
 	check(rep, plans, led, effects)
 	rep.Duration = time.Since(began)
 	return rep, nil

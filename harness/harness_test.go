@@ -116,6 +116,25 @@ func TestBoundedSQLite(t *testing.T) {
 	requireClean(t, rep, 3)
 }
 
+// TestBoundedSQLiteForm: the same faults (resets before and after the
+// downstream, timeouts, late deliveries, 503s, kills, a partition) with the
+// refund tool bound to the sandbox's form-encoded route (body: form): retries
+// and unknown → lookup hold through a form binding too.
+func TestBoundedSQLiteForm(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real gateway processes")
+	}
+	t.Parallel()
+	rep := runHarness(t, Config{
+		Binary: binary(t), Replicas: 1, FormBody: true, Actions: 800, Duplicates: 0.3, Conflicts: 0.05, Rejects: 0.05,
+		Kills: 2, Partitions: 1, Faults: BoundedFaults(), Seed: 5,
+	})
+	requireClean(t, rep, 2)
+	if rep.DownstreamRequests == 0 {
+		t.Fatal("no request reached the form route")
+	}
+}
+
 // TestBoundedPostgres: three replicas sharing PostgreSQL, 2,000 actions,
 // three kills, one database restart, two partitions.
 func TestBoundedPostgres(t *testing.T) {

@@ -14,7 +14,7 @@ import (
 
 // Faults are the per-request fault rates of the proxy between the gateways
 // and the downstream. Rates are probabilities in [0, 1] and apply to the
-// effectful request (POST /refunds) only; lookups see latency and partitions.
+// effectful request (POST /refunds, or /form/refunds) only; lookups see latency and partitions.
 type Faults struct {
 	// MaxLatency is the upper bound of a uniform random delay added to every
 	// forwarded request, before it is forwarded.
@@ -184,7 +184,7 @@ func (pt *Port) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		reset(w)
 		return
 	}
-	d := p.decide(r.Method == http.MethodPost && r.URL.Path == "/refunds")
+	d := p.decide(r.Method == http.MethodPost && (r.URL.Path == "/refunds" || r.URL.Path == "/form/refunds"))
 	// The latency comes first, whatever the request's fate: a reset or a 503
 	// also takes its time. What was sent is delivered even if the gateway
 	// stops waiting: the network does not take a request back.

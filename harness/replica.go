@@ -143,6 +143,10 @@ func (r *replica) running() bool {
 
 // writeConfig writes the replica's toolgate.yaml.
 func writeConfig(path string, c *Config, listen, ledger, downstream string) error {
+	route, body := "/refunds", ""
+	if c.FormBody {
+		route, body = "/form/refunds", "    body: form\n"
+	}
 	cfg := fmt.Sprintf(`listen: %s
 tools_dir: %s
 ledger: %q
@@ -152,15 +156,15 @@ reconcile_interval: %s
 join_timeout: %s
 bindings:
   payments.issue_refund:
-    url: %s/refunds
+    url: %s%s
     timeout: %s
     lookup: {url: "%s/refunds/by-key/{downstream_key}"}
     max_attempts: %d
     not_started_statuses: [503]
     settle_after: %s
     hold_after: %s
-`, listen, c.ToolsDir, ledger, c.LedgerHA, c.Lease, c.ReconcileInterval, c.JoinTimeout,
-		downstream, c.DownstreamTimeout, downstream, c.MaxAttempts, c.SettleAfter, c.HoldAfter)
+%s`, listen, c.ToolsDir, ledger, c.LedgerHA, c.Lease, c.ReconcileInterval, c.JoinTimeout,
+		downstream, route, c.DownstreamTimeout, downstream, c.MaxAttempts, c.SettleAfter, c.HoldAfter, body)
 	return os.WriteFile(path, []byte(cfg), 0o600)
 }
 

@@ -1,6 +1,7 @@
 package importer
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
@@ -79,15 +80,31 @@ components:
 `)
 	f.Add(`{"openapi":"3.1.0","info":{"title":"Inventory","version":"1"},"paths":{"/items":{"get":{"operationId":"listItems","parameters":[{"name":"limit","in":"query","required":true,"schema":{"type":"integer","exclusiveMinimum":0}}],"responses":{"200":{"description":"ok","content":{"application/json":{"schema":{"type":"array","items":{"type":["string","null"]}}}}}}}}}}`)
 	f.Add(`{"openapi":"3.0.0","info":{"title":"t","version":"1"},"paths":{"/a":{"delete":{"responses":{"default":{"description":"x"}}}}}}`)
+	f.Add(opDoc(`{"$ref":"#/components/schemas/L0"}`, `"L0":{"type":"object","properties":{"a":{"$ref":"#/components/schemas/L1"},"b":{"$ref":"#/components/schemas/L1"}}},"L1":{"type":"object","properties":{"a":{"$ref":"#/components/schemas/L2"},"b":{"$ref":"#/components/schemas/L2"}}},"L2":{"type":"string"}`))
+	f.Add(opDoc(`{"$ref":"../../etc/passwd#/x"}`, ""))
+	f.Add(opDoc(`{"$ref":"#/components/schemas/A"}`, `"A":{"$ref":"#/components/schemas/B"},"B":{"$ref":"#/components/schemas/A"}`))
+	f.Add("openapi: 3.0.3\ninfo: {title: t, version: '1'}\npaths:\n  /a:\n    post:\n      requestBody: {content: {application/x-www-form-urlencoded: {schema: {type: object, properties: {m: {type: object}}}, encoding: {m: {style: deepObject}}}}}\n      responses: {'200': {description: ok}}\nx-a: &a [1, 2, 3]\nx-b: [*a, *a, *a]\n")
 	f.Fuzz(func(t *testing.T, doc string) {
 		if len(doc) > 64<<10 {
 			return
 		}
-		tools, err := FromOpenAPI([]byte(doc), filepath.Join(t.TempDir(), "fuzz.yaml"), nil, "", fuzzOpts)
+		start := time.Now()
+		res, err := FromOpenAPI(context.Background(), []byte(doc), filepath.Join(t.TempDir(), "fuzz.yaml"), nil, "", fuzzOpts)
+		// The bound a hostile document must stay within: a generous time
+		// (the machine may be loaded; an expansion takes minutes) and a
+		// contract no larger than a fixed multiple of the document.
+		if took := time.Since(start); took > 20*time.Second {
+			t.Fatalf("a %d-byte document took %v to import", len(doc), took)
+		}
 		if err != nil {
 			return
 		}
-		checkLoads(t, fmt.Sprintf("%.200q", doc), tools)
+		for _, tool := range res.Tools {
+			if n := len(marshal(tool.Schema)); n > 64*len(doc)+64<<10 {
+				t.Fatalf("a %d-byte document made a %d-byte contract", len(doc), n)
+			}
+		}
+		checkLoads(t, fmt.Sprintf("%.200q", doc), res.Tools)
 	})
 }
 

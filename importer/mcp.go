@@ -107,7 +107,8 @@ func fromMCPTool(url, ns string, lt *mcp.Tool, opts Options) (Tool, error) {
 		t.Binding["#"] = nil
 		delete(t.Binding, "#")
 	}
-	return t, checkContract(t)
+	err = checkContract(&t)
+	return t, err
 }
 
 // todos are the review to-dos of an imported contract: x-sensitive marks

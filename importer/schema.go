@@ -344,8 +344,56 @@ func (c *converter) format(out, m map[string]any, v any, p string) {
 // whether it takes undeclared properties: additionalProperties: false, or
 // unevaluatedProperties: false where allOf/anyOf/oneOf composes it (there
 // additionalProperties would refuse the properties the branches declare).
-// Members of an allOf are left open: their parent closes them.
+// Members of an allOf are left open: their parent closes them. So are the
+// tops of $defs entries: each place that refers to one closes it there
+// (unevaluatedProperties: false beside the $ref), unless it is an allOf
+// member, since one definition may be used in both places.
 func closeObjects(s any, allOfMember bool) any {
+	m, _ := s.(map[string]any)
+	defs, _ := m["$defs"].(map[string]any)
+	c := &closer{defs: defs, open: map[string]bool{}}
+	c.allOfRefs(s, false, 0)
+	return c.close(s, allOfMember)
+}
+
+// closer closes objects; open are the $defs entries an allOf member refers
+// to, whose tops stay open (each other place that refers to one closes it
+// with unevaluatedProperties: false beside the $ref).
+type closer struct {
+	defs map[string]any
+	open map[string]bool
+}
+
+func (c *closer) allOfRefs(s any, member bool, depth int) {
+	m, ok := s.(map[string]any)
+	if !ok || depth > 128 {
+		return
+	}
+	if ref, ok := m["$ref"].(string); ok && member {
+		if name, ok := strings.CutPrefix(ref, "#/$defs/"); ok {
+			c.open[name] = true
+		}
+	}
+	for _, k := range []string{"properties", "patternProperties", "$defs", "dependentSchemas"} {
+		if mm, ok := m[k].(map[string]any); ok {
+			for _, sub := range mm {
+				c.allOfRefs(sub, false, depth+1)
+			}
+		}
+	}
+	for _, k := range oneSchema {
+		c.allOfRefs(m[k], false, depth+1)
+	}
+	for _, k := range listSchema {
+		if list, ok := m[k].([]any); ok {
+			for _, sub := range list {
+				c.allOfRefs(sub, k == "allOf", depth+1)
+			}
+		}
+	}
+}
+
+func (c *closer) close(s any, allOfMember bool) any {
 	m, ok := s.(map[string]any)
 	if !ok {
 		return s
@@ -353,23 +401,24 @@ func closeObjects(s any, allOfMember bool) any {
 	for _, k := range []string{"properties", "patternProperties", "$defs", "dependentSchemas"} {
 		if mm, ok := m[k].(map[string]any); ok {
 			for name, sub := range mm {
-				mm[name] = closeObjects(sub, false)
+				mm[name] = c.close(sub, k == "$defs" && c.open[name])
 			}
 		}
 	}
 	for _, k := range oneSchema {
 		if sub, ok := m[k]; ok && k != "additionalProperties" && k != "unevaluatedProperties" {
-			m[k] = closeObjects(sub, false)
+			m[k] = c.close(sub, false)
 		}
 	}
 	for _, k := range listSchema {
 		if list, ok := m[k].([]any); ok {
 			for i, sub := range list {
-				list[i] = closeObjects(sub, k == "allOf")
+				list[i] = c.close(sub, k == "allOf")
 			}
 		}
 	}
-	if allOfMember || !isObject(m) {
+	_, ref := m["$ref"]
+	if allOfMember || !isObject(m) && !(ref && c.refersToObject(m)) {
 		return m
 	}
 	_, ap := m["additionalProperties"]
@@ -381,13 +430,40 @@ func closeObjects(s any, allOfMember bool) any {
 	_, all := m["allOf"]
 	_, anyOf := m["anyOf"]
 	_, one := m["oneOf"]
-	_, ref := m["$ref"]
 	if all || anyOf || one || ref {
 		m["unevaluatedProperties"] = false
 	} else {
 		m["additionalProperties"] = false
 	}
 	return m
+}
+
+// refersToObject reports whether a $ref names a $defs entry that is an
+// object schema which does not say what it does with undeclared properties.
+func (c *closer) refersToObject(m map[string]any) bool {
+	for range 8 {
+		ref, _ := m["$ref"].(string)
+		name, ok := strings.CutPrefix(ref, "#/$defs/")
+		if !ok || !c.open[name] {
+			return false
+		}
+		d, _ := c.defs[strings.ReplaceAll(strings.ReplaceAll(name, "~1", "/"), "~0", "~")].(map[string]any)
+		if d == nil {
+			return false
+		}
+		if isObject(d) {
+			_, ap := d["additionalProperties"]
+			_, up := d["unevaluatedProperties"]
+			_, pp := d["patternProperties"]
+			return !ap && !up && !pp
+		}
+		if _, more := d["$ref"]; !more {
+			_, all := d["allOf"]
+			return all
+		}
+		m = d
+	}
+	return false
 }
 
 // objectParameters makes a converted schema a contract's parameters, whose

@@ -68,6 +68,16 @@ type Binding struct {
 	HoldAfter          time.Duration // default 15m (used by the reconciler)
 	SettleAfter        time.Duration // default 10s (used by the reconciler)
 	RequireApproval    bool          // used by the gateway
+	// Body says how the arguments go downstream: BodyJSON (""), BodyForm
+	// or BodyNone. BodyArg, when set, sends that one argument as the body
+	// (a body that is not an object); BodyOmit leaves arguments out of it
+	// (the ones the URL carries). FormEncoding says how BodyForm writes a
+	// field (EncodeForm). The ledger's digest is always the arguments'
+	// canonical JSON, whatever the body.
+	Body         string
+	BodyArg      string
+	BodyOmit     []string
+	FormEncoding map[string]FormField
 	// MCP names a tool of an upstream MCP server that serves the binding's
 	// calls instead of URL (SPEC 2 `mcp:`); nil for an HTTP binding. This
 	// package's Client does not reach it: package upstream's invoker does.
@@ -280,7 +290,10 @@ func (c *Client) Call(ctx context.Context, r Request) Result {
 	if err != nil {
 		return Result{Outcome: ledger.NotStarted, Err: fmt.Errorf("invoke %s %s: build request: %w", b.Method, b.URL, withoutURL(err))}
 	}
-	body := r.Body
+	body, ctype, err := requestBody(&b, r.Body)
+	if err != nil {
+		return Result{Outcome: ledger.NotStarted, Err: fmt.Errorf("invoke %s %s: %w", b.Method, b.URL, err)}
+	}
 	if b.Method == http.MethodGet || b.Method == http.MethodHead {
 		body = nil // a GET or HEAD carries no body
 	}
@@ -290,6 +303,9 @@ func (c *Client) Call(ctx context.Context, r Request) Result {
 	req.GetBody = nil
 	req.ContentLength = int64(len(body))
 	setHeaders(req, r, b.IdempotencyHeader, key)
+	if ctype != "" && len(body) > 0 {
+		req.Header.Set("Content-Type", ctype)
+	}
 	if len(body) > 0 && req.Header.Get("Content-Type") == "" {
 		req.Header.Set("Content-Type", "application/json")
 	}

@@ -52,6 +52,9 @@ func actionBytes(a *Action) int64 {
 	}
 	for _, h := range a.History {
 		n += int64(64 + len(h.Reason) + len(h.By))
+		if ch := h.Assignment; ch != nil {
+			n += int64(32 + len(ch.Assignee) + len(ch.Previous) + len(ch.Note))
+		}
 	}
 	for _, pc := range a.ProviderCalls {
 		n += int64(48 + len(pc.Name) + len(pc.Route) + len(pc.CallID))

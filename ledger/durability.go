@@ -24,3 +24,11 @@ type Durability struct {
 type DurabilityReporter interface {
 	Durability(ctx context.Context) (Durability, error)
 }
+
+// ReadinessReporter is a Store that can say why it does not serve yet (a
+// shared database still being set up, a primary whose commits wait for a
+// standby that is not connected), in words for an operator: /readyz shows
+// it. Unready returns "" once the store serves.
+type ReadinessReporter interface {
+	Unready() string
+}

@@ -46,6 +46,22 @@ func AppendHistoryJSON(dst []byte, h []Transition) []byte {
 			}
 			dst = append(dst, '}')
 		}
+		if ch := t.Assignment; ch != nil { // omitempty
+			dst = append(dst, `,"assignment":{"assignee":`...)
+			dst = appendJSONString(dst, ch.Assignee)
+			if ch.Previous != "" {
+				dst = append(dst, `,"previous":`...)
+				dst = appendJSONString(dst, ch.Previous)
+			}
+			if ch.TakeOver {
+				dst = append(dst, `,"take_over":true`...)
+			}
+			if ch.Note != "" {
+				dst = append(dst, `,"note":`...)
+				dst = appendJSONString(dst, ch.Note)
+			}
+			dst = append(dst, '}')
+		}
 		dst = append(dst, '}')
 	}
 	return append(dst, ']')

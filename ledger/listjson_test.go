@@ -60,6 +60,9 @@ func TestListJSONSameAsEncodingJSON(t *testing.T) {
 			{From: ledger.Running, To: ledger.Running, Reason: "route", By: "gateway", At: listTime, Provider: &ledger.ProviderTransition{
 				From: ledger.ProviderRoute{Name: s, Route: "primary"}, To: ledger.ProviderRoute{Route: s}, State: ledger.Running, Reason: s}},
 			{From: ledger.Unknown, To: ledger.Unknown, Provider: &ledger.ProviderTransition{To: ledger.ProviderRoute{Name: s}}},
+			{From: ledger.Unknown, To: ledger.Unknown, Reason: s, By: "operator:oncall", At: listTime, Assignment: &ledger.AssignmentChange{Assignee: s}},
+			{From: ledger.Unknown, To: ledger.Unknown, At: listTime, Assignment: &ledger.AssignmentChange{Assignee: "bob", Previous: s, TakeOver: true, Note: s}},
+			{From: ledger.Unknown, To: ledger.Unknown, At: listTime, Assignment: &ledger.AssignmentChange{Previous: "bob"}},
 		}
 		pcs := []ledger.ProviderCall{
 			{Name: s, Route: "/v1/chat/completions", CallID: "call_1", At: listTime},
@@ -83,7 +86,9 @@ func FuzzListJSONSameAsEncodingJSON(f *testing.F) {
 		at := time.Unix(0, nanos).In(time.FixedZone("z", offset%86400))
 		h := []ledger.Transition{{From: ledger.State(name), To: ledger.State(route), Reason: reason, By: by, At: at},
 			{From: ledger.State(by), To: ledger.State(by), At: at, Provider: &ledger.ProviderTransition{
-				From: ledger.ProviderRoute{Name: name, Route: route}, To: ledger.ProviderRoute{Name: callID, Route: by}, State: ledger.State(reason), Reason: reason}}}
+				From: ledger.ProviderRoute{Name: name, Route: route}, To: ledger.ProviderRoute{Name: callID, Route: by}, State: ledger.State(reason), Reason: reason}},
+			{From: ledger.State(by), To: ledger.State(by), At: at, Assignment: &ledger.AssignmentChange{
+				Assignee: name, Previous: route, TakeOver: nanos%2 == 0, Note: reason}}}
 		pcs := []ledger.ProviderCall{{Name: name, Route: route, CallID: callID, At: at}, {Name: reason, At: at}}
 		sameAsEncodingJSON(t, h, pcs)
 	})

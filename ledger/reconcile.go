@@ -36,6 +36,12 @@ const (
 	ReconcileHeld        = "needs_operator"
 	ReconcileExpired     = "lease_expired"
 	ReconcileSkipped     = "skipped"
+	// ReconcileOwnClaim: this gateway recorded the outcome it knew of one of
+	// its own claims once the ledger answered again (own.go).
+	ReconcileOwnClaim = "own_claim"
+	// ReconcileOwnRestart: a claim this replica made before it restarted
+	// became unknown at once, without waiting for its lease (ExpireOwn).
+	ReconcileOwnRestart = "own_restart"
 )
 
 // ApplyLookup records what a lookup answer means for an unknown action (SPEC 4):
@@ -262,7 +268,16 @@ type Reconciler struct {
 // RunOnce makes one pass: expired leases become unknown, then every due
 // unknown action gets a lookup. It returns how many actions it looked at.
 func (r *Reconciler) RunOnce(ctx context.Context) (int, error) {
+	// This gateway's own claims first: it knows their outcome, and no
+	// lease needs to run out for them.
+	// Its failure (the ledger does not answer yet, or a replica id that is
+	// not held) keeps nothing else from running.
+	own, err := r.settleOwn(ctx)
+	if err != nil && r.Errorf != nil && !errors.Is(err, ErrUnavailable) {
+		r.Errorf("reconcile own claims: %v", err)
+	}
 	n, err := r.Service.ExpireLeases(ctx, false, r.batch())
+	n += own
 	for i := 0; i < n; i++ {
 		r.observe(ReconcileExpired)
 	}
@@ -316,12 +331,51 @@ func (r *Reconciler) Run(ctx context.Context) {
 				r.Errorf("reconciler tick: %v", err)
 			}
 		}
+		r.waitPass(ctx, t.C)
+		if ctx.Err() != nil {
+			return
+		}
+	}
+}
+
+// waitPass waits for the next pass; meanwhile, while this gateway holds
+// claims whose outcome the ledger could not take, it tries to record them
+// every 200 ms, so that they settle as soon as the ledger answers again.
+func (r *Reconciler) waitPass(ctx context.Context, next <-chan time.Time) {
+	for {
+		var retry <-chan time.Time
+		if r.Service.OwnPending() > 0 {
+			retry = time.After(200 * time.Millisecond)
+		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-next:
+			return
+		case <-r.Service.ownNoted():
+		case <-retry:
+			if _, err := r.settleOwn(ctx); err != nil && ctx.Err() == nil && r.Errorf != nil && !errors.Is(err, ErrUnavailable) {
+				r.Errorf("reconciler: %v", err)
+			}
 		}
 	}
+}
+
+// settleOwn runs Service.SettleOwn (and, once, ExpireOwn) and counts what
+// they moved.
+func (r *Reconciler) settleOwn(ctx context.Context) (int, error) {
+	n, err := r.Service.SettleOwn(ctx)
+	for range n {
+		r.observe(ReconcileOwnClaim)
+	}
+	if err != nil {
+		return n, err
+	}
+	m, err := r.Service.ExpireOwn(ctx)
+	for range m {
+		r.observe(ReconcileOwnRestart)
+	}
+	return n + m, err
 }
 
 // claimCheck moves an unknown action's next check hold into the future, as a

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -34,8 +35,15 @@ type Service struct {
 	// Lease is how long a running claim lasts without renewal. Defaults to
 	// DefaultLease.
 	Lease time.Duration
-	// Owner names this process in leases. Defaults to "gateway".
+	// Owner names this process in leases. Defaults to "gateway". With a
+	// Replica it must start with Replica + "/" and differ from the Owner of
+	// every earlier process of that replica (a start time, a pid).
 	Owner string
+	// Replica, when set, is this gateway's stable identity across
+	// restarts, unique among the running gateways (toolgate.yaml
+	// replica_id): the running claims of its earlier processes become
+	// unknown at once (ExpireOwn) instead of after their lease.
+	Replica string
 
 	// CacheSize is how many terminal actions the call path keeps in memory
 	// for replays (GetForCall). Defaults to DefaultCacheSize; negative turns
@@ -50,6 +58,12 @@ type Service struct {
 
 	mu      sync.Mutex
 	waiters map[string]chan struct{}
+
+	ownMu   sync.Mutex
+	own     map[string]ownClaim // own.go: claims whose outcome this process knows and could not record
+	ownKick chan struct{}
+
+	ownExpired atomic.Bool // ExpireOwn's work is done
 
 	cacheOnce sync.Once
 	terminal  *terminalCache
@@ -182,6 +196,9 @@ func (s *Service) Start(ctx context.Context, tenant, id string, sp StartSpec) (a
 		}
 		return old, false, nil
 	default:
+		if a.State == Running {
+			s.noteOwn(claimOf(a), NotStarted, nil, claimUnconfirmed)
+		}
 		return nil, false, fmt.Errorf("start action %s: %w", id, err)
 	}
 }
@@ -219,7 +236,17 @@ func (s *Service) Bind(ctx context.Context, a *Action, version, digest string, a
 	if err != nil {
 		return err
 	}
-	return s.write(ctx, a, b)
+	return s.claimed(s.write(ctx, a, b), b)
+}
+
+// claimed records a claim whose write failed in a way that may still have
+// landed (own.go): nothing was sent for it, which the gateway settles once
+// the ledger answers again.
+func (s *Service) claimed(err error, b *Action) error {
+	if err != nil && b.State == Running && !errors.Is(err, ErrStale) && !errors.Is(err, ErrNotFound) {
+		s.noteOwn(claimOf(b), NotStarted, nil, claimUnconfirmed)
+	}
+	return err
 }
 
 // Claim moves a pending action to running and counts an attempt. It returns
@@ -229,7 +256,7 @@ func (s *Service) Claim(ctx context.Context, a *Action) error {
 	if err := s.claimInMemory(b, s.now()); err != nil {
 		return err
 	}
-	return claimWrite(ctx, s, a, b) // brokenclaim_off.go: s.write(ctx, a, b)
+	return s.claimed(claimWrite(ctx, s, a, b), b) // brokenclaim_off.go: s.write(ctx, a, b)
 }
 
 // Renew extends a running action's lease while its downstream call is in flight.
@@ -272,38 +299,22 @@ func (o Outcome) String() string {
 // becomes succeeded, any other answer rejected, not-started goes back to
 // pending, lost becomes unknown. If the action was meanwhile declared unknown
 // (its lease ran out) an answer still settles it, as a late reconciliation.
-func (s *Service) Finish(ctx context.Context, a *Action, o Outcome, res *Result, reason string) error {
+func (s *Service) Finish(ctx context.Context, a *Action, o Outcome, res *Result, reason string) (err error) {
 	now := s.now()
+	claim := claimOf(a)
+	defer func() {
+		// The outcome is known and was not recorded: settle it as soon as
+		// the ledger answers again (own.go), not after the lease.
+		if err != nil && !errors.Is(err, ErrStale) && !isTransition(err) {
+			s.noteOwn(claim, o, res, reason)
+		}
+	}()
 	for try := 0; ; try++ {
-		b := a.clone()
-		by := ByGateway
-		if b.State == Unknown && o == Answered {
-			by, reason = ByReconciler, "late answer after the lease ran out: "+reason
-		}
-		var to State
-		switch o {
-		case Answered:
-			to = Rejected
-			if res != nil && res.StatusCode >= 200 && res.StatusCode < 300 {
-				to = Succeeded
-			}
-			b.Result = res
-		case NotStarted:
-			to = Pending
-		case Lost:
-			to = Unknown
-			b.LastSentAt = now
-		}
-		if b.State == Unknown && to == Unknown {
-			return nil // already unknown: nothing new to record
-		}
-		if err := b.Move(to, by, "", reason, now); err != nil {
+		b, done, err := finishMove(a, o, res, reason, now)
+		if done || err != nil {
 			return err
 		}
-		if to == Unknown {
-			b.NextCheckAt = now
-		}
-		err := s.store(ctx, a, b, true)
+		err = s.store(ctx, a, b, true)
 		if !errors.Is(err, ErrStale) || try > 3 {
 			return err
 		}
@@ -313,6 +324,45 @@ func (s *Service) Finish(ctx context.Context, a *Action, o Outcome, res *Result,
 		}
 		*a = *fresh
 	}
+}
+
+// finishMove is the action a becomes when its attempt ended with o (see
+// Finish); done means there is nothing to record.
+func finishMove(a *Action, o Outcome, res *Result, reason string, now time.Time) (_ *Action, done bool, _ error) {
+	b := a.clone()
+	by := ByGateway
+	if b.State == Unknown && o == Answered {
+		by, reason = ByReconciler, "late answer after the lease ran out: "+reason
+	}
+	var to State
+	switch o {
+	case Answered:
+		to = Rejected
+		if res != nil && res.StatusCode >= 200 && res.StatusCode < 300 {
+			to = Succeeded
+		}
+		b.Result = res
+	case NotStarted:
+		to = Pending
+	case Lost:
+		to = Unknown
+		b.LastSentAt = now
+	}
+	if b.State == Unknown && to == Unknown {
+		return nil, true, nil // already unknown: nothing new to record
+	}
+	if err := b.Move(to, by, "", reason, now); err != nil {
+		return nil, false, err
+	}
+	if to == Unknown {
+		b.NextCheckAt = now
+	}
+	return b, false, nil
+}
+
+func isTransition(err error) bool {
+	var te *TransitionError
+	return errors.As(err, &te)
 }
 
 // AddProviderCall stores one more piece of provider evidence, unless the same

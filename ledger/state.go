@@ -90,6 +90,10 @@ type Transition struct {
 	// change of model route, not of state (From == To). See
 	// Service.NoteProviderTransition.
 	Provider *ProviderTransition `json:"provider_transition,omitempty"`
+	// Assignment is set on an assignment change: an entry that records who
+	// works the action, not a change of state (From == To). See
+	// Service.Assign.
+	Assignment *AssignmentChange `json:"assignment,omitempty"`
 }
 
 // TransitionError reports a move the state machine forbids.

@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -126,8 +127,16 @@ type Config struct {
 	// Timeout bounds each call. Default DefaultTimeout.
 	Timeout time.Duration
 	// Client sends the calls, exactly once each. Default an invoke.Client
-	// reading answers up to DefaultMaxBodyBytes.
+	// reading answers up to DefaultMaxBodyBytes over GuardedClient(
+	// AllowTargets, Resolver): every connection goes to a loopback address
+	// unless its host is allowed.
 	Client *invoke.Client
+	// AllowTargets are the hosts (or host:port) that may be dialled though
+	// not loopback (--allow-target).
+	AllowTargets []string
+	// Resolver resolves the target's name at dial time. Default
+	// net.DefaultResolver.
+	Resolver *net.Resolver
 }
 
 // Result is the verdict on one recorded call.
@@ -195,7 +204,7 @@ func Run(ctx context.Context, cfg Config, calls []Call) (*Report, error) {
 		cfg.Timeout = DefaultTimeout
 	}
 	if cfg.Client == nil {
-		cfg.Client = &invoke.Client{MaxBodyBytes: DefaultMaxBodyBytes}
+		cfg.Client = &invoke.Client{MaxBodyBytes: DefaultMaxBodyBytes, HTTP: GuardedClient(cfg.AllowTargets, cfg.Resolver, 0)}
 	}
 	if cfg.Kind != KindDownstream && cfg.Kind != KindGateway {
 		return nil, fmt.Errorf("replay: target kind %q is not downstream or gateway", cfg.Kind)

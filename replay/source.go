@@ -294,7 +294,7 @@ func judgeAction(c *Call, a *ledger.Action) {
 	}
 	var last *ledger.Transition
 	for i := len(a.History) - 1; i >= 0; i-- {
-		if h := &a.History[i]; h.Provider == nil && h.To == a.State {
+		if h := &a.History[i]; h.StateChange() && h.To == a.State {
 			last = h
 			break
 		}

@@ -3,12 +3,14 @@ package replay
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/url"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -25,9 +27,11 @@ func parseTarget(s string) (*url.URL, error) {
 }
 
 // IsLoopback reports whether host (a name or an IP literal, without port)
-// is this machine: localhost, a *.localhost name, or a loopback address.
-// Names are not resolved: a name's address can change between the check and
-// the call.
+// is this machine by its name: localhost, a *.localhost name, or a loopback
+// address. Names are not resolved here: it is the early check of a target's
+// URL. The decisive check is at dial time (GuardedClient), on the address
+// the name resolved to, since a *.localhost name can resolve anywhere (a
+// search domain, a wildcard record).
 func IsLoopback(host string) bool {
 	h := strings.ToLower(strings.TrimSuffix(strings.Trim(host, "[]"), "."))
 	if h == "localhost" || strings.HasSuffix(h, ".localhost") {
@@ -60,6 +64,53 @@ func CheckTarget(target string, allowed []string) error {
 		target, host, host)
 }
 
+// GuardedClient is the HTTP client replay sends with: its dialer connects
+// to a loopback address only — checked on the address a name resolved to,
+// at dial time, for every connection — unless the host being dialled is one
+// allowed names (--allow-target, a remote sandbox named on purpose). It
+// uses no proxy (a proxy would resolve the name itself) and follows no
+// redirect. resolver nil is net.DefaultResolver.
+func GuardedClient(allowed []string, resolver *net.Resolver, timeout time.Duration) *http.Client {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.Proxy = nil
+	t.MaxIdleConnsPerHost = 16
+	t.IdleConnTimeout = 30 * time.Second
+	t.DialContext = guardedDial(allowed, resolver)
+	return &http.Client{Transport: t, Timeout: timeout, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+}
+
+// ErrNotLoopback is the dial error of a target whose address is not this
+// machine's.
+var ErrNotLoopback = errors.New("replay: the target's address is not loopback")
+
+func guardedDial(allowed []string, resolver *net.Resolver) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	ok := map[string]bool{}
+	for _, a := range allowed {
+		ok[strings.ToLower(strings.TrimSpace(a))] = true
+	}
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		host, _, err := net.SplitHostPort(addr)
+		if err != nil {
+			return nil, err
+		}
+		h := strings.ToLower(strings.TrimSuffix(host, "."))
+		d := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second, Resolver: resolver}
+		if !ok[h] && !ok[strings.ToLower(addr)] {
+			d.Control = func(_, address string, _ syscall.RawConn) error {
+				ip, _, err := net.SplitHostPort(address)
+				if err != nil {
+					return err
+				}
+				if a := net.ParseIP(ip); a == nil || !a.IsLoopback() {
+					return fmt.Errorf("%w: %s resolved to %s; name a remote sandbox with --allow-target %s", ErrNotLoopback, host, ip, host)
+				}
+				return nil
+			}
+		}
+		return d.DialContext(ctx, network, addr)
+	}
+}
+
 // ProbeKind tells a toolgate gateway from a plain downstream: a gateway
 // serves the page of each of its problem codes (GET /problems/{code}), which
 // a downstream does not. The probe is one GET, with no effect.
@@ -69,7 +120,7 @@ func ProbeKind(ctx context.Context, target string, client *http.Client) (Kind, e
 		return "", err
 	}
 	if client == nil {
-		client = &http.Client{Timeout: 5 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		client = GuardedClient(nil, nil, 5*time.Second)
 	}
 	probe := *u
 	probe.Path = strings.TrimSuffix(u.Path, "/") + "/problems/idempotency_key_reused"

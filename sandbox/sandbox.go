@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -139,6 +140,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("POST /orders", s.handleCreateOrder)
 	s.mux.HandleFunc("GET /orders/{id}", s.handleGetOrder)
 	s.mux.HandleFunc("POST /refunds", s.handleCreateRefund)
+	s.mux.HandleFunc("POST /form/refunds", s.handleCreateFormRefund)
 	s.mux.HandleFunc("GET /refunds/by-key/{key...}", s.handleRefundByKey)
 	s.mux.HandleFunc("GET /refunds/{id}", s.handleGetRefund)
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
@@ -257,6 +259,43 @@ func (s *Server) handleCreateRefund(w http.ResponseWriter, r *http.Request) {
 	if !s.decode(w, r, &in) {
 		return
 	}
+	s.refund(w, r, in)
+}
+
+// handleCreateFormRefund is POST /refunds for a form-encoded body (as
+// Stripe's API takes it): order_id, amount_minor (an integer, read exactly),
+// currency and reason; other fields are ignored, as the JSON route ignores
+// unknown members, and a field given twice is refused. It checks the
+// Idempotency-Key like the JSON route.
+func (s *Server) handleCreateFormRefund(w http.ResponseWriter, r *http.Request) {
+	if ct, _, _ := strings.Cut(r.Header.Get("Content-Type"), ";"); strings.TrimSpace(ct) != "application/x-www-form-urlencoded" {
+		writeProblem(w, http.StatusUnsupportedMediaType, "UNSUPPORTED_MEDIA_TYPE", "send application/x-www-form-urlencoded")
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
+	if err := r.ParseForm(); err != nil {
+		if _, ok := err.(*http.MaxBytesError); ok {
+			writeProblem(w, http.StatusRequestEntityTooLarge, "REQUEST_TOO_LARGE", "body over %d bytes", s.cfg.MaxBodyBytes)
+			return
+		}
+		writeProblem(w, http.StatusBadRequest, "MALFORMED_REQUEST", "body is not a form: %v", err)
+		return
+	}
+	f := r.PostForm
+	for k, vs := range f {
+		if len(vs) != 1 {
+			writeProblem(w, http.StatusBadRequest, "MALFORMED_REQUEST", "the form field %q is given %d times", k, len(vs))
+			return
+		}
+	}
+	in := refundRequest{OrderID: f.Get("order_id"), Currency: f.Get("currency"), Reason: f.Get("reason")}
+	if a, err := strconv.ParseInt(f.Get("amount_minor"), 10, 64); err == nil {
+		in.AmountMinor = &a
+	}
+	s.refund(w, r, in)
+}
+
+func (s *Server) refund(w http.ResponseWriter, r *http.Request, in refundRequest) {
 	if in.OrderID == "" || in.AmountMinor == nil || *in.AmountMinor <= 0 || !validCurrency(in.Currency) {
 		writeProblem(w, http.StatusBadRequest, "MALFORMED_REQUEST", "need order_id, amount_minor >= 1 and a 3-letter upper-case currency")
 		return

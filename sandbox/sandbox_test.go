@@ -442,3 +442,38 @@ func TestRefundStatus(t *testing.T) {
 		t.Fatalf("refund: %d %s", a.status, a.body)
 	}
 }
+
+// The form-encoded refund route applies a refund once per Idempotency-Key
+// (with Dedupe, a repeat answers the first refund), reads amount_minor as
+// an exact integer, and refuses another content type or a repeated field.
+func TestFormRefunds(t *testing.T) {
+	t.Parallel()
+	sb, base := setup(t, sandbox.Config{Dedupe: true})
+	form := map[string]string{"Content-Type": "application/x-www-form-urlencoded", "Idempotency-Key": "t:form-1"}
+	body := "order_id=ord_1&amount_minor=2500&currency=EUR&reason=damaged&metadata[ticket]=T-1"
+	first := do(t, "POST", base+"/form/refunds", body, form)
+	if first.status != 201 || !strings.Contains(first.body, `"amount_minor":2500`) {
+		t.Fatalf("%+v", first)
+	}
+	again := do(t, "POST", base+"/form/refunds", body, form)
+	if again.status != 201 || again.body != first.body || again.header.Get("Idempotent-Replayed") != "true" || sb.EffectCount() != 1 {
+		t.Fatalf("the repeat: %+v, %d effects", again, sb.EffectCount())
+	}
+	for _, tc := range []struct {
+		name, body string
+		header     map[string]string
+		status     int
+	}{
+		{"json content type", body, map[string]string{"Content-Type": "application/json", "Idempotency-Key": "t:form-2"}, 415},
+		{"repeated field", body + "&currency=EUR", map[string]string{"Content-Type": "application/x-www-form-urlencoded", "Idempotency-Key": "t:form-3"}, 400},
+		{"amount not an integer", "order_id=ord_1&amount_minor=1.5&currency=EUR", map[string]string{"Content-Type": "application/x-www-form-urlencoded", "Idempotency-Key": "t:form-4"}, 400},
+		{"bad escape", "order_id=%zz", map[string]string{"Content-Type": "application/x-www-form-urlencoded", "Idempotency-Key": "t:form-5"}, 400},
+	} {
+		if a := do(t, "POST", base+"/form/refunds", tc.body, tc.header); a.status != tc.status {
+			t.Errorf("%s: %+v, want %d", tc.name, a, tc.status)
+		}
+	}
+	if sb.EffectCount() != 1 {
+		t.Fatalf("%d effects", sb.EffectCount())
+	}
+}

@@ -87,11 +87,11 @@ func (d *differ) compareCombinator(kw string, om, nm map[string]any, c cursor) {
 	}
 	oShape := make([]string, len(ol))
 	for i, b := range ol {
-		oShape[i] = shapeOf(b)
+		oShape[i] = shapeOf(b, d.oldDraft)
 	}
 	nShape := make([]string, len(nl))
 	for j, b := range nl {
-		nShape[j] = shapeOf(b)
+		nShape[j] = shapeOf(b, d.newDraft)
 	}
 	match := make([]int, len(nl)) // new index → old index, -1 when unmatched
 	usedO := make([]bool, len(ol))

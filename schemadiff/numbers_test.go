@@ -29,6 +29,15 @@ func TestExactNumbers(t *testing.T) {
 		{"integers past 2^53", `{"type":"integer","maximum":9007199254740993}`, `{"type":"integer","maximum":9007199254740992}`, TierHighRisk, TierCompatible, `9007199254740993`},
 		{"the same bound written two ways", `{"type":"number","maximum":1}`, `{"type":"number","maximum":1.0}`, TierNone, TierNone, ``},
 		{"decimal multipleOf", `{"type":"number","multipleOf":0.1}`, `{"type":"number","multipleOf":0.3}`, TierHighRisk, TierCompatible, `*`},
+		{"integers past 2^53, raised", `{"type":"integer","minimum":9007199254740992}`, `{"type":"integer","minimum":9007199254740993}`, TierHighRisk, TierCompatible, `9007199254740992`},
+		{"integers past 2^53, lowered", `{"type":"integer","minimum":9007199254740993}`, `{"type":"integer","minimum":9007199254740992}`, TierCompatible, TierHighRisk, ``},
+		{"2^53+1 and 2^53 in an enum", `{"enum":[9007199254740993]}`, `{"enum":[9007199254740992]}`, TierHighRisk, TierHighRisk, `9007199254740993`},
+		{"exclusiveMaximum past 2^63", `{"type":"integer","exclusiveMaximum":18446744073709551617}`, `{"type":"integer","exclusiveMaximum":18446744073709551616}`, TierHighRisk, TierCompatible, `18446744073709551616`},
+		{"maxLength 2^31-1 to 2^31-2", `{"type":"string","maxLength":2147483647}`, `{"type":"string","maxLength":2147483646}`, TierHighRisk, TierCompatible, ``},
+		{"minLength 2^31 added is not absent", `{"type":"string"}`, `{"type":"string","minLength":2147483648}`, TierHighRisk, TierHighRisk, ``},
+		{"minItems 2^53+1 added is not absent", `{"type":"array"}`, `{"type":"array","minItems":9007199254740993}`, TierHighRisk, TierHighRisk, ``},
+		{"minProperties 2^31 removed is not absent", `{"type":"object","minProperties":2147483648}`, `{"type":"object"}`, TierHighRisk, TierHighRisk, ``},
+		{"minContains 2^31 added", `{"type":"array","contains":{"type":"string"}}`, `{"type":"array","contains":{"type":"string"},"minContains":2147483648}`, TierHighRisk, TierHighRisk, ``},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -59,32 +59,49 @@ func hasDefault(root, s any) bool {
 }
 
 // shapeOf is the schema with its annotations stripped, as canonical JSON: two properties
-// of the same shape differ at most in wording.
-func shapeOf(s any) string { return canon(strip(s, 0)) }
+// of the same shape differ at most in wording. Only keywords are stripped: a property
+// called "description" is part of the shape.
+func shapeOf(s any, dr int) string { return canon(strip(s, dr, 0)) }
 
-func strip(s any, depth int) any {
-	if depth > maxDepth {
+func strip(s any, dr, depth int) any {
+	m, ok := s.(map[string]any)
+	if !ok || depth > maxDepth {
 		return s
 	}
-	switch v := s.(type) {
-	case map[string]any:
-		out := make(map[string]any, len(v))
-		for k, x := range v {
-			switch k {
-			case "description", "title", "examples", "$comment":
-				continue
+	out := make(map[string]any, len(m))
+	for k, x := range m {
+		switch k {
+		case "description", "title", "examples", "$comment":
+			continue
+		}
+		switch schemaKeyword(k, dr) {
+		case vkSchema:
+			out[k] = strip(x, dr, depth+1)
+		case vkSchemaList, vkSchemaOrList:
+			if l, ok := x.([]any); ok {
+				nl := make([]any, len(l))
+				for i, e := range l {
+					nl[i] = strip(e, dr, depth+1)
+				}
+				out[k] = nl
+			} else {
+				out[k] = strip(x, dr, depth+1)
 			}
-			out[k] = strip(x, depth+1)
+		case vkSchemaMap, vkDeps:
+			if mm, ok := x.(map[string]any); ok {
+				nm := make(map[string]any, len(mm))
+				for name, e := range mm {
+					nm[name] = strip(e, dr, depth+1)
+				}
+				out[k] = nm
+			} else {
+				out[k] = x
+			}
+		default:
+			out[k] = x
 		}
-		return out
-	case []any:
-		out := make([]any, len(v))
-		for i, x := range v {
-			out[i] = strip(x, depth+1)
-		}
-		return out
 	}
-	return s
+	return out
 }
 
 func (d *differ) compareObject(om, nm map[string]any, c cursor) {
@@ -133,14 +150,14 @@ func (d *differ) compareObject(om, nm map[string]any, c cursor) {
 				cc.opos = c.opos + "/additionalProperties"
 				d.compare(ap, nv, cc)
 			}
-			ev := propEvent{c: c, name: name, ptr: ptr, shape: shapeOf(nv), required: nreq[name] && !oreq[name],
+			ev := propEvent{c: c, name: name, ptr: ptr, shape: shapeOf(nv, d.newDraft), required: nreq[name] && !oreq[name],
 				defaults: hasDefault(d.newRoot, nv), open: isOpen(om)}
 			if ev.c.impact == "" {
 				ev.c.impact = impactOf(d.newRoot, nv)
 			}
 			d.added = append(d.added, ev)
 		case inO:
-			ev := propEvent{c: c, name: name, ptr: ptr, shape: shapeOf(ov), required: oreq[name]}
+			ev := propEvent{c: c, name: name, ptr: ptr, shape: shapeOf(ov, d.oldDraft), required: oreq[name]}
 			if ev.c.impact == "" {
 				ev.c.impact = impactOf(d.oldRoot, ov)
 			}

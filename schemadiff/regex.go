@@ -2,6 +2,8 @@ package schemadiff
 
 import (
 	"regexp/syntax"
+
+	"github.com/toolgate/toolgate/internal/jsonschemax"
 	"sort"
 	"strconv"
 	"strings"
@@ -9,8 +11,9 @@ import (
 	"unicode/utf8"
 )
 
-// The validator matches `pattern` and `patternProperties` with Go's regexp (RE2 syntax,
-// unanchored: a pattern matches when some substring matches). RE2 patterns are regular,
+// The validator matches `pattern` and `patternProperties` as ECMA-262 patterns
+// (unanchored: a pattern matches when some substring matches); regex_ecma.go translates
+// the ones it can into RE2 patterns with the same matches. RE2 patterns are regular,
 // so questions such as "is every string matching ^[a-z]+$ also matched by ^[a-z0-9]+$"
 // are decidable: this file builds an automaton per pattern and searches the product of
 // several for a shortest witness. Assertions other than ^/$ (\b, multi-line anchors)
@@ -84,19 +87,19 @@ func (rc *regexCache) compile(pat string) (*rnfa, string) {
 	return a, ""
 }
 
-// literalPattern is an anchored pattern matching exactly s.
+// literalPattern is an anchored ECMA-262 pattern matching exactly s (every character
+// but letters and digits written as a \u{…} escape).
 func literalPattern(s string) string {
-	return `\A` + syntaxQuote(s) + `\z`
-}
-
-func syntaxQuote(s string) string {
 	var b strings.Builder
+	b.WriteByte('^')
 	for _, r := range s {
-		if strings.ContainsRune(`\.+*?()|[]{}^$`, r) {
-			b.WriteByte('\\')
+		if r < utf8.RuneSelf && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
+			b.WriteRune(r)
+		} else {
+			b.WriteString(`\u{` + strconv.FormatInt(int64(r), 16) + `}`)
 		}
-		b.WriteRune(r)
 	}
+	b.WriteByte('$')
 	return b.String()
 }
 
@@ -117,7 +120,11 @@ type exit struct {
 }
 
 func buildNFA(pat string) (*rnfa, string) {
-	re, err := syntax.Parse(pat, syntax.Perl)
+	goPat, why := jsonschemax.TranslateToRE2(pat)
+	if why != "" {
+		return nil, why
+	}
+	re, err := syntax.Parse(goPat, syntax.Perl)
 	if err != nil {
 		return nil, "the pattern does not parse"
 	}
@@ -420,6 +427,9 @@ type strQuery struct {
 	minLen, maxLen int
 }
 
+// maxSearchLen is the longest minimum length the witness search walks to.
+const maxSearchLen = 4096
+
 type searchResult int
 
 const (
@@ -435,6 +445,10 @@ const maxProduct = 20000
 func (q strQuery) search() (string, searchResult) {
 	if q.maxLen >= 0 && q.minLen > q.maxLen {
 		return "", none
+	}
+	if q.minLen > maxSearchLen {
+		// the search walks lengths one by one: a minLength of 2^31-1 is not searched
+		return "", gaveUp
 	}
 	autos := append(append([]*rnfa(nil), q.pos...), q.neg...)
 	type node struct {

@@ -1,19 +1,35 @@
 package schemadiff
 
 import (
-	"regexp"
 	"testing"
+
+	"github.com/toolgate/toolgate/internal/jsonschemax"
 )
 
-// TestRegexAutomata checks the pattern automata against Go's regexp on pattern pairs:
+// ecmaOracle matches with the validator's own engine.
+type ecmaOracle struct {
+	t   *testing.T
+	pat string
+}
+
+func (o ecmaOracle) MatchString(s string) bool {
+	m, known := matchECMA(o.pat, s)
+	if !known {
+		o.t.Fatalf("%s does not compile in the validator's engine", o.pat)
+	}
+	return m
+}
+
+// TestRegexAutomata checks the pattern automata against the validator's ECMA-262 engine on pattern pairs:
 // when the search says no string separates them, none of many probes does either, and a
 // witness it returns really separates them.
 func TestRegexAutomata(t *testing.T) {
 	t.Parallel()
-	pats := []string{`^[a-z]+$`, `^[a-z0-9]+$`, `(?i)^abc$`, `^[aA][bB][cC]$`, `(?i)[a-c]`, `^\d{2,4}$`, `^[0-9]{2,4}$`,
-		`abc`, `^abc`, `abc$`, `a|b`, `^(x|y)_`, `^ord_[A-Za-z0-9]{8,}$`, `^$`, `.`, `(?s).`, `^.*$`, `\pL`, `^[^a]*$`, `^\w+$`}
+	pats := []string{`^[a-z]+$`, `^[a-z0-9]+$`, `^[aA][bB][cC]$`, `[a-cA-C]`, `^\d{2,4}$`, `^[0-9]{2,4}$`,
+		`abc`, `^abc`, `abc$`, `a|b`, `^(x|y)_`, `^ord_[A-Za-z0-9]{8,}$`, `^$`, `.`, `[^]`, `^.*$`, `^[^a]*$`, `^\w+$`,
+		`^\s+$`, `^[ \t\n\f\r]+$`, `^\S$`, `^[\u00e9\u{1F600}]$`, `^(?<g>a){2}b*?$`, `^\cC$`, `^[\d_-]+$`}
 	probes := []string{"", "a", "A", "abc", "ABC", "aBc", "xabcx", "12", "123", "12345", "x_", "y_1", "ord_12345678", "ord_1234567",
-		"\n", "a\nb", "é", "_", "b", "ba", "bbb", "Z9", "abc\n"}
+		"\n", "a\nb", "é", "_", "b", "ba", "bbb", "Z9", "abc\n", "\v", "\u00a0", "\u2028", "\ufeff", " ", "\U0001F600", "aab", "\x03", "1-_"}
 	var rc regexCache
 	for _, p := range pats {
 		for _, q := range pats {
@@ -23,7 +39,7 @@ func TestRegexAutomata(t *testing.T) {
 				t.Fatalf("%s / %s: %s %s", p, q, why, why2)
 			}
 			w, res := strQuery{pos: []*rnfa{a}, neg: []*rnfa{b}, maxLen: -1}.search()
-			rp, rq := regexp.MustCompile(p), regexp.MustCompile(q)
+			rp, rq := ecmaOracle{t, p}, ecmaOracle{t, q}
 			switch res {
 			case found:
 				if !rp.MatchString(w) || rq.MatchString(w) {
@@ -38,6 +54,24 @@ func TestRegexAutomata(t *testing.T) {
 			default:
 				t.Errorf("%s \\ %s: gave up", p, q)
 			}
+		}
+	}
+}
+
+// Patterns the automata cannot model exactly are refused (the check is then undecided),
+// never approximated by RE2's reading of the same text.
+func TestECMATranslationRefuses(t *testing.T) {
+	t.Parallel()
+	for _, p := range []string{`^(?=a)`, `(?!a)`, `(?<=a)b`, `(?<!a)b`, `(a)\1`, `(?<n>a)\k<n>`, `\bword\b`, `\B`,
+		`\p{Letter}`, `\P{L}`, `(?i)abc`, `[\S]`, `[\W_]`, `(`, `\u{110000}`} {
+		if re, why := jsonschemax.TranslateToRE2(p); why == "" {
+			t.Errorf("%s translated to %s", p, re)
+		}
+	}
+	var rc regexCache
+	for _, p := range []string{`^\s$`, `^.$`, `^\d$`, `^[^]$`, `^[]$`, `^\cJ$`, `^\x41\u0042\u{43}$`, `^\uD83D\uDE00$`, `^a{2,}?$`} {
+		if a, why := rc.compile(p); a == nil {
+			t.Errorf("%s is not modelled: %s", p, why)
 		}
 	}
 }

@@ -109,11 +109,14 @@ func (e *engine) arrSub(t term, g *plain, at string, depth int) []finding {
 	if g.unique && !a.unique && maxA >= 2 {
 		n := max(2, a.minItems)
 		var same conj
-		for i := 0; i < n; i++ {
+		for i := 0; i < n && i <= 64; i++ {
 			same = append(same, a.itemAt(i)...)
 		}
 		var cands []any
 		for _, v := range e.genConj(same) {
+			if n > 64 {
+				break // too long to show
+			}
 			arr := make([]any, n)
 			for i := range arr {
 				arr[i] = v

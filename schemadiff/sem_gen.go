@@ -1,7 +1,6 @@
 package schemadiff
 
 import (
-	"regexp"
 	"sort"
 	"strconv"
 	"unicode/utf8"
@@ -196,12 +195,12 @@ func (e *engine) plainCheck(p *plain, v any) string {
 			return "maxLength"
 		}
 		for _, pat := range p.patterns {
-			if re, err := regexp.Compile(pat); err != nil || !re.MatchString(x) {
+			if m, known := matchECMA(pat, x); !known || !m {
 				return "pattern"
 			}
 		}
 		for _, pat := range p.notPatterns {
-			if re, err := regexp.Compile(pat); err != nil || re.MatchString(x) {
+			if m, known := matchECMA(pat, x); !known || m {
 				return "pattern"
 			}
 		}
@@ -356,6 +355,9 @@ func (e *engine) sameNode(a, b *snode) bool {
 	return r
 }
 
+// sameRaw compares two schemas keyword by keyword: annotations are skipped only where
+// they are keywords (vocab.go), and the keys of a name map (a property called
+// "description", a $defs entry called "title") are compared like any name.
 func sameRaw(da *sdoc, va any, db *sdoc, vb any, visiting map[[2]string]bool, depth int) bool {
 	if depth > 256 {
 		return false
@@ -363,37 +365,25 @@ func sameRaw(da *sdoc, va any, db *sdoc, vb any, visiting map[[2]string]bool, de
 	ma, okA := va.(map[string]any)
 	mb, okB := vb.(map[string]any)
 	if !okA || !okB {
-		switch va.(type) {
-		case []any:
-			la, _ := va.([]any)
-			lb, ok := vb.([]any)
-			if !ok || len(la) != len(lb) {
-				return false
-			}
-			for i := range la {
-				if !sameRaw(da, la[i], db, lb[i], visiting, depth+1) {
-					return false
-				}
-			}
-			return true
-		}
 		if okA || okB {
 			return isEmptyish(va) && isEmptyish(vb)
 		}
 		return jsonEqual(va, vb)
 	}
+	skip := func(k string) bool { return inert[k] || isExtension(k) }
 	for k := range ma {
-		if _, ok := mb[k]; !ok && !inert[k] && !isExtension(k) {
+		if _, ok := mb[k]; !ok && !skip(k) {
 			return false
 		}
 	}
 	for k := range mb {
-		if _, ok := ma[k]; !ok && !inert[k] && !isExtension(k) {
+		if _, ok := ma[k]; !ok && !skip(k) {
 			return false
 		}
 	}
+	sameSchemas := func(x, y any) bool { return sameRaw(da, x, db, y, visiting, depth+1) }
 	for k, x := range ma {
-		if inert[k] || isExtension(k) {
+		if skip(k) {
 			continue
 		}
 		y := mb[k]
@@ -414,23 +404,71 @@ func sameRaw(da *sdoc, va any, db *sdoc, vb any, visiting map[[2]string]bool, de
 				continue
 			}
 			visiting[pair] = true
-			ta, _ := lookup(da.root, "#"+pa)
-			tb, _ := lookup(db.root, "#"+pb)
-			if !sameRaw(da, ta, db, tb, visiting, depth+1) {
+			ta, _ := lookupPointer(da.root, pa)
+			tb, _ := lookupPointer(db.root, pb)
+			if !sameSchemas(ta, tb) {
 				return false
 			}
+			continue
 		case "enum", "const":
 			if !jsonEqual(x, y) {
 				return false
 			}
+			continue
 		case "required", "type":
 			if !sameSet(x, y) {
 				return false
 			}
-		default:
-			if !sameRaw(da, x, db, y, visiting, depth+1) {
-				return false
+			continue
+		}
+		ok := true
+		switch schemaKeyword(k, da.draft) {
+		case vkSchema:
+			ok = sameSchemas(x, y)
+		case vkSchemaList, vkSchemaOrList:
+			la, isA := x.([]any)
+			lb, isB := y.([]any)
+			switch {
+			case isA && isB:
+				ok = len(la) == len(lb)
+				for i := 0; ok && i < len(la); i++ {
+					ok = sameSchemas(la[i], lb[i])
+				}
+			case !isA && !isB && schemaKeyword(k, da.draft) == vkSchemaOrList:
+				ok = sameSchemas(x, y)
+			default:
+				ok = jsonEqual(x, y)
 			}
+		case vkSchemaMap, vkDeps:
+			xa, isA := x.(map[string]any)
+			xb, isB := y.(map[string]any)
+			if !isA || !isB || len(xa) != len(xb) {
+				ok = jsonEqual(x, y)
+				break
+			}
+			for name, sa := range xa {
+				sb, has := xb[name]
+				if !has {
+					ok = false
+					break
+				}
+				_, listA := sa.([]any)
+				_, listB := sb.([]any)
+				switch {
+				case listA || listB:
+					ok = listA && listB && sameSet(sa, sb)
+				default:
+					ok = sameSchemas(sa, sb)
+				}
+				if !ok {
+					break
+				}
+			}
+		default:
+			ok = jsonEqual(x, y)
+		}
+		if !ok {
+			return false
 		}
 	}
 	return true

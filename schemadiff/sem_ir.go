@@ -2,6 +2,8 @@ package schemadiff
 
 import (
 	"encoding/json"
+
+	"github.com/toolgate/toolgate/internal/jsonschemax"
 	"math/big"
 	"net/url"
 	"regexp"
@@ -166,7 +168,7 @@ func inPlaceCycle(root any) (string, bool) {
 			return false
 		}
 		color[ptr] = grey
-		v, _ := lookup(root, "#"+ptr)
+		v, _ := lookupPointer(root, ptr)
 		m, _ := v.(map[string]any)
 		var next []string
 		if r, ok := m["$ref"].(string); ok {
@@ -202,7 +204,8 @@ func inPlaceCycle(root any) (string, bool) {
 		return false
 	}
 	var all []string
-	eachObject(root, func(ptr string, _ map[string]any) bool {
+	dr, _ := draftOf(root)
+	eachSchema(root, dr, true, func(ptr string, _ map[string]any) bool {
 		all = append(all, ptr)
 		return len(all) <= maxSchemas
 	})
@@ -214,8 +217,14 @@ func inPlaceCycle(root any) (string, bool) {
 	return "", false
 }
 
-// refPointer resolves a same-document $ref to a pointer.
+// refPointer resolves a same-document $ref to a pointer: the fragment is
+// percent-decoded exactly once.
 func refPointer(root any, ref string) (string, bool) {
+	dr, _ := draftOf(root)
+	return refPointerIn(root, dr, ref)
+}
+
+func refPointerIn(root any, dr int, ref string) (string, bool) {
 	if !strings.HasPrefix(ref, "#") {
 		return "", false
 	}
@@ -237,55 +246,23 @@ func oneLine(s string) string {
 	return s
 }
 
-// eachObject calls fn on every JSON object of a document, depth first in sorted key
-// order, with its pointer; the values of enum, const, default and examples are data and
-// are not entered. It stops when fn returns false or past maxDepth (deep reports that).
-func eachObject(v any, fn func(ptr string, m map[string]any) bool) (deep bool) {
-	var walk func(v any, ptr string, depth int) bool
-	walk = func(v any, ptr string, depth int) bool {
-		if depth > maxDepth {
-			deep = true
-			return false
-		}
-		switch x := v.(type) {
-		case map[string]any:
-			if !fn(ptr, x) {
-				return false
-			}
-			for _, k := range sortedKeys(x) {
-				if k == "enum" || k == "const" || k == "default" || k == "examples" {
-					continue
-				}
-				if !walk(x[k], ptr+"/"+escape(k), depth+1) {
-					return false
-				}
-			}
-		case []any:
-			for i, e := range x {
-				if !walk(e, ptr+"/"+strconv.Itoa(i), depth+1) {
-					return false
-				}
-			}
-		}
-		return true
-	}
-	walk(v, "", 0)
-	return deep
-}
-
 // scanOpaque finds constructs that change how references resolve or that depend on the
 // dynamic scope: the check does not model them, so the document is judged as a whole.
+// Every schema position is scanned, including those under names that are keywords
+// elsewhere (a property called "enum") and those only a $ref reaches.
 func scanOpaque(root any) string {
 	why := ""
-	deep := eachObject(root, func(ptr string, x map[string]any) bool {
+	dr, _ := draftOf(root)
+	id := idKeyword(dr)
+	deep := eachSchema(root, dr, true, func(ptr string, x map[string]any) bool {
 		for _, kw := range []string{"$dynamicRef", "$recursiveRef"} {
-			if _, ok := x[kw]; ok {
+			if _, ok := x[kw]; ok && dr >= draft2019 {
 				why = "it uses " + kw + " (" + ptr + ")"
 				return false
 			}
 		}
-		if _, ok := x["$id"]; ok && ptr != "" {
-			why = "it embeds a resource with its own $id (" + ptr + ")"
+		if _, ok := x[id].(string); ok && ptr != "" {
+			why = "it embeds a resource with its own " + id + " (" + ptr + ")"
 			return false
 		}
 		if r, ok := x["$ref"].(string); ok && !strings.HasPrefix(r, "#") {
@@ -307,7 +284,8 @@ const maxSchemas = 8192
 // countSchemas counts the objects in a document, stopping past maxSchemas.
 func countSchemas(root any) int {
 	n := 0
-	eachObject(root, func(string, map[string]any) bool {
+	dr, _ := draftOf(root)
+	eachSchema(root, dr, true, func(string, map[string]any) bool {
 		n++
 		return n <= maxSchemas
 	})
@@ -401,7 +379,7 @@ func (d *sdoc) node(ptr string) *snode {
 	if n, ok := d.nodes[ptr]; ok {
 		return n
 	}
-	v, ok := lookup(d.root, "#"+ptr)
+	v, ok := lookupPointer(d.root, ptr)
 	if !ok {
 		return nil
 	}
@@ -425,7 +403,7 @@ func (d *sdoc) refTarget(ref string) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	if _, ok := lookup(d.root, "#"+p); !ok {
+	if _, ok := lookupPointer(d.root, p); !ok {
 		return "", false
 	}
 	return p, true
@@ -455,6 +433,12 @@ func (d *sdoc) parseMap(n *snode, m map[string]any) {
 		}
 		if d.draft < draft2019 {
 			return // before 2019-09, keywords beside $ref are ignored
+		}
+	}
+	for _, kw := range countKeywords {
+		if hugeCount(m[kw]) {
+			n.opaque = append(n.opaque, kw+" is 2^31 or more, beyond what the check models")
+			return
 		}
 	}
 	p := newPlain()
@@ -650,9 +634,10 @@ func (d *sdoc) parseObject(n *snode, m map[string]any, p *plain) bool {
 	if pp, ok := m["patternProperties"].(map[string]any); ok {
 		used = true
 		for _, k := range sortedKeys(pp) {
-			re, err := regexp.Compile(k)
-			if err != nil {
-				n.opaque = append(n.opaque, "patternProperties "+strconv.Quote(k)+" does not compile")
+			goPat, why := jsonschemax.TranslateToRE2(k)
+			re, err := regexp.Compile(goPat)
+			if why != "" || err != nil {
+				n.opaque = append(n.opaque, "patternProperties "+strconv.Quote(k)+": "+why)
 				continue
 			}
 			p.patProps = append(p.patProps, patProp{pat: k, re: re, s: d.child(n, "patternProperties", k)})
@@ -701,6 +686,14 @@ func (d *sdoc) parseObject(n *snode, m map[string]any, p *plain) bool {
 				}
 			case map[string]any, bool:
 				if !schemas {
+					continue
+				}
+				if _, taken := p.depSch[k]; taken {
+					// dependencies and dependentSchemas on one name: both apply, so
+					// the second goes into a plain of its own (plains are a conjunction)
+					extra := newPlain()
+					extra.depSch, extra.depSchKW = map[string]*snode{k: d.child(n, kw, k)}, kw
+					n.ps = append(n.ps, extra)
 					continue
 				}
 				if p.depSch == nil {
@@ -846,15 +839,9 @@ func (d *sdoc) evaluatedItems(n *snode, depth int) (k int, all, ok bool) {
 }
 
 // canonicalFormat maps formats the validator checks with the same function to one name.
-func canonicalFormat(f string) string {
-	switch f {
-	case "iri":
-		return "uri"
-	case "iri-reference":
-		return "uri-reference"
-	}
-	return f
-}
+// uri and iri (and their -reference forms) are checked by different grammars
+// (jsonschemax), so no two asserted formats share a name any more.
+func canonicalFormat(f string) string { return f }
 
 // ratOf reads a JSON number (float64 from encoding/json, or json.Number) exactly as the
 // validator does: through its shortest decimal text.
@@ -873,6 +860,17 @@ func ratOf(v any) *big.Rat {
 		return nil
 	}
 	return r
+}
+
+// countKeywords take a non-negative integer (a length or a count).
+var countKeywords = []string{"minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties", "minContains", "maxContains"}
+
+// hugeCount reports a count written as an integer of 2^31 or more: intOf does not read
+// it, and reading it as absent would be wrong (a minLength of 2^31 refuses every
+// string an agent can send), so its node is opaque.
+func hugeCount(v any) bool {
+	r := ratOf(v)
+	return r != nil && r.IsInt() && r.Sign() > 0 && r.Num().BitLen() > 31
 }
 
 // readInt stores m[kw] in dst when it is a non-negative integer.

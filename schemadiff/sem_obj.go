@@ -116,17 +116,15 @@ func setList(set map[string]bool) []string {
 	return out
 }
 
-// guaranteed reports whether every object of A has property n, given that trigger is
-// present ("" for none): required, or pulled in by dependentRequired.
-func (o objView) guaranteed(n, trigger string) bool {
-	if contains(o.required, n) || n == trigger {
+// guaranteed reports whether every object of A has property n, given that the
+// triggers (none, or one name) are present: required, or pulled in by
+// dependentRequired. "" is a name like any other: it is present only when required.
+func (o objView) guaranteed(n string, trigger ...string) bool {
+	if contains(o.required, n) || contains(trigger, n) {
 		return true
 	}
 	present := map[string]bool{}
-	queue := append([]string(nil), o.required...)
-	if trigger != "" {
-		queue = append(queue, trigger)
-	}
+	queue := append(append([]string(nil), o.required...), trigger...)
 	for len(queue) > 0 {
 		k := queue[0]
 		queue = queue[1:]
@@ -208,7 +206,7 @@ func (e *engine) objSub(t term, g *plain, at string, depth int) []finding {
 					cands: e.buildObject(t, objOpts{require: []string{n}, also: g})})
 			}
 		}
-		if contains(g.required, n) && !o.guaranteed(n, "") {
+		if contains(g.required, n) && !o.guaranteed(n) {
 			fs = append(fs, finding{at: at + "/properties/" + escape(n), v: vNo, why: strconv.Quote(n) + " is required",
 				cands: e.buildObject(t, objOpts{absent: []string{n}, also: g})})
 		}
@@ -530,6 +528,11 @@ func (e *engine) buildObject(t term, opts objOpts) []any {
 			}
 			for _, p := range o.ps {
 				addWant(p.depReq[n]...)
+				if ds := p.depSch[n]; ds != nil {
+					for _, dp := range ds.ps {
+						addWant(dp.required...) // what a dependent schema requires
+					}
+				}
 			}
 		}
 		ok := true

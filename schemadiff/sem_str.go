@@ -1,7 +1,6 @@
 package schemadiff
 
 import (
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -84,6 +83,8 @@ var formatExamples = map[string][]string{
 	"ipv6":                  {"2001:db8::1", "::1"},
 	"uri":                   {"https://example.com/a", "urn:x"},
 	"uri-reference":         {"/a", "https://example.com/a"},
+	"iri":                   {"https://example.com/a", "https://example.com/été"},
+	"iri-reference":         {"/a", "/été"},
 	"uri-template":          {"https://example.com/{id}", "/a"},
 	"json-pointer":          {"/a", ""},
 	"relative-json-pointer": {"0/a", "1"},
@@ -91,27 +92,25 @@ var formatExamples = map[string][]string{
 	"duration":              {"P1D", "PT1H"},
 	"period":                {"2000-01-01T00:00:00Z/P1D", "2000-01-01T00:00:00Z/2000-01-02T00:00:00Z"},
 	"semver":                {"1.0.0", "2.1.3-rc.1"},
-	"regex":                 {"^a$", "a"},
+	"regex":                 {"^a$", "a", "^(?=.*[A-Z])"},
 }
 
 // plainStrings are tried where a value must fail a format.
 var plainStrings = []string{"", "x", "not a valid value", "0", "a b", "%zz", "::", "1.0", "-"}
 
-// stringOK checks a string against the set directly (Go regexp, the format checker).
+// stringOK checks a string against the set directly (the validator's ECMA-262 engine, the format checker).
 func (e *engine) stringOK(s strSet, str string) bool {
 	n := utf8.RuneCountInString(str)
 	if n < s.minLen || s.maxLen >= 0 && n > s.maxLen {
 		return false
 	}
 	for _, p := range s.patterns {
-		re, err := regexp.Compile(p)
-		if err != nil || !re.MatchString(str) {
+		if m, known := matchECMA(p, str); !known || !m {
 			return false
 		}
 	}
 	for _, p := range s.notPatterns {
-		re, err := regexp.Compile(p)
-		if err != nil || re.MatchString(str) {
+		if m, known := matchECMA(p, str); !known || m {
 			return false
 		}
 	}
@@ -137,6 +136,11 @@ func (e *engine) genStrings(s strSet, minLen, maxLen, n int) (out []string, exha
 	}
 	if maxLen >= 0 && minLen > maxLen {
 		return nil, true
+	}
+	if minLen > maxInstanceBytes {
+		// no counterexample of that length is shown (or built: a maxLength of 2^31-1
+		// would ask for a 2 GB string)
+		return nil, false
 	}
 	sub := s
 	sub.minLen, sub.maxLen = minLen, maxLen
@@ -182,8 +186,8 @@ func (e *engine) genStrings(s strSet, minLen, maxLen, n int) (out []string, exha
 }
 
 func padTo(s string, n int) string {
-	for utf8.RuneCountInString(s) < n {
-		s += "0"
+	if k := n - utf8.RuneCountInString(s); k > 0 {
+		s += strings.Repeat("0", k)
 	}
 	return s
 }
@@ -239,7 +243,7 @@ func (e *engine) strSub(t term, g *plain, at string) []finding {
 		fs = append(fs, got...)
 	}
 	for _, f := range g.formats {
-		if contains(s.formats, f) {
+		if contains(s.formats, f) || impliedFormat(s.formats, f) {
 			continue
 		}
 		fs = append(fs, e.formatViolation(t, s, f, at+"/format")...)
@@ -298,6 +302,24 @@ func sortedFormats() []string {
 func contains(l []string, s string) bool {
 	for _, x := range l {
 		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// formatImplies lists, for an asserted format, the formats every valid value of it
+// also satisfies, by the grammars of internal/jsonschemax: a URI is an IRI and a URI
+// reference, and either is an IRI reference.
+var formatImplies = map[string][]string{
+	"uri":           {"iri", "uri-reference", "iri-reference"},
+	"iri":           {"iri-reference"},
+	"uri-reference": {"iri-reference"},
+}
+
+func impliedFormat(have []string, f string) bool {
+	for _, h := range have {
+		if contains(formatImplies[h], f) {
 			return true
 		}
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+	"github.com/toolgate/toolgate/internal/jsonschemax"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
 )
@@ -52,7 +53,7 @@ func newValidator(doc any, name string) *validator {
 	}
 	v.c = jsonschema.NewCompiler()
 	v.c.DefaultDraft(jsonschema.Draft2020)
-	v.c.AssertFormat()
+	jsonschemax.Configure(v.c)
 	v.c.UseLoader(noRemote{})
 	if err := v.c.AddResource(v.url, parsed); err != nil {
 		v.err = err
@@ -140,6 +141,7 @@ func (v *validator) refusal(x any, site string) string {
 	if !errors.As(s.Validate(x), &ve) {
 		return ""
 	}
+	jsonschemax.FixLocations(x, ve)
 	var leaves []*jsonschema.ValidationError
 	var walk func(e *jsonschema.ValidationError)
 	walk = func(e *jsonschema.ValidationError) {
@@ -288,7 +290,7 @@ func (f *formatChecker) check(name string, s string) (valid, ok bool) {
 	sch, seen := f.byName[name]
 	if !seen {
 		c := jsonschema.NewCompiler()
-		c.AssertFormat()
+		jsonschemax.Configure(c)
 		c.UseLoader(noRemote{})
 		url := "urn:toolgate:schemadiff:format"
 		if err := c.AddResource(url, map[string]any{"format": name}); err == nil {

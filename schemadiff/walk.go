@@ -3,7 +3,6 @@ package schemadiff
 import (
 	"encoding/json"
 	"hash/fnv"
-	"net/url"
 	"reflect"
 	"sort"
 	"strconv"
@@ -202,27 +201,29 @@ func resolve(root, s any, pos string) (any, string) {
 var inertBesideRef = map[string]bool{"$ref": true, "$defs": true, "definitions": true, "$schema": true,
 	"$id": true, "$anchor": true, "$dynamicAnchor": true, "$comment": true, "$vocabulary": true}
 
-// lookup finds a same-document reference ("#", "#/a/b~1c").
+// lookup finds the target of a same-document reference ("#", "#/a/b~1c", "#name"): the
+// fragment is percent-decoded once, as a URI fragment is, and then read as a JSON
+// pointer or a plain-name anchor.
 func lookup(root any, ref string) (any, bool) {
-	if !strings.HasPrefix(ref, "#") {
+	p, ok := refPointer(root, ref)
+	if !ok {
 		return nil, false
 	}
-	frag, err := url.PathUnescape(ref[1:])
-	if err != nil {
-		return nil, false
-	}
-	if frag == "" {
+	return lookupPointer(root, p)
+}
+
+// lookupPointer reads a JSON pointer ("" or "/a/b~1c") in a document. Nothing is
+// percent-decoded: a name with "%" in it is that name.
+func lookupPointer(root any, ptr string) (any, bool) {
+	if ptr == "" {
 		return root, true
 	}
-	if !strings.HasPrefix(frag, "/") {
-		if ptr, ok := anchorPointer(root, frag); ok {
-			return lookup(root, "#"+ptr)
-		}
+	if !strings.HasPrefix(ptr, "/") {
 		return nil, false
 	}
 	cur := root
-	for _, seg := range strings.Split(frag[1:], "/") {
-		seg = strings.ReplaceAll(strings.ReplaceAll(seg, "~1", "/"), "~0", "~")
+	for _, seg := range strings.Split(ptr[1:], "/") {
+		seg = unescapePointer(seg)
 		switch v := cur.(type) {
 		case map[string]any:
 			next, ok := v[seg]
@@ -231,6 +232,9 @@ func lookup(root any, ref string) (any, bool) {
 			}
 			cur = next
 		case []any:
+			if seg == "" || len(seg) > 1 && seg[0] == '0' || strings.TrimLeft(seg, "0123456789") != "" {
+				return nil, false
+			}
 			i, err := strconv.Atoi(seg)
 			if err != nil || i < 0 || i >= len(v) {
 				return nil, false
@@ -243,11 +247,20 @@ func lookup(root any, ref string) (any, bool) {
 	return cur, true
 }
 
-// anchorPointer finds the subschema that declares `$anchor: name`.
+// anchorPointer finds the schema that declares the plain-name anchor name: `$anchor`
+// (2019-09 on) or `$dynamicAnchor` (2020-12, which also acts as a plain anchor), at a
+// schema position only (an "$anchor" key inside a name map or an x- value declares
+// nothing).
 func anchorPointer(root any, name string) (string, bool) {
+	dr, _ := draftOf(root)
+	if dr < draft2019 {
+		return "", false
+	}
 	found, ok := "", false
-	eachObject(root, func(ptr string, x map[string]any) bool {
-		if a, _ := x["$anchor"].(string); a == name {
+	eachSchema(root, dr, false, func(ptr string, x map[string]any) bool {
+		a, _ := x["$anchor"].(string)
+		da, _ := x["$dynamicAnchor"].(string)
+		if a == name || dr >= draft2020 && da == name {
 			found, ok = ptr, true
 			return false
 		}

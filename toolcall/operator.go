@@ -138,13 +138,22 @@ func (s *Service) Reconcile(ctx context.Context, p *Principal, id string) (*ledg
 	if err != nil || a.State != ledger.Unknown {
 		return a, err
 	}
-	if _, err := s.cfg.Ledger.ApplyLookup(ctx, a, s.Lookup(ctx, a), s.Policy(a), ledger.ByOperator, p.Name); err != nil {
-		if !errors.Is(err, ledger.ErrStale) {
+	ans := s.Lookup(ctx, a)
+	for try := 1; ; try++ {
+		_, err := s.cfg.Ledger.ApplyLookup(ctx, a, ans, s.Policy(a), ledger.ByOperator, p.Name)
+		switch {
+		case err == nil:
+			return a, nil
+		case !errors.Is(err, ledger.ErrStale):
 			return nil, storeFailed(err)
 		}
-		return s.Action(ctx, p, a.ID) // someone settled it meanwhile
+		// Changed meanwhile: settled by someone else, or only annotated (an
+		// assignment, a check claimed); an action still unknown takes the
+		// answer the lookup gave.
+		if a, err = s.Action(ctx, p, a.ID); err != nil || a.State != ledger.Unknown || try == staleTries {
+			return a, err
+		}
 	}
-	return a, nil
 }
 
 // Resolve applies an operator's verdict to an unknown action, or to a pending
@@ -167,12 +176,13 @@ func (s *Service) Resolve(ctx context.Context, p *Principal, id string, r ledger
 		}
 	}
 	r.Principal = p.Name
-	a, err := s.Action(ctx, p, id)
+	a, err := s.decideFresh(ctx, p, id, func(a *ledger.Action) error {
+		return s.cfg.Ledger.Resolve(ctx, a, r, s.cfg.Bindings[a.ToolID].WithDefaults().MaxAttempts)
+	})
 	if err != nil {
-		return nil, err
-	}
-	if err := s.cfg.Ledger.Resolve(ctx, a, r, s.cfg.Bindings[a.ToolID].WithDefaults().MaxAttempts); err != nil {
 		switch {
+		case a == nil:
+			return nil, err
 		case errors.Is(err, ledger.ErrNotResolvable):
 			return nil, Errorf(CodeActionNotResolvable, "action %q is %s", a.ID, a.State).withAction(a, a.State)
 		case errors.Is(err, ledger.ErrStale):
@@ -181,6 +191,29 @@ func (s *Service) Resolve(ctx context.Context, p *Principal, id string, r ledger
 		return nil, storeFailed(err)
 	}
 	return a, nil
+}
+
+// staleTries is how often an operator's decision is judged anew when the
+// action changed between its read and its write.
+const staleTries = 4
+
+// decideFresh reads the action and applies decide to it; when another writer
+// changed the action in between (ErrStale) it reads it again and decides
+// anew, so a change that decides nothing — an assignment, provider evidence,
+// a reconciler's check — never refuses an operator's decision; decide itself
+// refuses one the new state no longer allows. The action is nil only when the
+// read failed (err is then the answer to give).
+func (s *Service) decideFresh(ctx context.Context, p *Principal, id string, decide func(*ledger.Action) error) (*ledger.Action, error) {
+	for try := 1; ; try++ {
+		a, err := s.Action(ctx, p, id)
+		if err != nil {
+			return nil, err
+		}
+		err = decide(a)
+		if !errors.Is(err, ledger.ErrStale) || try == staleTries {
+			return a, err
+		}
+	}
 }
 
 // Approval is an action an operator released. When the gateway could claim
@@ -205,12 +238,9 @@ func (ap *Approval) Claimed() bool { return ap.claimed }
 // once (POST /v1/actions/{action_id}/approve); call Run on the Approval to
 // execute it.
 func (s *Service) Approve(ctx context.Context, p *Principal, id, note string) (*Approval, error) {
-	a, err := s.awaitingApproval(ctx, p, id)
+	a, err := s.decideApproval(ctx, p, id, func(a *ledger.Action) error { return s.cfg.Ledger.Approve(ctx, a, p.Name, note) })
 	if err != nil {
 		return nil, err
-	}
-	if err := s.cfg.Ledger.Approve(ctx, a, p.Name, note); err != nil {
-		return nil, decisionFailed(a, err)
 	}
 	ap := &Approval{Action: a, s: s, p: p}
 	b, ok := s.cfg.Bindings[a.ToolID]
@@ -250,32 +280,39 @@ func (ap *Approval) Run(ctx context.Context, traceparent string) (Answer, error)
 // (POST /v1/actions/{action_id}/deny); its calls then replay 403
 // action_denied.
 func (s *Service) Deny(ctx context.Context, p *Principal, id, note string) (*ledger.Action, error) {
-	a, err := s.awaitingApproval(ctx, p, id)
-	if err != nil {
+	return s.decideApproval(ctx, p, id, func(a *ledger.Action) error {
+		denied := Errorf(CodeActionDenied, "an operator denied this action").withAction(a, ledger.Rejected)
+		body, err := json.Marshal(denied.Wire())
+		if err != nil {
+			return err
+		}
+		res := &ledger.Result{StatusCode: denied.Status(), ContentType: "application/problem+json", Body: append(body, '\n')}
+		return s.cfg.Ledger.Deny(ctx, a, p.Name, note, res)
+	})
+}
+
+// decideApproval applies an approve or deny to an action awaiting approval,
+// judged anew when something else changed the action meanwhile
+// (decideFresh).
+func (s *Service) decideApproval(ctx context.Context, p *Principal, id string, decide func(*ledger.Action) error) (*ledger.Action, error) {
+	a, err := s.decideFresh(ctx, p, id, func(a *ledger.Action) error {
+		if a.State != ledger.AwaitingApproval {
+			return errNotAwaiting
+		}
+		return decide(a)
+	})
+	switch {
+	case a == nil:
 		return nil, err
-	}
-	denied := Errorf(CodeActionDenied, "an operator denied this action").withAction(a, ledger.Rejected)
-	body, err := json.Marshal(denied.Wire())
-	if err != nil {
-		return nil, err
-	}
-	res := &ledger.Result{StatusCode: denied.Status(), ContentType: "application/problem+json", Body: append(body, '\n')}
-	if err := s.cfg.Ledger.Deny(ctx, a, p.Name, note, res); err != nil {
+	case errors.Is(err, errNotAwaiting):
+		return nil, Errorf(CodeActionNotAwaitingApproval, "action %q is %s", a.ID, a.State).withAction(a, a.State)
+	case err != nil:
 		return nil, decisionFailed(a, err)
 	}
 	return a, nil
 }
 
-func (s *Service) awaitingApproval(ctx context.Context, p *Principal, id string) (*ledger.Action, error) {
-	a, err := s.Action(ctx, p, id)
-	if err != nil {
-		return nil, err
-	}
-	if a.State != ledger.AwaitingApproval {
-		return nil, Errorf(CodeActionNotAwaitingApproval, "action %q is %s", a.ID, a.State).withAction(a, a.State)
-	}
-	return a, nil
-}
+var errNotAwaiting = errors.New("action is not awaiting approval")
 
 func decisionFailed(a *ledger.Action, err error) error {
 	var te *ledger.TransitionError
@@ -334,4 +371,63 @@ func (s *Service) Reconciler(interval time.Duration) *ledger.Reconciler {
 			s.log().Error(fmt.Sprintf(format, args...), "component", "reconciler")
 		},
 	}
+}
+
+// Owner is the owner of an action's tool: owner.yaml's owner in the
+// registry this service serves ("" when the tool is gone from it or names
+// none). owner.yaml is one file per tool, shared by all its versions, so it
+// is the owner of the version that bound the action.
+func (s *Service) Owner(a *ledger.Action) string {
+	if s == nil {
+		return ""
+	}
+	if t := s.cfg.Registry.Tool(a.ToolID); t != nil {
+		return t.Owner.Owner
+	}
+	return ""
+}
+
+// Assign records that assignee works an action that waits for a person
+// (POST /v1/actions/{action_id}/assign); an empty assignee is p's name.
+// Another assignee's action needs takeOver (409 action_assigned). The
+// action's state and key stay as they are: an assignment is information, not
+// a lock (ledger.Service.Assign).
+func (s *Service) Assign(ctx context.Context, p *Principal, id, assignee, note string, takeOver bool) (*ledger.Action, error) {
+	if assignee == "" {
+		assignee = p.Name
+	}
+	return s.assign(ctx, p, id, ledger.AssignRequest{Assignee: assignee, Principal: p.Name, Note: note, TakeOver: takeOver})
+}
+
+// Unassign releases an action's assignment
+// (POST /v1/actions/{action_id}/unassign): one's own freely, another
+// assignee's with takeOver.
+func (s *Service) Unassign(ctx context.Context, p *Principal, id, note string, takeOver bool) (*ledger.Action, error) {
+	return s.assign(ctx, p, id, ledger.AssignRequest{Principal: p.Name, Note: note, TakeOver: takeOver})
+}
+
+func (s *Service) assign(ctx context.Context, p *Principal, id string, r ledger.AssignRequest) (*ledger.Action, error) {
+	if err := ledger.CheckAssignText(r.Assignee, r.Note); err != nil {
+		return nil, Errorf(CodeMalformedRequest, "%v", err)
+	}
+	a, err := s.Action(ctx, p, id)
+	if err != nil {
+		return nil, err
+	}
+	_, err = s.cfg.Ledger.Assign(ctx, a, r)
+	var ae *ledger.AssignedError
+	switch {
+	case err == nil:
+		return a, nil
+	case errors.As(err, &ae):
+		return nil, Errorf(CodeActionAssigned, "action %q is assigned to %s since %s; send take_over to take it over",
+			a.ID, ae.Current.Assignee, ae.Current.At.Format(time.RFC3339)).withAction(a, a.State)
+	case errors.Is(err, ledger.ErrNotAssignable):
+		return nil, Errorf(CodeActionNotAssignable, "action %q is %s; only unknown actions and those awaiting approval can be assigned", a.ID, a.State).withAction(a, a.State)
+	case errors.Is(err, ledger.ErrAssignmentLimit):
+		return nil, Errorf(CodeActionNotAssignable, "action %q has %d assignment changes, the most one action records", a.ID, ledger.MaxAssignmentChanges).withAction(a, a.State)
+	case errors.Is(err, ledger.ErrStale):
+		return nil, Errorf(CodeActionInProgress, "the action changed meanwhile; read it and try again").withRetry(1)
+	}
+	return nil, storeFailed(err)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/toolgate/toolgate/api"
 	"github.com/toolgate/toolgate/contract"
@@ -39,6 +40,8 @@ const (
 	CodeActionNotResolvable       Code = "action_not_resolvable"
 	CodeActionNotAwaitingApproval Code = "action_not_awaiting_approval"
 	CodeActionDenied              Code = "action_denied"
+	CodeActionNotAssignable       Code = "action_not_assignable"
+	CodeActionAssigned            Code = "action_assigned"
 	CodeRequestTooLarge           Code = "request_too_large"
 	CodeTooManyRequests           Code = "too_many_requests"
 	CodeToolNotBound              Code = "tool_not_bound"
@@ -110,6 +113,10 @@ var codes = map[Code]CodeInfo{
 		"Only unknown actions, and pending ones whose attempts are used up, can be resolved by hand.", conflict},
 	CodeActionNotAwaitingApproval: {409, "Action not awaiting approval",
 		"Only actions in state awaiting_approval can be approved or denied.", conflict},
+	CodeActionNotAssignable: {409, "Action not assignable",
+		"Only actions that wait for a person can be assigned or released: unknown ones (needs_operator included) and those awaiting approval; and one action records at most 64 assignment changes. The action's record (GET /v1/actions/{action_id}) shows its state and its assignee.", conflict},
+	CodeActionAssigned: {409, "Action assigned to someone else",
+		"Another operator has taken this action (the detail names them and since when). Talk to them first; to take it over or release it anyway, send the request again with \"take_over\": true (toolgate actions assign --take-over). An assignment is information, not a lock: resolving, reconciling, approving and denying are never refused because of it.", conflict},
 	CodeActionDenied: {403, "Action denied",
 		"An operator denied this action. It will not run; a new intended action needs a new key.", denied},
 	CodeRequestTooLarge: {413, "Request too large",
@@ -290,12 +297,23 @@ func storeFailed(err error) *Problem {
 
 // ledgerUnavailable is the 503 of a store that did not answer.
 func ledgerUnavailable(err error) *Problem {
+	// A store that is not set up yet says why, in words fit for the caller
+	// (the PostgreSQL store's NotReadyReason: no host, no credentials).
+	var nr interface{ NotReadyReason() string }
+	if errors.As(err, &nr) && nr.NotReadyReason() != "" {
+		return Errorf(CodeLedgerUnavailable, "the ledger is not ready (%s); nothing was executed", nr.NotReadyReason()).withRetry(1).withCause(err)
+	}
 	return Errorf(CodeLedgerUnavailable, "the ledger did not answer; nothing was executed").withRetry(1).withCause(err)
 }
 
 // Ready reports whether the ledger answers: nil, or a ledger_unavailable
 // problem (GET /readyz).
 func (s *Service) Ready(ctx context.Context) (*ledger.Durability, error) {
+	if rr, ok := s.cfg.Ledger.Store.(ledger.ReadinessReporter); ok {
+		if why := rr.Unready(); why != "" {
+			return nil, Errorf(CodeLedgerUnavailable, "the ledger is not ready: %s", why).withRetry(1)
+		}
+	}
 	// A read of an id no tenant can have (tenants are never empty) proves the
 	// ledger answers, on every store.
 	if _, err := s.cfg.Ledger.Get(ctx, "", "readyz-probe"); err != nil && !errors.Is(err, ledger.ErrNotFound) {
@@ -316,7 +334,13 @@ func (s *Service) Ready(ctx context.Context) (*ledger.Durability, error) {
 	case d.Replicated && d.SyncStandbys == 0:
 		// Every commit waits for a standby that is not there: a claim would
 		// hang until one connects.
-		return &d, Errorf(CodeLedgerUnavailable, "no synchronous standby is connected: every commit waits until one named in synchronous_standby_names connects").withRetry(5)
+		detail := "no synchronous standby is connected: every commit waits until one named in synchronous_standby_names connects"
+		for _, w := range d.Warnings {
+			if strings.HasPrefix(w, "commits wait for a synchronous standby that is not connected") {
+				detail = "no synchronous standby is connected: " + w
+			}
+		}
+		return &d, Errorf(CodeLedgerUnavailable, "%s", detail).withRetry(5)
 	}
 	return &d, nil
 }

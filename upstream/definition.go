@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strconv"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolgate/toolgate/internal/canon"
@@ -37,11 +39,24 @@ type Drift struct {
 	// Other names the other fields of the definition that changed (title,
 	// annotations, icons, _meta): compatible, reported.
 	Other []string `json:"other,omitempty"`
+	// Descriptions are the changed descriptions' texts, pinned and live, in
+	// the order of Changes: a reviewer reads what the model will read.
+	Descriptions []DescriptionChange `json:"descriptions,omitempty"`
 	// Stops reports a change that stops the tool: a high_risk or major one,
 	// or any change of a description (the tool's or a property's: what a
 	// model reads is an instruction, and a changed instruction is how tools
 	// are poisoned).
 	Stops bool `json:"stops"`
+}
+
+// DescriptionChange is one changed description: at Pointer (schemadiff's:
+// /description is the tool's, /parameters/… and /result/… are inside its
+// inputSchema and outputSchema), the pinned and the live text; nil where
+// there is none (added, removed, or not found at the pointer).
+type DescriptionChange struct {
+	Pointer string  `json:"pointer"`
+	Pinned  *string `json:"pinned"`
+	Live    *string `json:"live"`
 }
 
 // Changed reports whether anything differs.
@@ -123,9 +138,17 @@ func Compare(pinned, live []byte) (Drift, error) {
 	}
 	rep := schemadiff.Diff(old.contract(), cur.contract(), schemadiff.Options{})
 	d := Drift{Changes: rep.Changes, Tier: rep.Tier}
+	var oldDoc, curDoc any
 	for _, c := range rep.Changes {
 		if c.Tier.Rank() >= schemadiff.TierHighRisk.Rank() || c.Kind == "description_changed" {
 			d.Stops = true
+		}
+		if c.Kind == "description_changed" {
+			if oldDoc == nil {
+				oldDoc, curDoc = decodeAny(pinned), decodeAny(live)
+			}
+			d.Descriptions = append(d.Descriptions, DescriptionChange{Pointer: c.Pointer,
+				Pinned: descriptionAt(oldDoc, c.Pointer), Live: descriptionAt(curDoc, c.Pointer)})
 		}
 	}
 	compared := map[string]bool{"name": true, "description": true, "inputSchema": true, "outputSchema": true}
@@ -161,4 +184,57 @@ func equalJSON(a, b json.RawMessage) bool {
 	ca, err1 := canon.Transform(a)
 	cb, err2 := canon.Transform(b)
 	return err1 == nil && err2 == nil && bytes.Equal(ca, cb)
+}
+
+func decodeAny(raw []byte) any {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if dec.Decode(&v) != nil {
+		return nil
+	}
+	return v
+}
+
+// descriptionAt is the text at a schemadiff pointer of a definition (see
+// DescriptionChange), nil when there is no string there.
+func descriptionAt(def any, ptr string) *string {
+	m, _ := def.(map[string]any)
+	var v any
+	switch {
+	case ptr == "/description":
+		v = m["description"]
+	case strings.HasPrefix(ptr, "/parameters/"):
+		v = walkPointer(m["inputSchema"], strings.TrimPrefix(ptr, "/parameters"))
+	case strings.HasPrefix(ptr, "/result/"):
+		v = walkPointer(m["outputSchema"], strings.TrimPrefix(ptr, "/result"))
+	}
+	if s, ok := v.(string); ok {
+		return &s
+	}
+	return nil
+}
+
+// walkPointer follows a JSON pointer ("/a/0/b~1c") into v; nil when it
+// leads nowhere.
+func walkPointer(v any, ptr string) any {
+	if ptr == "" {
+		return v
+	}
+	for _, tok := range strings.Split(ptr[1:], "/") {
+		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
+		switch x := v.(type) {
+		case map[string]any:
+			v = x[tok]
+		case []any:
+			i, err := strconv.Atoi(tok)
+			if err != nil || i < 0 || i >= len(x) {
+				return nil
+			}
+			v = x[i]
+		default:
+			return nil
+		}
+	}
+	return v
 }

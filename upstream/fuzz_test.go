@@ -1,7 +1,9 @@
 package upstream
 
 import (
+	"bytes"
 	"encoding/json"
+	"io"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -32,8 +34,20 @@ func FuzzCompare(f *testing.F) {
 			Description *string `json:"description"`
 		}
 		if json.Unmarshal([]byte(pinned), &a) == nil && json.Unmarshal([]byte(live), &b) == nil &&
-			a.Description != nil && b.Description != nil && *a.Description != *b.Description && !d.Stops {
-			t.Fatalf("a changed description does not stop the tool: %+v", d)
+			a.Description != nil && b.Description != nil && *a.Description != *b.Description {
+			if !d.Stops {
+				t.Fatalf("a changed description does not stop the tool: %+v", d)
+			}
+			// The reviewer is shown both texts.
+			shown := false
+			for _, dc := range d.Descriptions {
+				if dc.Pointer == "/description" && dc.Pinned != nil && dc.Live != nil && *dc.Pinned == *a.Description && *dc.Live == *b.Description {
+					shown = true
+				}
+			}
+			if !shown {
+				t.Fatalf("the changed description is not shown pinned and live: %+v", d.Descriptions)
+			}
 		}
 	})
 }
@@ -58,6 +72,37 @@ func FuzzLookupAnswer(f *testing.F) {
 		}
 		if ct == "application/json" && !json.Valid(body) {
 			t.Fatalf("%s renders as invalid JSON %q", raw, body)
+		}
+	})
+}
+
+// FuzzRawResult: any answer a server writes (one JSON body, or an event
+// stream cut anywhere into reads) is read without panicking; a result it
+// keeps is valid JSON, and it is the result of the call's id only.
+func FuzzRawResult(f *testing.F) {
+	f.Add([]byte(`{"jsonrpc":"2.0","id":7,"result":{"structuredContent":{"n":12345678901234567891}}}`), false, uint8(3))
+	f.Add([]byte(": c\n\nevent: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"x\"}\n\ndata: {\"jsonrpc\":\"2.0\",\"id\":7,\r\ndata: \"result\":[1]}\r\n\r\n"), true, uint8(5))
+	f.Add([]byte("data: {\"id\":\"7\",\"result\":1}\n\ndata: {\"id\":7,\"result\":{}}\n\n"), true, uint8(1))
+	f.Add([]byte(`{"id":7,"result":`), false, uint8(0))
+	f.Fuzz(func(t *testing.T, stream []byte, sse bool, chunk uint8) {
+		c := &rawResult{max: 1 << 10}
+		c.request([]byte(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{}}`))
+		body := c.tee(io.NopCloser(bytes.NewReader(stream)), sse)
+		buf := make([]byte, int(chunk)+1)
+		for {
+			if _, err := body.Read(buf); err != nil {
+				break
+			}
+		}
+		got := c.get()
+		if got == nil {
+			return
+		}
+		if !json.Valid(got) {
+			t.Fatalf("kept %q, not JSON", got)
+		}
+		if !bytes.Contains(stream, got) && !sse {
+			t.Fatalf("kept %q, not in the answer", got)
 		}
 	})
 }

@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -71,24 +72,32 @@ func NewInvoker(pool *Pool) *Invoker { return &Invoker{pool: pool} }
 // (default DefaultKeyMeta); the arguments are r.Body, the canonical bytes
 // that were validated.
 func (in *Invoker) Call(ctx context.Context, r invoke.Request) invoke.Result {
+	res, sv := in.call(ctx, r)
+	if sv != nil {
+		res.Err = sv.scrub(res.Err)
+	}
+	return res
+}
+
+func (in *Invoker) call(ctx context.Context, r invoke.Request) (invoke.Result, *server) {
 	b, key, err := prepare(r)
 	if err != nil {
-		return invoke.Result{Outcome: ledger.NotStarted, Err: err}
+		return invoke.Result{Outcome: ledger.NotStarted, Err: err}, nil
 	}
 	m := b.MCP
 	ctx, cancel := context.WithTimeout(ctx, b.Timeout)
 	defer cancel()
 	sv, err := in.pool.server(m.URL, m.Headers)
 	if err != nil {
-		return invoke.Result{Outcome: ledger.NotStarted, Err: err}
+		return invoke.Result{Outcome: ledger.NotStarted, Err: err}, nil
 	}
 	cs, _, err := sv.session(ctx)
 	if err != nil {
-		return invoke.Result{Outcome: ledger.NotStarted, Err: err}
+		return invoke.Result{Outcome: ledger.NotStarted, Err: err}, sv
 	}
 	if in.stopped != nil {
 		if why := in.stopped(m.URL, m.Tool); why != "" {
-			return invoke.Result{Outcome: ledger.NotStarted, Err: fmt.Errorf("mcp %s %s: not sent: the tool's definition drifted: %s", redactURL(m.URL), m.Tool, why)}
+			return invoke.Result{Outcome: ledger.NotStarted, Err: fmt.Errorf("mcp %s %s: not sent: the tool's definition drifted: %s", redactURL(m.URL), m.Tool, why)}, sv
 		}
 	}
 	args := r.Body
@@ -96,7 +105,8 @@ func (in *Invoker) Call(ctx context.Context, r invoke.Request) invoke.Result {
 		args = []byte("{}")
 	}
 	at := &attempt{now: in.pool.cfg.Now}
-	res, err := cs.CallTool(withAttempt(ctx, at), &mcp.CallToolParams{
+	raw := &rawResult{max: in.pool.cfg.MaxResponseBytes}
+	res, err := cs.CallTool(context.WithValue(withAttempt(ctx, at), rawKey{}, raw), &mcp.CallToolParams{
 		Name: m.Tool, Arguments: json.RawMessage(args), Meta: meta(m, key, r.Traceparent),
 	})
 	out := invoke.Result{Written: at.written.Load(), SentAt: at.sentAt()}
@@ -106,21 +116,21 @@ func (in *Invoker) Call(ctx context.Context, r invoke.Request) invoke.Result {
 			// far is not known.
 			out.Outcome = ledger.Lost
 			out.Err = fmt.Errorf("mcp %s %s: the server asked for input (a multi-round-trip result), which toolgate does not give", redactURL(m.URL), m.Tool)
-			return out
+			return out, sv
 		}
 		out.Outcome = ledger.Answered
-		out.StatusCode, out.ContentType, out.Body = Body(res)
+		out.StatusCode, out.ContentType, out.Body = RawBody(res, raw.get())
 		out.Written = true
 		if out.SentAt.IsZero() {
 			out.SentAt = in.pool.cfg.Now()
 		}
-		return out
+		return out, sv
 	}
 	out.Outcome, out.Err = classify(err, at, b, fmt.Sprintf("mcp %s tools/call %s", redactURL(m.URL), m.Tool))
 	if serverError(err) == nil {
 		sv.drop(cs) // a transport failure: the next call starts a fresh session
 	}
-	return out
+	return out, sv
 }
 
 // classify says what a failed tools/call proves (see Call).
@@ -134,11 +144,11 @@ func classify(err error, at *attempt, b invoke.Binding, what string) (ledger.Out
 		return ledger.Lost, fmt.Errorf("%s: the server answered JSON-RPC error %d: the tool may have run", what, we.Code)
 	}
 	if !at.written.Load() {
-		return ledger.NotStarted, fmt.Errorf("%s: not sent: %w", what, err)
+		return ledger.NotStarted, failed(err, "%s: not sent", what)
 	}
 	switch st := int(at.status.Load()); {
 	case st >= 200 && st < 300, st == 0:
-		return ledger.Lost, fmt.Errorf("%s: sent, then %w", what, err)
+		return ledger.Lost, failed(err, "%s: sent, then", what)
 	case st < 500:
 		return ledger.NotStarted, fmt.Errorf("%s: the server refused the request with HTTP %d before a tool saw it", what, st)
 	case slices.Contains(b.NotStartedStatuses, st):
@@ -230,43 +240,52 @@ func meta(m *invoke.MCPTool, key, traceparent string) mcp.Meta {
 // without isError is Found, answered 200 with its rendering as the action's
 // result; an isError result or an error is no answer (Err).
 func (in *Invoker) Lookup(ctx context.Context, r invoke.Request) invoke.LookupResult {
+	res, sv := in.lookup(ctx, r)
+	if sv != nil {
+		res.Err = sv.scrub(res.Err)
+	}
+	return res
+}
+
+func (in *Invoker) lookup(ctx context.Context, r invoke.Request) (invoke.LookupResult, *server) {
 	b, key, err := prepare(r)
 	if err != nil {
-		return invoke.LookupResult{Err: err}
+		return invoke.LookupResult{Err: err}, nil
 	}
 	m := b.MCP
 	if m.LookupTool == "" {
-		return invoke.LookupResult{Err: invoke.ErrNoLookup}
+		return invoke.LookupResult{Err: invoke.ErrNoLookup}, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, b.Timeout)
 	defer cancel()
 	sv, err := in.pool.server(m.URL, m.Headers)
 	if err != nil {
-		return invoke.LookupResult{Err: err}
+		return invoke.LookupResult{Err: err}, nil
 	}
 	cs, _, err := sv.session(ctx)
 	if err != nil {
-		return invoke.LookupResult{Err: fmt.Errorf("lookup: %w", err)}
+		return invoke.LookupResult{Err: fmt.Errorf("lookup: %w", err)}, sv // session's errors are describe's
 	}
 	what := fmt.Sprintf("lookup: mcp %s tools/call %s", redactURL(m.URL), m.LookupTool)
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{
+	raw := &rawResult{max: in.pool.cfg.MaxResponseBytes}
+	res, err := cs.CallTool(context.WithValue(ctx, rawKey{}, raw), &mcp.CallToolParams{
 		Name: m.LookupTool, Arguments: map[string]any{LookupKeyArgument: key}, Meta: meta(m, key, r.Traceparent),
 	})
 	if err != nil {
 		if we := serverError(err); we != nil {
-			return invoke.LookupResult{Err: fmt.Errorf("%s: the server answered JSON-RPC error %d", what, we.Code)}
+			return invoke.LookupResult{Err: fmt.Errorf("%s: the server answered JSON-RPC error %d", what, we.Code)}, sv
 		}
 		sv.drop(cs)
-		return invoke.LookupResult{Err: fmt.Errorf("%s: %w", what, err)}
+		return invoke.LookupResult{Err: failed(err, "%s", what)}, sv
 	}
 	if res.IsError {
-		return invoke.LookupResult{Err: fmt.Errorf("%s: the lookup tool answered an error result", what)}
+		return invoke.LookupResult{Err: fmt.Errorf("%s: the lookup tool answered an error result", what)}, sv
 	}
 	if notFound(res) {
-		return invoke.LookupResult{NotFound: true, StatusCode: StatusOK}
+		return invoke.LookupResult{NotFound: true, StatusCode: StatusOK}, sv
 	}
-	st, ct, body := Body(res)
-	return invoke.LookupResult{Found: true, StatusCode: st, ContentType: ct, Body: body}
+	st, ct, body := RawBody(res, raw.get())
+	return invoke.LookupResult{Found: true, StatusCode: st, ContentType: ct, Body: body}, sv
 }
 
 // State is the state probe, which MCP bindings do not have.
@@ -306,7 +325,7 @@ func Body(res *mcp.CallToolResult) (status int, contentType string, body []byte)
 		status = StatusToolError
 	}
 	if res.StructuredContent != nil {
-		if b, err := json.Marshal(res.StructuredContent); err == nil {
+		if b, err := marshalPlain(res.StructuredContent); err == nil {
 			return status, "application/json", b
 		}
 	}
@@ -323,13 +342,59 @@ func Body(res *mcp.CallToolResult) (status int, contentType string, body []byte)
 	if content == nil {
 		content = []mcp.Content{}
 	}
-	b, err := json.Marshal(struct {
+	b, err := marshalPlain(struct {
 		Content []mcp.Content `json:"content"`
 	}{content})
 	if err != nil {
 		b = []byte(`{"content":[]}`)
 	}
 	return status, "application/json", b
+}
+
+// RawBody is Body over the result's raw JSON as the server wrote it (nil
+// when it was not seen): structuredContent and the content blocks are
+// answered as the server's own bytes, so big numbers, the order of keys and
+// the escaping of strings stay as they were. The status and the choice of
+// what is answered come from the decoded result.
+func RawBody(res *mcp.CallToolResult, raw json.RawMessage) (status int, contentType string, body []byte) {
+	status, contentType, body = Body(res)
+	if len(raw) == 0 {
+		return status, contentType, body
+	}
+	var r struct {
+		StructuredContent json.RawMessage `json:"structuredContent"`
+		Content           json.RawMessage `json:"content"`
+	}
+	if json.Unmarshal(raw, &r) != nil {
+		return status, contentType, body
+	}
+	switch {
+	case res.StructuredContent != nil:
+		if len(r.StructuredContent) > 0 && !bytes.Equal(r.StructuredContent, []byte("null")) {
+			return status, "application/json", bytes.Clone(r.StructuredContent)
+		}
+	case len(res.Content) == 1 && isText(res.Content[0]):
+		// the text is the server's string exactly already
+	case len(r.Content) > 0 && r.Content[0] == '[':
+		return status, "application/json", append(append([]byte(`{"content":`), r.Content...), '}')
+	}
+	return status, contentType, body
+}
+
+func isText(c mcp.Content) bool {
+	_, ok := c.(*mcp.TextContent)
+	return ok
+}
+
+// marshalPlain is json.Marshal without escaping <, > and &.
+func marshalPlain(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 // isJSONDoc reports a JSON object or array.

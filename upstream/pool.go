@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolgate/toolgate/internal/secret"
 	"github.com/toolgate/toolgate/invoke"
 )
 
@@ -123,6 +124,9 @@ type server struct {
 	headers map[string]string
 	client  *mcp.Client
 	http    *http.Client
+	// secrets are the configured header values and the URL's password and
+	// query values: scrubbed from every text about this server.
+	secrets *secret.Set
 
 	lock    chan struct{} // held while (re)connecting
 	mu      sync.Mutex
@@ -157,7 +161,11 @@ func (p *Pool) server(url string, headers map[string]string) (*server, error) {
 	if len(p.servers) >= p.cfg.MaxServers {
 		return nil, fmt.Errorf("%w (at most %d)", ErrTooManyServers, p.cfg.MaxServers)
 	}
-	sv := &server{p: p, url: url, headers: headers, lock: make(chan struct{}, 1)}
+	sv := &server{p: p, url: url, headers: headers, lock: make(chan struct{}, 1), secrets: &secret.Set{}}
+	for _, v := range headers {
+		sv.secrets.Add(v)
+	}
+	sv.secrets.AddURL(url)
 	sv.http = newHTTPClient(p.cfg.Transport, headers, p.cfg.MaxResponseBytes)
 	sv.client = mcp.NewClient(&mcp.Implementation{Name: "toolgate", Version: "1"}, &mcp.ClientOptions{
 		// toolgate offers the server nothing (no roots, sampling or
@@ -185,7 +193,7 @@ func (sv *server) session(ctx context.Context) (cs *mcp.ClientSession, fresh boo
 	select {
 	case sv.lock <- struct{}{}:
 	case <-ctx.Done():
-		return nil, false, fmt.Errorf("connect to %s: %w", redactURL(sv.url), ctx.Err())
+		return nil, false, failed(ctx.Err(), "connect to MCP server %s", redactURL(sv.url))
 	}
 	defer func() { <-sv.lock }()
 	if cs := sv.current(); cs != nil { // another call connected meanwhile
@@ -209,12 +217,20 @@ func (sv *server) session(ctx context.Context) (cs *mcp.ClientSession, fresh boo
 		// A broken stream is not resumed by sending anything again.
 		MaxRetries: -1,
 	}
+	rt := sv.http.Transport.(*roundTripper)
+	rt.refused.Store(0)
 	cs, err = sv.client.Connect(cctx, t, nil)
 	sv.mu.Lock()
 	if err != nil {
 		sv.backoff = min(max(sv.backoff*2, reconnectBackoff), maxReconnectBackoff)
 		sv.retryAt = sv.p.cfg.Now().Add(sv.backoff)
-		sv.lastErr = fmt.Errorf("connect to MCP server %s: %w", redactURL(sv.url), err)
+		if st := rt.refused.Load(); st != 0 {
+			// The SDK's error for a refused request quotes the answer;
+			// only its status is kept.
+			sv.lastErr = &failure{msg: fmt.Sprintf("connect to MCP server %s: HTTP %d", redactURL(sv.url), st), cause: err}
+		} else {
+			sv.lastErr = failed(err, "connect to MCP server %s", redactURL(sv.url))
+		}
 		err = sv.lastErr
 		sv.mu.Unlock()
 		return nil, false, err
@@ -229,6 +245,18 @@ func (sv *server) session(ctx context.Context) (cs *mcp.ClientSession, fresh boo
 		hook(ctx, sv, cs)
 	}
 	return cs, true, nil
+}
+
+// scrub keeps the server's secrets out of err's text (the cause stays
+// reachable for errors.Is and As).
+func (sv *server) scrub(err error) error {
+	if err == nil {
+		return nil
+	}
+	if t := sv.secrets.Scrub(err.Error()); t != err.Error() {
+		return &failure{msg: t, cause: err}
+	}
+	return err
 }
 
 func (sv *server) current() *mcp.ClientSession {
@@ -268,7 +296,7 @@ func listTools(ctx context.Context, cs *mcp.ClientSession) ([]*mcp.Tool, error) 
 	for range maxListPages {
 		res, err := cs.ListTools(ctx, &mcp.ListToolsParams{Cursor: cursor})
 		if err != nil {
-			return nil, err
+			return nil, failed(err, "tools/list")
 		}
 		out = append(out, res.Tools...)
 		if res.NextCursor == "" {
@@ -291,12 +319,12 @@ func (p *Pool) ListTools(ctx context.Context, url string, headers map[string]str
 	}
 	cs, _, err := sv.session(ctx)
 	if err != nil {
-		return nil, err
+		return nil, sv.scrub(err)
 	}
 	tools, err := listTools(ctx, cs)
 	if err != nil {
 		sv.drop(cs)
-		return nil, fmt.Errorf("MCP server %s: %w", redactURL(url), err)
+		return nil, sv.scrub(fmt.Errorf("MCP server %s: %w", redactURL(url), err))
 	}
 	return tools, nil
 }

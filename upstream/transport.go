@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -62,12 +63,28 @@ type roundTripper struct {
 	base    http.RoundTripper
 	headers map[string]string
 	maxBody int64
+	// refused is the status of the last answer of 400 or more: what is kept
+	// of a refused connection (the SDK's error quotes the answer's body).
+	refused atomic.Int32
 }
 
 func (t *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	req = req.Clone(req.Context()) // a RoundTripper must not change its caller's request
 	for k, v := range t.headers {
 		req.Header.Set(k, v)
+	}
+	raw, _ := req.Context().Value(rawKey{}).(*rawResult)
+	if raw != nil && req.Method == http.MethodPost && req.Body != nil && req.Body != http.NoBody {
+		// The SDK's request body is its own JSON-RPC message: small, and
+		// read here only to learn the call's id.
+		body, err := io.ReadAll(req.Body)
+		req.Body.Close()
+		if err != nil {
+			return nil, err
+		}
+		raw.request(body)
+		req.Body = io.NopCloser(bytes.NewReader(body))
+		req.ContentLength = int64(len(body))
 	}
 	a, _ := req.Context().Value(attemptKey{}).(*attempt)
 	if a != nil && (req.Method != http.MethodPost || !a.claimed.CompareAndSwap(false, true)) {
@@ -82,6 +99,9 @@ func (t *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	resp, err := t.base.RoundTrip(req)
 	if resp != nil {
+		if resp.StatusCode >= 400 && req.Method == http.MethodPost {
+			t.refused.Store(int32(resp.StatusCode))
+		}
 		if a != nil {
 			// An answer proves the request arrived, even one that overtook
 			// the WroteRequest hook.
@@ -91,10 +111,14 @@ func (t *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 			}
 			a.status.Store(int32(resp.StatusCode))
 		}
-		if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "text/event-stream" {
+		mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+		if mt != "text/event-stream" {
 			// A JSON answer is read whole by the SDK; an event stream is
 			// bounded per event (StreamableClientTransport.MaxEventSize).
 			resp.Body = &cappedBody{r: resp.Body, left: t.maxBody}
+		}
+		if raw != nil {
+			resp.Body = raw.tee(resp.Body, mt == "text/event-stream")
 		}
 	}
 	return resp, err

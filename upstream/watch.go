@@ -28,6 +28,12 @@ const (
 	DefaultPinPoll = 2 * time.Second
 	// DefaultStartTimeout bounds the checks at start-up.
 	DefaultStartTimeout = 10 * time.Second
+	// DefaultMinCheckInterval is the least time between two checks of one
+	// server that its notifications/tools/list_changed ask for: the
+	// notifications that come meanwhile make one check, when the interval
+	// has passed. A server that sends them without pause costs one
+	// tools/list per interval.
+	DefaultMinCheckInterval = 2 * time.Second
 )
 
 // States of a watched tool (Status.State).
@@ -52,6 +58,9 @@ type WatchConfig struct {
 	Interval time.Duration
 	// PinPoll is how often toolgate.lock is looked at. Default DefaultPinPoll.
 	PinPoll time.Duration
+	// MinCheckInterval is the least time between two checks of a server
+	// its notifications ask for. Default DefaultMinCheckInterval.
+	MinCheckInterval time.Duration
 	// Registerer receives toolgate_upstream_drifted{tool_id},
 	// toolgate_upstream_changes_total{tool_id,tier} and
 	// toolgate_upstream_checks_total{result}. Default: no metrics.
@@ -94,7 +103,12 @@ type Watcher struct {
 	stamp   string              // toolgate.lock's size and modification time when last read
 	lock    *lockfile.Lock
 	lockErr error
-	changes chan *server
+	// pending are the servers whose notifications/tools/list_changed came
+	// since their last check; lastCheck when each was last checked; wake
+	// tells Run that one came.
+	pending   map[*server]bool
+	lastCheck map[*server]time.Time
+	wake      chan struct{}
 
 	drifted  *prometheus.GaugeVec
 	seen     *prometheus.CounterVec
@@ -121,10 +135,14 @@ func NewWatcher(pool *Pool, cfg WatchConfig) (*Watcher, error) {
 	if cfg.PinPoll <= 0 {
 		cfg.PinPoll = DefaultPinPoll
 	}
+	if cfg.MinCheckInterval <= 0 {
+		cfg.MinCheckInterval = DefaultMinCheckInterval
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = pool.cfg.Logger
 	}
-	w := &Watcher{cfg: cfg, pool: pool, tools: map[string]*watched{}, changes: make(chan *server, 16), lastLive: map[string]string{}}
+	w := &Watcher{cfg: cfg, pool: pool, tools: map[string]*watched{}, lastLive: map[string]string{},
+		pending: map[*server]bool{}, lastCheck: map[*server]time.Time{}, wake: make(chan struct{}, 1)}
 	for id, b := range cfg.Bindings {
 		if b.MCP == nil {
 			continue
@@ -157,13 +175,17 @@ func NewWatcher(pool *Pool, cfg WatchConfig) (*Watcher, error) {
 		}
 	}
 	pool.onConnect = func(ctx context.Context, sv *server, cs *mcp.ClientSession) {
+		w.checking(sv)
 		tools, err := listTools(ctx, cs)
 		w.apply(sv, tools, err)
 	}
 	pool.onChange = func(sv *server) {
+		w.mu.Lock()
+		w.pending[sv] = true
+		w.mu.Unlock()
 		select {
-		case w.changes <- sv:
-		default: // a check is already queued
+		case w.wake <- struct{}{}:
+		default: // Run was told already
 		}
 	}
 	w.mu.Lock()
@@ -184,13 +206,38 @@ func (w *Watcher) Start(ctx context.Context) {
 	w.checkAll(ctx)
 }
 
-// Run checks on the interval, on notifications and when toolgate.lock
-// changed, until ctx ends.
+// Run checks on the interval, on notifications (at most one check per
+// server per MinCheckInterval, the notifications meanwhile coalesced) and
+// when toolgate.lock changed, until ctx ends.
 func (w *Watcher) Run(ctx context.Context) {
 	tick := time.NewTicker(w.cfg.Interval)
 	defer tick.Stop()
 	poll := time.NewTicker(w.cfg.PinPoll)
 	defer poll.Stop()
+	later := time.NewTimer(time.Hour)
+	later.Stop()
+	defer later.Stop()
+	notified := func() {
+		due, next := w.duePending(time.Now())
+		if len(due) > 0 {
+			cctx, cancel := context.WithTimeout(ctx, DefaultStartTimeout)
+			var wg sync.WaitGroup
+			for _, sv := range due {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					w.check(cctx, sv)
+				}()
+			}
+			wg.Wait()
+			cancel()
+			next = w.nextPending(time.Now())
+		}
+		later.Stop()
+		if next > 0 {
+			later.Reset(next)
+		}
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -199,10 +246,10 @@ func (w *Watcher) Run(ctx context.Context) {
 			cctx, cancel := context.WithTimeout(ctx, DefaultStartTimeout)
 			w.checkAll(cctx)
 			cancel()
-		case sv := <-w.changes:
-			cctx, cancel := context.WithTimeout(ctx, DefaultStartTimeout)
-			w.check(cctx, sv)
-			cancel()
+		case <-w.wake:
+			notified()
+		case <-later.C:
+			notified()
 		case <-poll.C:
 			w.mu.Lock()
 			if w.lockStamp() != w.stamp {
@@ -237,7 +284,53 @@ func (w *Watcher) checkAll(ctx context.Context) {
 	wg.Wait()
 }
 
+// duePending returns the notified servers whose last check is at least
+// MinCheckInterval old (no longer pending: their check is about to start),
+// and how long until the next pending one is due (0: none is pending).
+func (w *Watcher) duePending(now time.Time) (due []*server, next time.Duration) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for sv := range w.pending {
+		wait := w.lastCheck[sv].Add(w.cfg.MinCheckInterval).Sub(now)
+		if wait <= 0 {
+			due = append(due, sv)
+			delete(w.pending, sv)
+			w.lastCheck[sv] = now
+			continue
+		}
+		if next == 0 || wait < next {
+			next = wait
+		}
+	}
+	return due, next
+}
+
+// nextPending is how long until the next pending server is due (0: none
+// is pending; a due one: a moment).
+func (w *Watcher) nextPending(now time.Time) time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var next time.Duration
+	for sv := range w.pending {
+		wait := max(w.lastCheck[sv].Add(w.cfg.MinCheckInterval).Sub(now), time.Millisecond)
+		if next == 0 || wait < next {
+			next = wait
+		}
+	}
+	return next
+}
+
+// checking notes that a check of sv starts: the notifications before it
+// are answered by it.
+func (w *Watcher) checking(sv *server) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.pending, sv)
+	w.lastCheck[sv] = time.Now()
+}
+
 func (w *Watcher) check(ctx context.Context, sv *server) {
+	w.checking(sv)
 	cs, fresh, err := sv.session(ctx)
 	if err != nil {
 		w.apply(sv, nil, err)
@@ -278,11 +371,11 @@ func (w *Watcher) apply(sv *server, tools []*mcp.Tool, listErr error) {
 			continue
 		}
 		if listErr != nil {
-			t.st.Error = listErr.Error()
+			t.st.Error = sv.secrets.Scrub(listErr.Error())
 			if t.st.State == StateUnchecked || t.st.State == StateUnreachable {
 				t.st.State = StateUnreachable
 			}
-			w.cfg.Logger.Warn(fmt.Sprintf("upstream %s: cannot read the tools of %s", t.id, t.st.Server), "tool_id", t.id, "error", listErr.Error())
+			w.cfg.Logger.Warn(fmt.Sprintf("upstream %s: cannot read the tools of %s", t.id, t.st.Server), "tool_id", t.id, "error", t.st.Error)
 			continue
 		}
 		t.st.Error, t.st.CheckedAt, t.defErr = "", now, nil
@@ -377,6 +470,7 @@ func (w *Watcher) evaluate(t *watched) {
 	if !st.Pinned && !st.Stopped && st.State != StateUnchecked && st.Reason == "" {
 		st.Reason = "not pinned in " + lockfile.FileName + ": drift is measured from the definition this gateway saw first; pin it with toolgate upstream accept --tool " + t.id
 	}
+	st.Reason = t.sv.secrets.Scrub(st.Reason) // a definition may repeat a credential
 	if st.Stopped && !prevStopped {
 		w.cfg.Logger.Error(fmt.Sprintf("upstream %s: STOPPED (503 upstream_drifted): %s; review with toolgate upstream diff and accept with toolgate upstream accept --tool %s", t.id, st.Reason, t.id), "tool_id", t.id, "state", st.State)
 	}
@@ -410,7 +504,7 @@ func (w *Watcher) noteChange(t *watched, d Drift, err error) {
 		w.seen.WithLabelValues(t.id, tier).Inc()
 	}
 	if d.Changed() && !d.Stops {
-		w.cfg.Logger.Info(fmt.Sprintf("upstream %s: the live definition of %q changed compatibly (%s); still serving", t.id, t.name, d.Summary()), "tool_id", t.id, "tier", tier)
+		w.cfg.Logger.Info(fmt.Sprintf("upstream %s: the live definition of %q changed compatibly (%s); still serving", t.id, t.name, t.sv.secrets.Scrub(d.Summary())), "tool_id", t.id, "tier", tier)
 	}
 }
 

@@ -52,6 +52,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&c.StallBeforeKill, "stall", 500*time.Millisecond, "how long the standby's replication stalls before each failover (0: none)")
 	fs.BoolVar(&c.Rejoin, "rejoin", true, "rejoin the old primary as the standby after each failover (always, with more than one)")
 	syncCommit := fs.String("synchronous-commit", "on", "the primary's synchronous_commit with -postgres ha (local: commits skip the standby)")
+	fs.BoolVar(&c.FormBody, "form", false, "bind the refund tool to the sandbox's form-encoded route (body: form) instead of the JSON one")
 	faults := fs.Bool("faults", true, "inject per-request faults (latency, resets, late deliveries)")
 	var seed uint64
 	fs.Uint64Var(&seed, "seed", uint64(time.Now().UnixNano()), "random seed")

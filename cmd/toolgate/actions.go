@@ -18,7 +18,7 @@ import (
 )
 
 func init() {
-	register(command{Name: "actions", Summary: "operator client: list, show, reconcile, resolve, approve, deny actions", Run: runActions})
+	register(command{Name: "actions", Summary: "operator client: list, show, reconcile, resolve, approve, deny, assign actions", Run: runActions})
 }
 
 // Environment variables the actions command reads when its flags are not given.
@@ -42,6 +42,8 @@ func actionsSubs() []actionsSub {
 		{"resolve", "ID --outcome succeeded|rejected|not_started --note TEXT [--result-status N --result-body JSON]", "settle an unknown (or exhausted pending) action by hand", actionsResolve},
 		{"approve", "ID [--note TEXT]", "release an action awaiting approval (it runs at once)", actionsApprove},
 		{"deny", "ID [--note TEXT]", "refuse an action awaiting approval (terminal rejected)", actionsDeny},
+		{"assign", "ID [--assignee NAME] [--note TEXT] [--take-over]", "take an unknown action or one awaiting approval (information, not a lock)", actionsAssign},
+		{"unassign", "ID [--note TEXT] [--take-over]", "release an action's assignment", actionsUnassign},
 	}
 }
 
@@ -372,6 +374,54 @@ func actionsDecide(ctx context.Context, e env, args []string, name, noteHelp str
 	a, err := decide(ctx, pos[0], *note)
 	if err != nil {
 		return c.fail(e, base, err)
+	}
+	return c.emit(e, a)
+}
+
+func actionsAssign(ctx context.Context, e env, args []string) int {
+	return actionsAssignment(ctx, e, args, "assign", "ID [--assignee NAME] [--note TEXT] [--take-over] [--format text|json]")
+}
+
+func actionsUnassign(ctx context.Context, e env, args []string) int {
+	return actionsAssignment(ctx, e, args, "unassign", "ID [--note TEXT] [--take-over] [--format text|json]")
+}
+
+// actionsAssignment is assign and unassign: the state of the action never
+// changes; a refusal because another operator holds it (409
+// action_assigned) names them, and --take-over overrides it.
+func actionsAssignment(ctx context.Context, e env, args []string, name, synopsis string) int {
+	fs, c := newActionsFlags(e, name, synopsis)
+	var assignee *string
+	if name == "assign" {
+		assignee = fs.String("assignee", "", "who takes the action (default: the API key's name)")
+	}
+	note := fs.String("note", "", fmt.Sprintf("why, recorded in the action's history (at most %d bytes)", ledger.MaxAssignmentNoteBytes))
+	takeOver := fs.Bool("take-over", false, "take or release an action another operator holds")
+	pos, code, ok := c.parse(e, fs, args, 1)
+	if !ok {
+		return code
+	}
+	o := client.AssignOptions{Note: *note, TakeOver: *takeOver}
+	if assignee != nil {
+		o.Assignee = strings.TrimSpace(*assignee)
+	}
+	if err := ledger.CheckAssignText(o.Assignee, o.Note); err != nil {
+		c.usageErr(e, fs, "%v", err)
+		return exitUsage
+	}
+	cl, base := c.client()
+	change := cl.Assign
+	if name == "unassign" {
+		change = cl.Unassign
+	}
+	a, err := change(ctx, pos[0], o)
+	if err != nil {
+		var p *client.Problem
+		code := c.fail(e, base, err)
+		if errors.As(err, &p) && p.Code == "action_assigned" {
+			fmt.Fprintln(e.Stderr, "add --take-over to take it anyway (tell them first)")
+		}
+		return code
 	}
 	return c.emit(e, a)
 }

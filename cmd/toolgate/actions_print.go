@@ -22,10 +22,10 @@ func printActionTable(w io.Writer, acts []client.Action, now time.Time) {
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ACTION ID\tTOOL\tVERSION\tSTATE\tATTEMPTS\tAGE    UPDATED")
+	fmt.Fprintln(tw, "ACTION ID\tTOOL\tVERSION\tSTATE\tATTEMPTS\tOWNER\tASSIGNEE\tAGE    UPDATED")
 	for _, a := range acts {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%-6s %s ago\n", oneLine(a.ActionID), a.ToolID, dash(a.Version),
-			stateText(&a), a.Attempts, age(now, a.CreatedAt), age(now, a.UpdatedAt))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%-6s %s ago\n", oneLine(a.ActionID), a.ToolID, dash(a.Version),
+			stateText(&a), a.Attempts, oneLine(dash(a.Owner)), oneLine(dash(a.Assignee)), age(now, a.CreatedAt), age(now, a.UpdatedAt))
 	}
 	tw.Flush()
 	if n := needingOperator(acts); n > 0 {
@@ -107,6 +107,15 @@ func printAction(w io.Writer, a *client.Action) {
 	row("Tool", strings.TrimSpace(a.ToolID+" "+a.Version))
 	row("State", stateText(a))
 	row("Attempts", strconv.Itoa(a.Attempts))
+	row("Owner", dash(a.Owner))
+	switch {
+	case a.Assignee != "" && a.AssignedAt != nil:
+		row("Assignee", a.Assignee+" since "+stamp(*a.AssignedAt))
+	case a.Assignee != "":
+		row("Assignee", a.Assignee)
+	default:
+		row("Assignee", "-")
+	}
 	if a.ArgsDigest != "" {
 		row("Arguments", a.ArgsDigest)
 	}
@@ -199,11 +208,17 @@ func nextSteps(a *client.Action) string {
 	if strings.ContainsAny(id, " '\"\\$`!*?[]{}()<>|&;#~") {
 		id = "'" + strings.ReplaceAll(id, "'", `'\''`) + "'"
 	}
+	var next string
 	switch a.State {
 	case "awaiting_approval":
-		return fmt.Sprintf("toolgate actions approve %s --note ...  (it runs at once), or deny %s --note ...", id, id)
+		next = fmt.Sprintf("toolgate actions approve %s --note ...  (it runs at once), or deny %s --note ...", id, id)
 	case "unknown":
-		return fmt.Sprintf("toolgate actions reconcile %s (ask the downstream again), or resolve %s --outcome succeeded|rejected|not_started --note ...", id, id)
+		next = fmt.Sprintf("toolgate actions reconcile %s (ask the downstream again), or resolve %s --outcome succeeded|rejected|not_started --note ...", id, id)
+	default:
+		return ""
 	}
-	return ""
+	if a.Assignee == "" {
+		next += fmt.Sprintf("\nNobody is assigned: toolgate actions assign %s --note ... takes it.", id)
+	}
+	return next
 }

@@ -19,7 +19,7 @@ import (
 )
 
 func init() {
-	register(command{Name: "demo", Summary: "sandbox + gateway on loopback, scripted scenarios", Run: runDemo})
+	register(command{Name: "demo", Summary: "sandbox + gateway on loopback, scripted scenarios", Run: runDemo, Grace: drainGrace})
 }
 
 // runDemo starts the sandbox and a gateway on an embedded SQLite file and

@@ -139,7 +139,13 @@ func diffArgs(oldArg, newArg, dir string, direction schemadiff.Direction, consum
 			continue
 		}
 		if _, problems := contract.ParseSchema(f.path, f.data); len(problems) > 0 {
-			return schemadiff.Report{}, fmt.Errorf("%s does not load:\n%w", f.path, &contract.LoadError{Problems: problems})
+			err := &contract.LoadError{Problems: problems}
+			if strings.Contains(err.Error(), contract.TupleFormHint) {
+				// the diff also reads older drafts: the other fix is to say which
+				return schemadiff.Report{}, fmt.Errorf("%s does not load:\n%w\n(or declare the draft the document is written for, "+
+					`"$schema": "http://json-schema.org/draft-07/schema#": the diff reads drafts 04, 06, 07, 2019-09 and 2020-12)`, f.path, err)
+			}
+			return schemadiff.Report{}, fmt.Errorf("%s does not load:\n%w", f.path, err)
 		}
 	}
 	return schemadiff.DiffSchemas(oldS, newS, direction, schemadiff.Options{Consumers: max(consumers, 0)}), nil

@@ -31,9 +31,16 @@ descriptions the upstream lacks).
   toolgate import mcp http://127.0.0.1:7070/mcp [--tool create_ticket]... [--header 'Authorization: Bearer …']...
   toolgate import openapi api.yaml [--operation createTicket]... [--base-url https://api.example.com]
 
+OpenAPI operations are imported one by one: each one that cannot be is listed with its
+reason (a multipart or binary body, say), the document's problems that touch no imported
+operation are warnings, and the summary says how many of how many were imported.
+
 A tool whose folder exists is refused (an upstream's new definition is re-pinned with
-toolgate upstream accept). Exit 0 when written, 2 on usage errors, an unreachable server
-or a document that cannot be imported.`
+toolgate upstream accept). Exit 0 when at least one tool was written and every
+--operation named was imported (operations skipped without --operation are warnings);
+1 when an operation named with --operation was skipped (the others are written); 2 on
+usage errors, an unreachable server, a document that is not OpenAPI 3, or when no
+operation could be imported.`
 
 // importNow is import's clock; tests replace it.
 var importNow = func() time.Time { return time.Now().UTC() }
@@ -71,6 +78,7 @@ func runImport(ctx context.Context, e env) int {
 	}
 	opts := importer.Options{Namespace: *ns, Owner: *owner, RiskLevel: *risk, Now: importNow}
 	var imported []importer.Tool
+	var report *importer.OpenAPIImport
 	switch args[0] {
 	case "mcp":
 		if len(ops) > 0 || *baseURL != "" {
@@ -99,15 +107,44 @@ func runImport(ctx context.Context, e env) int {
 		if err != nil {
 			return fail("%v", err)
 		}
-		if imported, err = importer.FromOpenAPI(data, args[1], ops, *baseURL, opts); err != nil {
+		if report, err = importer.FromOpenAPI(ctx, data, args[1], ops, *baseURL, opts); err != nil {
 			return fail("%v", err)
+		}
+		imported = report.Tools
+		printReport(e, report)
+		if len(imported) == 0 {
+			if report.SelectedSkipped() {
+				fmt.Fprintln(e.Stderr, "toolgate import: no tool written: the operations named were skipped")
+				return exitNegative
+			}
+			return fail("no operation of %s could be imported", args[1])
 		}
 	}
 	if err := importer.Write(*dir, imported, importNow()); err != nil {
 		return fail("%v", err)
 	}
 	printImport(e, *dir, imported)
+	if report != nil {
+		fmt.Fprintf(e.Stdout, "\n%s\n", report.Summary())
+		if report.SelectedSkipped() {
+			return exitNegative
+		}
+	}
 	return exitOK
+}
+
+// printReport lists the operations skipped and the document's warnings.
+func printReport(e env, r *importer.OpenAPIImport) {
+	for _, w := range r.Warnings {
+		fmt.Fprintf(e.Stderr, "warning: %s\n", w)
+	}
+	for _, s := range r.Skipped {
+		name := s.Operation
+		if name != s.Method+" "+s.Path {
+			name += " (" + s.Method + " " + s.Path + ")"
+		}
+		fmt.Fprintf(e.Stderr, "skipped %s: %s\n", name, s.Reason)
+	}
 }
 
 func parseHeaders(list []string) (map[string]string, error) {
@@ -125,6 +162,10 @@ func parseHeaders(list []string) (map[string]string, error) {
 	return out, nil
 }
 
+// maxLintedImport: a larger import does not run lint itself (it would parse
+// every contract again); it says to run it.
+const maxLintedImport = 50
+
 // printImport says what was written, the bindings to add and lint's to-dos.
 func printImport(e env, dir string, tools []importer.Tool) {
 	ids := map[string]bool{}
@@ -136,6 +177,10 @@ func printImport(e env, dir string, tools []importer.Tool) {
 		}
 	}
 	fmt.Fprintf(e.Stdout, "\nAdd to toolgate.yaml:\n\n%s", indent(importer.Snippet(tools), "  ")+"\n")
+	if len(tools) > maxLintedImport {
+		fmt.Fprintf(e.Stdout, "\n%d tools imported: run toolgate lint %s for what a person must still add (the import lists it for at most %d tools).\n", len(tools), dir, maxLintedImport)
+		return
+	}
 	var todo []lint.Finding
 	for _, f := range lint.Run(dir) {
 		if ids[f.Tool] {

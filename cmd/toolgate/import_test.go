@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/contract"
 	"github.com/toolgate/toolgate/lint"
 	"github.com/toolgate/toolgate/upstream/upstreamtest"
@@ -102,6 +103,60 @@ func TestImportOpenAPI(t *testing.T) {
 			assertGoldenFile(t, "import/"+tc.name+".stdout.golden", strings.ReplaceAll(r.stdout, dir, "DIR"))
 			assertGoldenFile(t, "import/"+tc.name+".files.golden", dirText(t, dir))
 		})
+	}
+}
+
+// A document with forms, a multipart and a binary body, a top-level array
+// body, a path parameter that is also a body property, two path templates a
+// router cannot tell apart, an invalid schema and an undeclared path
+// parameter: every operation that can be is imported, the others are listed
+// with their reason, and the exit code says whether a named one was skipped.
+func TestImportOpenAPIPerOperation(t *testing.T) {
+	fixImportClock(t)
+	file := filepath.Join("testdata", "import", "payments-forms-3.0.yaml")
+	dir := t.TempDir()
+	r := runCLI(t, "", "import", "openapi", file, "--dir", dir, "--owner", "payments", "--risk", "high")
+	if r.code != 0 {
+		t.Fatal(r)
+	}
+	checkImported(t, dir)
+	assertGoldenFile(t, "import/payments-forms.stdout.golden", strings.ReplaceAll(r.stdout, dir, "DIR"))
+	assertGoldenFile(t, "import/payments-forms.stderr.golden", r.stderr)
+	assertGoldenFile(t, "import/payments-forms.files.golden", dirText(t, dir))
+	if !strings.Contains(r.stdout, "6 of 10 operations imported; 4 skipped") {
+		t.Errorf("stdout lacks the summary")
+	}
+	// The printed bindings are a valid bindings: section (strictly checked).
+	_, snippet, _ := strings.Cut(r.stdout, "Add to toolgate.yaml:\n\n")
+	snippet, _, _ = strings.Cut(snippet, "\nStill to do")
+	lines := strings.Split(snippet, "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimPrefix(l, "  ")
+	}
+	cfg, err := config.Parse([]byte(strings.Join(lines, "\n")))
+	if err != nil {
+		t.Fatalf("the bindings do not parse: %v\n%s", err, snippet)
+	}
+	if b := cfg.Bindings["payments.create_refund"]; b.Body != "form" || *b.FormEncoding["expand"].Explode {
+		t.Errorf("create_refund's binding: %+v", b)
+	}
+	if b := cfg.Bindings["payments.update_customer"]; len(b.BodyOmit) != 1 || b.BodyOmit[0] != "path_id" {
+		t.Errorf("update_customer's binding: %+v", b)
+	}
+
+	// A named operation that is skipped: the others are written, exit 1.
+	dir = t.TempDir()
+	r = runCLI(t, "", "import", "openapi", file, "--dir", dir, "--operation", "createRefund", "--operation", "uploadFile")
+	if r.code != 1 || !strings.Contains(r.stderr, "skipped uploadFile (POST /v1/files): its request body is multipart/form-data") ||
+		!strings.Contains(r.stdout, "1 of 2 selected operations imported (the document has 10)") {
+		t.Fatal(r)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "payments.create_refund")); err != nil {
+		t.Fatal(err)
+	}
+	// Only skipped operations named: nothing written, exit 1.
+	if r := runCLI(t, "", "import", "openapi", file, "--dir", t.TempDir(), "--operation", "uploadFile"); r.code != 1 || !strings.Contains(r.stderr, "no tool written") {
+		t.Fatal(r)
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"runtime/debug"
 	"sort"
 	"syscall"
+	"time"
 
 	"github.com/toolgate/toolgate/internal/suggest"
 )
@@ -40,7 +41,15 @@ type command struct {
 	Name    string
 	Summary string
 	Run     func(ctx context.Context, e env) int
+	// Grace is how long the command may take to stop after a SIGINT or
+	// SIGTERM cancelled its context before the process exits anyway.
+	// Default defaultGrace; a gateway that drains its calls needs longer.
+	Grace time.Duration
 }
+
+// defaultGrace is how long a command has to stop after the first SIGINT or
+// SIGTERM; a second signal ends the process at once.
+const defaultGrace = 5 * time.Second
 
 var commands = map[string]command{}
 
@@ -53,10 +62,59 @@ func register(c command) {
 }
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, cancel := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go onSignals(sigs, cancel, graceOf(os.Args[1:]), os.Stderr, os.Exit)
 	code := run(ctx, env{Args: os.Args[1:], Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr})
-	stop()
+	signal.Stop(sigs)
 	os.Exit(code)
+}
+
+// onSignals is how the process ends on SIGINT and SIGTERM: the first
+// cancels the command's context (a command that watches it stops and
+// returns its own exit code); when the command has not returned after
+// grace, or a second signal comes, the process exits with 128 + the
+// signal's number. A command that never looks at its context (a read of a
+// pipe that never ends, a library call without one) still ends.
+func onSignals(sigs <-chan os.Signal, cancel context.CancelFunc, grace time.Duration, stderr io.Writer, exit func(int)) {
+	first := <-sigs
+	cancel()
+	timer := time.NewTimer(grace)
+	defer timer.Stop()
+	select {
+	case second := <-sigs:
+		fmt.Fprintf(stderr, "toolgate: %s again: exiting now\n", signalName(second))
+		exit(signalCode(second))
+	case <-timer.C:
+		fmt.Fprintf(stderr, "toolgate: %s: the command did not stop within %s: exiting\n", signalName(first), grace)
+		exit(signalCode(first))
+	}
+}
+
+// graceOf is the grace of the command args name.
+func graceOf(args []string) time.Duration {
+	if len(args) > 0 {
+		if c, ok := commands[args[0]]; ok && c.Grace > 0 {
+			return c.Grace
+		}
+	}
+	return defaultGrace
+}
+
+func signalName(s os.Signal) string {
+	if s == syscall.SIGTERM {
+		return "SIGTERM"
+	}
+	return "SIGINT"
+}
+
+// signalCode is the shell's exit status of a process ended by s.
+func signalCode(s os.Signal) int {
+	if n, ok := s.(syscall.Signal); ok {
+		return 128 + int(n)
+	}
+	return 128 + int(syscall.SIGINT)
 }
 
 // run dispatches to a subcommand and returns the process exit code.

@@ -102,7 +102,7 @@ func runReplay(ctx context.Context, e env) int {
 		}
 		filter.Since = t
 	}
-	cfg := replay.Config{Target: *target, Kind: replay.Kind(*kind), Compare: replay.Compare(*compare), Key: *key, Timeout: *timeout}
+	cfg := replay.Config{Target: *target, Kind: replay.Kind(*kind), Compare: replay.Compare(*compare), Key: *key, Timeout: *timeout, AllowTargets: allow}
 	// The bindings: --config, else (for --from-ledger) ./toolgate.yaml when
 	// present, as serve reads it.
 	if *cfgPath != "" || *dsn != "" {
@@ -119,7 +119,7 @@ func runReplay(ctx context.Context, e env) int {
 		}
 	}
 	if cfg.Kind == replay.KindAuto {
-		k, err := replay.ProbeKind(ctx, *target, nil)
+		k, err := replay.ProbeKind(ctx, *target, replay.GuardedClient(allow, nil, 5*time.Second))
 		if err != nil {
 			return usage("%v", err)
 		}

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"time"
 
@@ -53,9 +54,32 @@ func startGatewayWith(ctx context.Context, cfg *config.Config, tools fs.FS, logw
 }
 
 // startGatewayLogged is startGatewayWith logging to logger.
-func startGatewayLogged(ctx context.Context, cfg *config.Config, tools fs.FS, logger *slog.Logger) (*gatewayRuntime, error) {
+func startGatewayLogged(ctx context.Context, cfg *config.Config, tools fs.FS, logger *slog.Logger) (_ *gatewayRuntime, err error) {
+	secrets := configSecrets(cfg)
+	logger = scrubLogger(logger, secrets)
 	infof := func(format string, args ...any) { logger.Info(fmt.Sprintf(format, args...)) }
 	errorf := func(format string, args ...any) { logger.Error(fmt.Sprintf(format, args...)) }
+	// Listen first: a busy address fails before anything else starts, and
+	// nothing below (the ledger above all) may keep the gateway from
+	// answering /healthz and /readyz once it serves.
+	if cfg.Auth == nil {
+		if err := requireLoopback(cfg.Listen); err != nil {
+			return nil, err
+		}
+	}
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			ln.Close()
+		}
+	}()
+	if ta, ok := ln.Addr().(*net.TCPAddr); ok && cfg.Auth == nil && !ta.IP.IsLoopback() {
+		// "localhost" is a name: what counts is the address it was bound to.
+		return nil, fmt.Errorf("listen %q bound %s, which is not loopback: without an auth section toolgate serves loopback only", cfg.Listen, ta)
+	}
 	toolsName := cfg.ToolsDir
 	if tools != nil {
 		toolsName = "the bundled examples"
@@ -85,15 +109,14 @@ func startGatewayLogged(ctx context.Context, cfg *config.Config, tools fs.FS, lo
 	case "sqlite":
 		store, err = sqlite.Open(ctx, sqlite.Config{Path: ld.Location})
 	case "postgres":
-		store, err = postgres.Open(ctx, postgres.Config{DSN: ld.Location, RequireSyncStandby: cfg.LedgerHA, StartWithoutPrimary: true, Logf: infof})
+		store, err = postgres.Open(ctx, postgres.Config{DSN: ld.Location, RequireSyncStandby: cfg.LedgerHA, StartWithoutPrimary: true, ReplicaID: cfg.ReplicaID, Logf: infof})
 	default:
 		err = fmt.Errorf("ledger %s: the %s store is not available in this build", cfg.Ledger, ld.Kind)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("open ledger: %w", err)
 	}
-	host, _ := os.Hostname()
-	svc := &ledger.Service{Store: store, Lease: cfg.Lease, Owner: fmt.Sprintf("%s/%d", host, os.Getpid()),
+	svc := &ledger.Service{Store: store, Lease: cfg.Lease, Owner: leaseOwner(cfg.ReplicaID), Replica: cfg.ReplicaID,
 		CacheSize: cfg.ReplayCache.Entries, CacheBytes: cfg.ReplayCache.Bytes, CacheEntryBytes: cfg.ReplayCache.MaxEntryBytes}
 	if ld.Kind == "sqlite" {
 		// An embedded ledger has one gateway: whatever is running was orphaned
@@ -136,7 +159,7 @@ func startGatewayLogged(ctx context.Context, cfg *config.Config, tools fs.FS, lo
 	}
 	srv, err := gateway.New(gateway.Config{
 		Tracer: tracer, Prometheus: prom,
-		Upstream: up.invoker(), Drift: up.drift(), ReadyDetail: up.readyLines(),
+		Upstream: up.invoker(), Drift: up.drift(), ReadyDetail: up.readyLines(), Redact: secrets.Scrub,
 		Registry: reg, Ledger: svc, Invoker: &invoke.Client{}, Bindings: bindings,
 		JoinTimeout: cfg.JoinTimeout, MaxBodyBytes: cfg.MaxBodyBytes, Keys: keys, Logger: logger,
 		DecisionLog: dlog.writer, Retention: cfg.Retention, TombstoneRetention: cfg.TombstoneRetention,
@@ -150,18 +173,7 @@ func startGatewayLogged(ctx context.Context, cfg *config.Config, tools fs.FS, lo
 	}
 	dlog.dropped = srv.Metrics().DecisionLogDropped
 	if cfg.Auth == nil {
-		if err := requireLoopback(cfg.Listen); err != nil {
-			up.close()
-			store.Close()
-			return nil, err
-		}
 		infof("no auth section: serving loopback only, every caller is an operator of tenant %q", gateway.DefaultTenant)
-	}
-	ln, err := net.Listen("tcp", cfg.Listen)
-	if err != nil {
-		up.close()
-		store.Close()
-		return nil, err
 	}
 	rctx, cancel := context.WithCancel(context.Background())
 	rt := &gatewayRuntime{cfg: cfg, store: store, svc: svc, server: srv, ln: ln, stop: cancel, done: make(chan struct{}), dlog: dlog, stopTracing: stopTracing, up: up}
@@ -207,13 +219,32 @@ func startGatewayLogged(ctx context.Context, cfg *config.Config, tools fs.FS, lo
 	return rt, nil
 }
 
+// leaseOwner is the owner this process records with its claims:
+// "host/pid" without a replica id, and "<replica id>/<host>-<pid>-<start>"
+// with one, so that a restarted replica (even as pid 1 of a container
+// with the same hostname) tells its earlier processes' claims from its own.
+func leaseOwner(replicaID string) string {
+	host, _ := os.Hostname()
+	if replicaID == "" {
+		return fmt.Sprintf("%s/%d", host, os.Getpid())
+	}
+	return fmt.Sprintf("%s/%s-%d-%s", replicaID, host, os.Getpid(), strconv.FormatInt(time.Now().UnixNano(), 36))
+}
+
 // URL is the gateway's base URL.
 func (rt *gatewayRuntime) URL() string { return "http://" + rt.ln.Addr().String() }
+
+// drainTimeout bounds how long Close lets calls in flight finish; drainGrace
+// is the grace after a signal of the commands that run a gateway (main.go).
+const (
+	drainTimeout = 15 * time.Second
+	drainGrace   = drainTimeout + 5*time.Second
+)
 
 // Close stops serving (letting calls in flight finish), stops the reconciler
 // and closes the ledger.
 func (rt *gatewayRuntime) Close() {
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), drainTimeout)
 	defer cancel()
 	rt.http.Shutdown(ctx)
 	rt.stop()
@@ -279,6 +310,7 @@ func invokeBindings(in map[string]config.Binding) map[string]invoke.Binding {
 			DownstreamKey: b.DownstreamKey, LookupURL: b.Lookup.URL, StateURL: b.State.URL,
 			MaxAttempts: b.MaxAttempts, NotStartedStatuses: b.NotStartedStatuses,
 			HoldAfter: b.HoldAfter, SettleAfter: b.SettleAfter, RequireApproval: b.RequireApproval,
+			Body: b.Body, BodyArg: b.BodyArg, BodyOmit: b.BodyOmit, FormEncoding: formEncoding(b.FormEncoding),
 		}
 		if m := b.MCP; m != nil {
 			ib := out[id]
@@ -286,6 +318,17 @@ func invokeBindings(in map[string]config.Binding) map[string]invoke.Binding {
 			ib.MCP = &invoke.MCPTool{URL: m.URL, Tool: m.Tool, Headers: m.Headers, LookupTool: b.Lookup.MCPTool, KeyMeta: m.IdempotencyMeta}
 			out[id] = ib
 		}
+	}
+	return out
+}
+
+func formEncoding(in map[string]config.FormEncoding) map[string]invoke.FormField {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make(map[string]invoke.FormField, len(in))
+	for k, e := range in {
+		out[k] = invoke.FormField{Style: e.Style, Explode: e.Explode, ContentType: e.ContentType}
 	}
 	return out
 }

@@ -15,7 +15,7 @@ import (
 )
 
 func init() {
-	register(command{Name: "sandbox", Summary: "a reference refund API with fault injection", Run: runSandbox})
+	register(command{Name: "sandbox", Summary: "a reference refund API with fault injection", Run: runSandbox, Grace: 10 * time.Second}) // its shutdown waits up to 5 s
 }
 
 // orderFlags collects repeated --order ID:TOTAL_MINOR:CURRENCY flags.

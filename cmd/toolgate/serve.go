@@ -19,7 +19,8 @@ import (
 )
 
 func init() {
-	register(command{Name: "serve", Summary: "run the gateway (embedded SQLite by default)", Run: runServe})
+	register(command{Name: "serve", Summary: "run the gateway (embedded SQLite by default)", Run: runServe,
+		Grace: drainGrace}) // calls in flight finish (gatewayRuntime.Close)
 }
 
 func runServe(ctx context.Context, e env) int {

@@ -9,8 +9,11 @@ import (
 	"os/user"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/invoke"
@@ -158,21 +161,28 @@ func upstreamDiff(e env, sts []upstream.Status, format string) int {
 		if s.Stopped {
 			verdict += ": stops the tool (503 upstream_drifted)"
 		}
-		fmt.Fprintf(e.Stdout, "%s (%s on %s): %s\n", s.ToolID, s.Tool, s.Server, verdict)
+		// What a server sent (pointers, details, descriptions, reasons
+		// quoting them) is printed with its control and format characters
+		// made visible: an ANSI escape or a bidi override must not rewrite
+		// what a reviewer reads.
+		fmt.Fprintf(e.Stdout, "%s (%s on %s): %s\n", s.ToolID, visible(s.Tool), visible(s.Server), verdict)
 		if s.PinDigest != "" || s.LiveDigest != "" {
 			fmt.Fprintf(e.Stdout, "  pinned %s, live %s\n", orDash(s.PinDigest), orDash(s.LiveDigest))
 		}
 		if s.Error != "" {
-			fmt.Fprintf(e.Stdout, "  error: %s\n", s.Error)
+			fmt.Fprintf(e.Stdout, "  error: %s\n", visible(s.Error))
 		}
 		if s.Drift != nil {
 			changes := append([]upstreamChange(nil), changeRows(s.Drift)...)
 			for _, c := range changes {
-				fmt.Fprintf(e.Stdout, "  %-10s %-28s %s  %s\n", c.tier, c.kind, c.ptr, c.detail)
+				fmt.Fprintf(e.Stdout, "  %-10s %-28s %s  %s\n", c.tier, c.kind, visible(c.ptr), visible(c.detail))
+			}
+			for _, dc := range s.Drift.Descriptions {
+				fmt.Fprintf(e.Stdout, "  description at %s:\n    pinned: %s\n    live:   %s\n", visible(dc.Pointer), quotedText(dc.Pinned), quotedText(dc.Live))
 			}
 		}
 		if s.Reason != "" && (s.Stopped || !s.Pinned) {
-			fmt.Fprintf(e.Stdout, "  %s\n", s.Reason)
+			fmt.Fprintf(e.Stdout, "  %s\n", visible(s.Reason))
 		}
 		if s.Stopped && s.LiveDigest != "" {
 			fmt.Fprintf(e.Stdout, "  accept with: toolgate upstream accept --tool %s --expect %s\n", s.ToolID, s.LiveDigest)
@@ -194,6 +204,34 @@ func changeRows(d *upstream.Drift) []upstreamChange {
 		out = append(out, upstreamChange{"compatible", "definition_changed", "/" + o, o + " changed"})
 	}
 	return out
+}
+
+// quotedText is a description as a Go-quoted string: every control
+// character (ANSI escapes among them), bidi override, zero-width and other
+// format character and invalid byte is escaped; "(none)" for no text.
+func quotedText(s *string) string {
+	if s == nil {
+		return "(none)"
+	}
+	return strconv.Quote(*s)
+}
+
+// visible is s with what a terminal would not show as itself escaped (as
+// quotedText does), the rest as is.
+func visible(s string) string {
+	var b strings.Builder
+	for i, r := range s {
+		switch {
+		case r == utf8.RuneError && !strings.HasPrefix(s[i:], "\uFFFD"):
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case r == ' ' || (unicode.IsPrint(r) && !unicode.Is(unicode.Cf, r)):
+			b.WriteRune(r)
+		default:
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+		}
+	}
+	return b.String()
 }
 
 func orDash(s string) string {

@@ -8,6 +8,7 @@ const STATES = ['prepared', 'pending', 'awaiting_approval', 'running', 'succeede
 const SVG_NS = 'http://www.w3.org/2000/svg';
 
 let registryCache = null;
+let whoami = null; // the signed-in key: {name, tenant, role, auth}
 let refreshTimer = null;
 let routeSeq = 0;
 
@@ -134,6 +135,7 @@ async function boot() {
     }
     return;
   }
+  whoami = me;
   document.getElementById('login').hidden = true;
   document.getElementById('nav').hidden = false;
   document.getElementById('signout').hidden = !me.auth;
@@ -203,7 +205,11 @@ async function registry() {
 async function operate(id, op, body) {
   try {
     const rec = await api('POST', '/actions/' + encodeURIComponent(id) + '/' + op, body || {});
-    flash(op + ' ' + id + ': the action is now ' + rec.state + '.');
+    if (op === 'assign' || op === 'unassign') {
+      flash(op + ' ' + id + ': ' + (rec.assignee ? 'assigned to ' + rec.assignee : 'nobody is assigned') + '; the action is still ' + rec.state + '.');
+    } else {
+      flash(op + ' ' + id + ': the action is now ' + rec.state + '.');
+    }
   } catch (err) {
     flash(op + ' ' + id + ' failed: ' + err.message, true);
   }
@@ -249,6 +255,46 @@ function decisionControls(id) {
   return el('div', { class: 'ops' }, note, approve, deny);
 }
 
+// assignControls takes an action for the signed-in operator, releases it
+// when it is theirs, or takes it over from another assignee. An assignment is
+// information, not a lock: the other controls stay usable whoever holds it.
+function assignControls(a) {
+  const id = a.action_id;
+  const mine = whoami && a.assignee === whoami.name;
+  const note = el('input', { class: 'assign-note', placeholder: 'note', size: 16, maxlength: 1024, 'aria-label': 'assignment note' });
+  const btns = [];
+  const press = (op, body) => { for (const b of btns) b.disabled = true; operate(id, op, Object.assign({ note: note.value }, body)); };
+  if (!a.assignee) {
+    btns.push(el('button', { class: 'assign', type: 'button', 'data-action': id, onclick: () => press('assign', {}) }, 'Assign to me'));
+  } else if (mine) {
+    btns.push(el('button', { class: 'unassign', type: 'button', 'data-action': id, onclick: () => press('unassign', {}) }, 'Release'));
+  } else {
+    btns.push(el('button', { class: 'assign', type: 'button', 'data-action': id, onclick: () => press('assign', {}) }, 'Assign to me'),
+      el('button', { class: 'take-over', type: 'button', 'data-action': id, onclick: () => press('assign', { take_over: true }) }, 'Take over'));
+  }
+  return el('div', { class: 'ops assign-ops' }, note, btns);
+}
+
+// assigneeText is who works an action, and since when (in full on the
+// action's page, as an age in the queues).
+function assigneeText(a, full) {
+  if (!a.assignee) return el('span', { class: 'muted assignee' }, 'nobody');
+  return el('span', { class: 'assignee', title: 'since ' + utc(a.assigned_at) }, el('strong', {}, a.assignee),
+    el('span', { class: 'muted' }, full ? ' since ' + utc(a.assigned_at) : ' for ' + age(a.assigned_at)));
+}
+
+// assignmentEntry is a timeline entry for an assignment change.
+function assignmentEntry(t) {
+  const ch = t.assignment;
+  const what = !ch.assignee ? ['Released by ', el('strong', {}, ch.previous || '')]
+    : ch.previous ? ['Taken over by ', el('strong', {}, ch.assignee), ' from ', el('strong', {}, ch.previous)]
+      : ['Assigned to ', el('strong', {}, ch.assignee)];
+  return el('li', { class: 'assignment-change' },
+    el('div', {}, what, el('span', { class: 'muted' }, ' by '), el('span', { class: 'mono' }, t.by)),
+    ch.note ? el('div', { class: 'note' }, 'note: ', ch.note) : null,
+    el('div', { class: 'when' }, utc(t.at)));
+}
+
 // ---- pages ----
 
 async function pageActions(root, query) {
@@ -283,7 +329,7 @@ async function pageActions(root, query) {
   const rows = list.actions.map(a => el('tr', { 'data-action': a.action_id },
     el('td', {}, actionLink(a.action_id)), el('td', { class: 'mono' }, a.tool_id),
     el('td', {}, a.version || ''), el('td', {}, badge(a.state), a.needs_operator ? el('span', { class: 'flag' }, ' needs operator') : ''),
-    el('td', {}, a.attempts), el('td', { class: 'muted' }, utc(a.updated_at))));
+    el('td', {}, a.attempts), el('td', {}, a.owner || ''), el('td', {}, a.assignee || ''), el('td', { class: 'muted' }, utc(a.updated_at))));
   let next = null;
   if (list.next_cursor) {
     const q = new URLSearchParams(query);
@@ -294,7 +340,7 @@ async function pageActions(root, query) {
     el('h1', {}, 'Actions'),
     el('div', { class: 'filters' }, 'Filter:', state, tool, policy, corr),
     rows.length ? el('table', { id: 'actions' },
-      el('thead', {}, el('tr', {}, ['Action', 'Tool', 'Version', 'State', 'Attempts', 'Updated'].map(h => el('th', {}, h)))),
+      el('thead', {}, el('tr', {}, ['Action', 'Tool', 'Version', 'State', 'Attempts', 'Owner', 'Assignee', 'Updated'].map(h => el('th', {}, h)))),
       el('tbody', {}, rows)) : el('p', { class: 'muted' }, 'No actions match.'),
     next);
 }
@@ -305,12 +351,15 @@ async function pageAction(root, id) {
   if (a.state === 'unknown') ops.push(reconcileButton(a.action_id), resolveControls(a.action_id));
   if (a.state === 'pending' && a.attempts > 0) ops.push(resolveControls(a.action_id));
   if (a.state === 'awaiting_approval') ops.push(decisionControls(a.action_id));
+  if (a.state === 'unknown' || a.state === 'awaiting_approval') ops.push(assignControls(a));
 
   const dl = el('dl', { class: 'summary' });
   const add = (k, v) => { if (v !== '' && v !== undefined && v !== null) dl.append(el('dt', {}, k), el('dd', {}, v)); };
   add('State', [badge(a.state), a.needs_operator ? el('span', { class: 'flag' }, ' needs operator') : '']);
   add('Tool', el('span', { class: 'mono' }, a.tool_id + (a.version ? ' @ ' + a.version : '')));
   add('Tenant', a.tenant);
+  add('Owner', el('span', { id: 'owner' }, a.owner || '–'));
+  add('Assignee', el('span', { id: 'assignee' }, assigneeText(a, true)));
   add('Attempts', String(a.attempts));
   add('Digest', el('span', { class: 'mono', id: 'digest' }, a.args_digest || '(no arguments bound)'));
   add('Correlation', a.correlation_id);
@@ -322,7 +371,7 @@ async function pageAction(root, id) {
   add('Unknown since', utc(a.unknown_since));
 
   const timeline = el('ol', { class: 'timeline', id: 'timeline' }, (a.history || []).map(t =>
-    t.provider_transition ? providerTransition(t) : el('li', { class: 'to-' + t.to },
+    t.provider_transition ? providerTransition(t) : t.assignment ? assignmentEntry(t) : el('li', { class: 'to-' + t.to },
       el('div', {}, t.from ? badge(t.from) : el('span', { class: 'muted' }, 'new'), ' → ', badge(t.to)),
       el('div', {}, t.reason, el('span', { class: 'muted' }, ' by '), el('span', { class: 'mono' }, t.by)),
       el('div', { class: 'when' }, utc(t.at)))));
@@ -375,12 +424,13 @@ async function pageUnknown(root) {
     el('td', {}, actionLink(a.action_id)), el('td', { class: 'mono' }, a.tool_id),
     el('td', {}, age(a.unknown_since), el('div', { class: 'muted' }, utc(a.unknown_since))),
     el('td', {}, a.attempts), el('td', {}, a.needs_operator ? el('span', { class: 'flag' }, 'yes') : 'no'),
-    el('td', {}, el('div', { class: 'ops' }, reconcileButton(a.action_id), resolveControls(a.action_id)))));
+    el('td', { class: 'owner' }, a.owner || '–'), el('td', {}, assigneeText(a)),
+    el('td', {}, el('div', { class: 'ops' }, reconcileButton(a.action_id), resolveControls(a.action_id)), assignControls(a))));
   fill(root, 
     el('h1', {}, 'Unknown actions ', el('span', { class: 'badge state-unknown', id: 'unknown-count' }, list.actions.length)),
-    el('p', { class: 'muted' }, 'Their downstream effect may or may not exist. Reconcile runs the lookup now; resolve records what you verified by hand (not_started lets the action run again with the same key).'),
+    el('p', { class: 'muted' }, 'Their downstream effect may or may not exist. Reconcile runs the lookup now; resolve records what you verified by hand (not_started lets the action run again with the same key). Assign one to yourself so others know you work it: an assignment is information, not a lock.'),
     rows.length ? el('table', { id: 'unknown-queue' },
-      el('thead', {}, el('tr', {}, ['Action', 'Tool', 'Unknown for', 'Attempts', 'Needs operator', ''].map(h => el('th', {}, h)))),
+      el('thead', {}, el('tr', {}, ['Action', 'Tool', 'Unknown for', 'Attempts', 'Needs operator', 'Owner', 'Assignee', ''].map(h => el('th', {}, h)))),
       el('tbody', {}, rows)) : el('p', { class: 'muted', id: 'unknown-empty' }, 'Nothing is unknown.'),
     list.next_cursor ? el('p', { class: 'muted' }, 'Showing the first ' + rows.length + '; resolve these, or use Actions filtered by state unknown, to see the rest.') : null);
 }
@@ -394,14 +444,14 @@ async function pageApprovals(root) {
       .catch(err => { args.textContent = err.message; });
     return el('tr', { 'data-action': a.action_id },
       el('td', {}, actionLink(a.action_id)), el('td', { class: 'mono' }, a.tool_id, a.version ? ' @ ' + a.version : ''),
-      el('td', {}, args), el('td', {}, age(a.updated_at)),
-      el('td', {}, decisionControls(a.action_id)));
+      el('td', {}, args), el('td', {}, age(a.updated_at)), el('td', {}, a.owner || '–'), el('td', {}, assigneeText(a)),
+      el('td', {}, decisionControls(a.action_id), assignControls(a)));
   });
   fill(root, 
     el('h1', {}, 'Waiting for approval ', el('span', { class: 'badge state-awaiting_approval' }, list.actions.length)),
     el('p', { class: 'muted' }, 'Approving runs the action at once, through the ledger; denying answers its callers 403 action_denied.'),
     rows.length ? el('table', { id: 'approvals-queue' },
-      el('thead', {}, el('tr', {}, ['Action', 'Tool', 'Arguments', 'Waiting', ''].map(h => el('th', {}, h)))),
+      el('thead', {}, el('tr', {}, ['Action', 'Tool', 'Arguments', 'Waiting', 'Owner', 'Assignee', ''].map(h => el('th', {}, h)))),
       el('tbody', {}, rows)) : el('p', { class: 'muted', id: 'approvals-empty' }, 'Nothing is waiting.'),
     list.next_cursor ? el('p', { class: 'muted' }, 'Showing the first ' + rows.length + '; use Actions filtered by state awaiting_approval to see the rest.') : null);
 }

@@ -325,6 +325,15 @@ func configureStandby(s *Cluster, port int, name string) error {
 	return nil
 }
 
+// SetSyncNames sets the primary's synchronous_standby_names and reloads
+// it. Naming a standby that is not connected under that application_name
+// (the standby streams as node0 or node1) makes every commit that writes
+// wait for one that never comes: the misnamed standby of a real set-up.
+func (rs *ReplicaSet) SetSyncNames(names string) error { return rs.setSyncNames(rs.Primary(), names) }
+
+// StandbyName is the application_name the standby streams under.
+func (rs *ReplicaSet) StandbyName() string { return nodeName(1 - rs.primary) }
+
 // setSyncNames sets synchronous_standby_names on c and reloads it (a
 // standby keeps it for when it is promoted).
 func (rs *ReplicaSet) setSyncNames(c *Cluster, names string) error {

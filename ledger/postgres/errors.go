@@ -42,9 +42,15 @@ func IsUnavailable(err error) bool {
 // stale marks an error after which the pool's other connections are likely
 // useless too (see Store.dropStale).
 type unavailableError struct {
-	err   error
-	stale bool
+	err    error
+	stale  bool
+	reason string // why the store does not serve yet, for callers (see NotReadyReason)
 }
+
+// NotReadyReason is, for an operation refused because the store is not set
+// up yet, why, in the words of Store.Unready (no host, no credentials);
+// "" otherwise. The gateway puts it in its 503 answer.
+func (e *unavailableError) NotReadyReason() string { return e.reason }
 
 func (e *unavailableError) Error() string     { return ErrUnavailable.Error() + ": " + e.err.Error() }
 func (e *unavailableError) Unwrap() []error   { return []error{ErrUnavailable, e.err} }

@@ -20,3 +20,6 @@ func FreshAnalyzed(s *Store) <-chan struct{} {
 
 // AnalyzeAfter is how many inserts a store makes before analyzing a fresh table.
 const AnalyzeAfter = analyzeAfter
+
+// MigrationLockKey is the advisory lock key of schema's migrations.
+func MigrationLockKey(schema string) int64 { return lockKey(schema) }

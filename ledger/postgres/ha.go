@@ -124,21 +124,63 @@ func (s *Store) logf(format string, args ...any) {
 
 // setUp migrates the schema and checks durability on the primary; once it
 // succeeds the store serves. It is Open's work, and the background
-// set-up's.
+// set-up's. Every statement of it is bounded: the checks by QueryTimeout
+// (at least a second), the migration by MigrateTimeout. Before it
+// migrates it checks that commits can complete: a primary whose
+// synchronous_standby_names names standbys that are not connected would
+// hold the migration's commit (and every write after it) forever; that is
+// reported as unavailable, with the fix, and tried again.
 func (s *Store) setUp(ctx context.Context) error {
-	schema, err := migrate(ctx, s.pool, s.cfg.Schema)
-	if err != nil {
-		return err
+	qctx, cancel := context.WithTimeoutCause(ctx, s.checkTimeout(), errNoAnswer)
+	r, err := readSyncReport(qctx, s.pool)
+	cancel()
+	switch err = setUpErr(err); {
+	case IsUnavailable(err):
+		return fmt.Errorf("check synchronous standbys: %w", err)
+	case err != nil:
+		// A server that will not show its replication state (a managed
+		// service's restricted views) is not refused for it: the check
+		// is a diagnosis, and the migration's own bounds still hold.
+		s.logf("ledger %s: cannot check the synchronous standbys: %v", s.where, err)
+	default:
+		if p := r.problem(); p != "" {
+			return &unavailableError{err: &StandbyError{Problem: p}}
+		}
 	}
-	d, err := s.durability(ctx)
+	stop := s.watchSetUp(ctx)
+	schema, err := migrate(ctx, s.pool, s.cfg.Schema, migrateLimits{
+		statement: s.migrateTimeout(), lockWait: s.migrateTimeout(),
+		waiting: func(reason string) {
+			s.setReason(reason)
+			s.logf("ledger %s: %s", s.where, reason)
+		},
+	})
+	stop()
 	if err != nil {
-		return fmt.Errorf("check durability: %w", err)
+		return setUpErr(err)
 	}
-	s.logDurability(d)
+	qctx, cancel = context.WithTimeoutCause(ctx, s.checkTimeout(), errNoAnswer)
+	d, err := s.durability(qctx)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("check durability: %w", setUpErr(err))
+	}
+	if report := fmt.Sprint(d); report != s.lastReport {
+		// A set-up tried again (a replica id held elsewhere) logs the
+		// same report once.
+		s.lastReport = report
+		s.logDurability(d)
+	}
 	if s.cfg.RequireSyncStandby && !d.Replicated {
 		return fmt.Errorf("%w (synchronous_standby_names = %s, synchronous_commit = %s): a claim committed on this primary would be lost with it; "+
 			"name a synchronous standby in synchronous_standby_names and keep synchronous_commit on, remote_apply or remote_write for the ledger's sessions, or set ledger_ha: false",
 			ErrNoSyncStandby, quoteSetting(d.Settings["synchronous_standby_names"]), d.Settings["synchronous_commit"])
+	}
+	if s.cfg.ReplicaID != "" {
+		if err := s.takeReplica(ctx, schema); err != nil {
+			return err
+		}
+		s.keepReplica(schema)
 	}
 	s.schema = schema
 	s.watchFresh(ctx)
@@ -146,45 +188,197 @@ func (s *Store) setUp(ctx context.Context) error {
 	return nil
 }
 
+// setUpErr makes a set-up step that ran out of its time unavailable: the
+// server did not answer, and the set-up tries again.
+func setUpErr(err error) error {
+	if err == nil || IsUnavailable(err) {
+		return err
+	}
+	if errors.Is(err, errNoAnswer) || errors.Is(err, context.DeadlineExceeded) || isTimeoutCancel(err) {
+		return &unavailableError{err: err}
+	}
+	return err
+}
+
+// isTimeoutCancel reports the server's "canceling statement due to
+// statement timeout" or "lock timeout" (SQLSTATE 57014, 55P03), as the
+// driver reports it or as translate words it.
+func isTimeoutCancel(err error) bool {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe.Code == "57014" || pe.Code == "55P03"
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "(SQLSTATE 57014)") || strings.Contains(msg, "(SQLSTATE 55P03)")
+}
+
+func (s *Store) checkTimeout() time.Duration {
+	if s.timeout > 0 {
+		return max(s.timeout, time.Second)
+	}
+	return DefaultQueryTimeout
+}
+
+func (s *Store) migrateTimeout() time.Duration {
+	if s.cfg.MigrateTimeout > 0 {
+		return s.cfg.MigrateTimeout
+	}
+	return DefaultMigrateTimeout
+}
+
+// watchSetUp says why a set-up takes long: from 2 seconds in, every 2
+// seconds until stop is called, it reads the primary's synchronous
+// replication state on another connection and, when commits wait for a
+// standby that is not connected, makes that the reason the store does not
+// serve yet (and logs it once).
+func (s *Store) watchSetUp(ctx context.Context) (stop func()) {
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		began, last := time.Now(), ""
+		t := time.NewTicker(2 * time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			qctx, cancel := context.WithTimeout(ctx, s.checkTimeout())
+			r, err := readSyncReport(qctx, s.pool)
+			cancel()
+			reason := fmt.Sprintf("setting up for %s (migrating the schema)", time.Since(began).Round(time.Second))
+			if p := r.problem(); err == nil && p != "" {
+				reason = "the primary's " + p
+				if reason != last {
+					s.logf("ledger %s: the set-up waits: %s", s.where, reason)
+					last = reason
+				}
+			}
+			if strings.HasPrefix(reason, "the primary's ") || strings.HasPrefix(s.Unready(), "setting up") {
+				s.setReason(reason)
+			}
+		}
+	}()
+	return func() { close(done); <-finished }
+}
+
+// StandbyError is the reason a store does not serve while its primary's
+// commits wait for a synchronous standby that is not connected. It is
+// always wrapped in an unavailable error: the set-up tries again, and
+// serves once the standby is connected under a name the primary waits for.
+type StandbyError struct {
+	Problem string // what is wrong and how to fix it
+}
+
+func (e *StandbyError) Error() string { return "the primary's " + e.Problem }
+
 // ErrNoSyncStandby is Open's error when Config.RequireSyncStandby is set
 // and the primary's commits do not wait for a synchronous standby.
 var ErrNoSyncStandby = errors.New("the ledger requires a synchronous standby (ledger_ha: true) and its primary has none")
+
+// errSettingUp is the reason of a store whose first set-up has not ended.
+var errSettingUp = &unavailableError{err: errors.New("setting up (connecting to the primary, migrating the schema)")}
 
 // setDown records why the store does not serve.
 func (s *Store) setDown(err error) {
 	s.downMu.Lock()
 	s.downErr = err
+	s.reason = publicReason(err)
 	s.downMu.Unlock()
 }
+
+// setReason replaces the reason the store gives for not serving (a set-up
+// in progress), keeping the error.
+func (s *Store) setReason(reason string) {
+	s.downMu.Lock()
+	s.reason = reason
+	s.downErr = &unavailableError{err: errors.New(reason)}
+	s.downMu.Unlock()
+}
+
+// publicReason is what Unready says for a set-up error: the standby
+// problem, the migration lock wait and the durability requirement in full
+// (they name settings, not secrets); a server that does not answer in
+// general words; any other error (a wrong password, a newer schema) as a
+// pointer to the log, which has it in full.
+func publicReason(err error) string {
+	var se *StandbyError
+	var ru *ReplicaInUseError
+	switch {
+	case err == nil:
+		return ""
+	case errors.As(err, &se):
+		return se.Error()
+	case errors.As(err, &ru):
+		return ru.Error()
+	case errors.Is(err, ErrNoSyncStandby):
+		return ErrNoSyncStandby.Error()
+	case err == errSettingUp:
+		return "setting up (connecting to the primary, migrating the schema)"
+	case strings.Contains(err.Error(), "for the migration lock"):
+		_, after, _ := strings.Cut(err.Error(), "gave up ")
+		return after
+	case IsUnavailable(err):
+		return "no read-write server of the ledger answers"
+	}
+	return "the ledger refuses to serve (see the gateway's log)"
+}
+
+// Unready says why the store does not serve yet, in words for an operator
+// (/readyz shows it), or "" once it serves.
+func (s *Store) Unready() string {
+	if s.up.Load() {
+		return s.replicaLost()
+	}
+	s.downMu.Lock()
+	defer s.downMu.Unlock()
+	if s.reason == "" {
+		return "setting up"
+	}
+	return s.reason
+}
+
+var _ ledger.ReadinessReporter = (*Store)(nil)
 
 // notUp is the error of an operation before the store first reached a
 // usable primary: always unavailable (the set-up keeps trying).
 func (s *Store) notUp() error {
 	s.downMu.Lock()
-	err := s.downErr
+	err, reason := s.downErr, s.reason
 	s.downMu.Unlock()
-	return &unavailableError{err: fmt.Errorf("ledger %s not usable yet: %w", s.where, err)}
+	return &unavailableError{err: fmt.Errorf("ledger %s not usable yet: %w", s.where, err), reason: reason}
 }
 
-// keepSettingUp retries setUp in the background until it succeeds or the
-// store closes: every second at most while no primary answers, every 5
-// seconds after any other failure. It logs each new reason.
-func (s *Store) keepSettingUp() {
+// keepSettingUp runs setUp in the background until it succeeds or the
+// store closes: at once, then every second at most while no usable primary
+// answers, every 5 seconds after any other failure. It logs each new
+// reason, and sends the first attempt's result on first (buffered).
+func (s *Store) keepSettingUp(first chan<- error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	s.stopUp, s.upDone = cancel, make(chan struct{})
 	go func() {
 		defer close(s.upDone)
 		backoff := 100 * time.Millisecond
-		last := ""
+		last, attempt := "", 0
 		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(backoff):
+			if attempt > 0 {
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(backoff):
+				}
 			}
-			actx, acancel := context.WithTimeout(ctx, time.Minute)
+			attempt++
+			actx, acancel := context.WithTimeout(ctx, s.migrateTimeout()+3*s.checkTimeout())
 			err := s.setUp(actx)
 			acancel()
+			if attempt == 1 && first != nil {
+				first <- err
+			}
 			if err == nil {
 				s.logf("ledger %s: reached a read-write server; serving", s.where)
 				return
@@ -193,19 +387,36 @@ func (s *Store) keepSettingUp() {
 				return
 			}
 			s.setDown(err)
-			if !IsUnavailable(err) {
-				backoff = 5 * time.Second
-				if msg := err.Error(); msg != last {
-					s.logf("ledger %s: refusing to serve: %v", s.where, err)
-					last = msg
+			msg := err.Error()
+			var se *StandbyError
+			var ru *ReplicaInUseError
+			switch {
+			case errors.As(err, &se):
+				backoff = time.Second
+				if msg != last {
+					s.logf("ledger %s: not serving: %s", s.where, se.Error())
 				}
-				continue
+			case errors.As(err, &ru):
+				backoff = time.Second
+				if msg != last {
+					s.logf("ledger %s: not serving: %s", s.where, ru.Error())
+				}
+			case !IsUnavailable(err):
+				backoff = 5 * time.Second
+				if msg != last {
+					s.logf("ledger %s: refusing to serve: %v", s.where, err)
+				}
+			default:
+				backoff = min(2*backoff, time.Second)
+				if msg != last {
+					if last == "" {
+						s.logf("ledger %s: no read-write server reached yet (%v); operations fail as unavailable until one is", s.where, err)
+					} else {
+						s.logf("ledger %s: no read-write server yet: %v", s.where, err)
+					}
+				}
 			}
-			backoff = min(2*backoff, time.Second)
-			if msg := err.Error(); msg != last {
-				s.logf("ledger %s: no read-write server yet: %v", s.where, err)
-				last = msg
-			}
+			last = msg
 		}
 	}()
 }
@@ -240,8 +451,17 @@ func (s *Store) durability(ctx context.Context) (ledger.Durability, error) {
 	if err != nil {
 		return ledger.Durability{}, translate(err)
 	}
-	return judge(map[string]string{"fsync": fsync, "synchronous_commit": syncCommit,
-		"synchronous_standby_names": names, "full_page_writes": fpw}, sync, senders, visible == nil || *visible), nil
+	d := judge(map[string]string{"fsync": fsync, "synchronous_commit": syncCommit,
+		"synchronous_standby_names": names, "full_page_writes": fpw}, sync, senders, visible == nil || *visible)
+	if d.Replicated && d.SyncStandbys <= 0 {
+		// Name the standbys that are connected and what to change.
+		if r, err := readSyncReport(ctx, s.pool); err == nil {
+			if p := r.problem(); p != "" {
+				d.Warnings = append(d.Warnings, p)
+			}
+		}
+	}
+	return d, nil
 }
 
 // judge turns the settings into a Durability: sync synchronous standbys

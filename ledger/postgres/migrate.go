@@ -6,6 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -30,6 +33,17 @@ func lockKey(schema string) int64 {
 	return int64(h.Sum64())
 }
 
+// migrateLimits bound a migration: every statement of it (the scripts
+// included) by statement_timeout and lock_timeout, the wait for the
+// migration lock by lockWait; waiting is told each new reason, once the
+// lock has been waited for a second, so that a replica queued behind
+// another says why.
+type migrateLimits struct {
+	statement time.Duration
+	lockWait  time.Duration
+	waiting   func(reason string)
+}
+
 // migrate applies every embedded migration the database lacks, all in one
 // transaction that first takes pg_advisory_xact_lock on the schema's key.
 // Replicas starting together queue on the lock; the first applies the
@@ -38,19 +52,33 @@ func lockKey(schema string) int64 {
 // or rollback, so a replica that dies mid-migration holds nothing. A
 // database newer than this binary is refused rather than written by code
 // that does not know its schema. It returns the schema the tables are in.
-func migrate(ctx context.Context, pool *pgxpool.Pool, schema string) (string, error) {
+//
+// The lock is polled (pg_try_advisory_xact_lock) rather than waited for, so
+// that a replica queued behind another can say whom it waits for and why
+// (see lockHolder), and gives up after lim.lockWait, unavailable: the
+// caller retries.
+func migrate(ctx context.Context, pool *pgxpool.Pool, schema string, lim migrateLimits) (string, error) {
 	ms, err := loadMigrations()
 	if err != nil {
 		return "", fmt.Errorf("migrate: %w", err)
 	}
-	tx, err := pool.Begin(ctx)
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return "", fmt.Errorf("migrate: %w", translate(err))
+	}
+	defer conn.Release()
+	clearWarning(conn.Conn().PgConn())
+	tx, err := conn.Begin(ctx)
 	if err != nil {
 		return "", fmt.Errorf("migrate: %w", translate(err))
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
 
-	// A migration may take longer than one operation may.
-	if _, err := tx.Exec(ctx, `SET LOCAL statement_timeout = 0`); err != nil {
+	// A migration may take longer than one operation may, but not forever:
+	// a script blocked on a lock or a commit that waits for a standby
+	// ends, and the set-up says why and tries again.
+	ms64 := strconv.FormatInt(max(lim.statement, time.Second).Milliseconds(), 10)
+	if _, err := tx.Exec(ctx, `SELECT set_config('statement_timeout', $1, true), set_config('lock_timeout', $1, true)`, ms64); err != nil {
 		return "", fmt.Errorf("migrate: %w", translate(err))
 	}
 	if schema == "" {
@@ -61,8 +89,8 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, schema string) (string, er
 			return "", errors.New("migrate: the search_path names no existing schema")
 		}
 	}
-	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, lockKey(schema)); err != nil {
-		return "", fmt.Errorf("migrate: advisory lock: %w", translate(err))
+	if err := lockMigrations(ctx, tx, pool, schema, lim); err != nil {
+		return "", err
 	}
 	if _, err := tx.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS `+quoteIdent(schema)); err != nil {
 		return "", fmt.Errorf("migrate: create schema %s: %w", schema, translate(err))
@@ -112,5 +140,89 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, schema string) (string, er
 	if err := tx.Commit(ctx); err != nil {
 		return "", fmt.Errorf("migrate: commit: %w", translate(err))
 	}
+	if err := unreplicated(conn.Conn().PgConn()); err != nil {
+		// Committed here, not confirmed by the standby: the next try finds
+		// the versions recorded (or, after a failover, applies them again).
+		return "", fmt.Errorf("migrate: commit: %w", err)
+	}
 	return schema, nil
+}
+
+// lockMigrations takes the schema's migration lock in tx, polling every
+// 100 ms; while another session holds it, it tells lim.waiting who that is
+// and what it waits for, and gives up after lim.lockWait.
+func lockMigrations(ctx context.Context, tx pgx.Tx, pool *pgxpool.Pool, schema string, lim migrateLimits) error {
+	key := lockKey(schema)
+	began := time.Now()
+	last, lastAt := "", time.Time{}
+	for {
+		var got bool
+		if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock($1)`, key).Scan(&got); err != nil {
+			return fmt.Errorf("migrate: advisory lock: %w", translate(err))
+		}
+		if got {
+			return nil
+		}
+		waited := time.Since(began)
+		if waited >= time.Second || waited >= lim.lockWait {
+			reason := "waiting " + waited.Round(time.Second).String() + " for the migration lock of schema " + schema + ": " + lockHolder(ctx, pool, key)
+			if waited >= lim.lockWait {
+				return &unavailableError{err: fmt.Errorf("migrate: gave up %s", reason)}
+			}
+			// The reason changes with the seconds waited: report a new
+			// holder (or wait) at once, the same one every 5 seconds.
+			if lim.waiting != nil && (!sameHolder(last, reason) || time.Since(lastAt) >= 5*time.Second) {
+				lim.waiting(reason)
+				last, lastAt = reason, time.Now()
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("migrate: advisory lock: %w", translate(context.Cause(ctx)))
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// sameHolder reports whether two lock reasons name the same holder and wait
+// (they differ in the seconds waited only).
+func sameHolder(a, b string) bool {
+	_, a, _ = strings.Cut(a, ": ")
+	_, b, _ = strings.Cut(b, ": ")
+	return a == b
+}
+
+// lockHolder describes the session that holds the advisory lock key: its
+// pid, application_name, client, how long its transaction has run and what
+// it waits for; when it waits on SyncRep, why that wait does not end (see
+// syncReport.problem).
+func lockHolder(ctx context.Context, pool *pgxpool.Pool, key int64) string {
+	qctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	var pid int
+	var app, client, state, wait string
+	var age float64
+	err := pool.QueryRow(qctx, `SELECT a.pid, coalesce(a.application_name, ''), coalesce(host(a.client_addr), 'local'),
+			coalesce(a.state, ''), coalesce(a.wait_event_type || ':' || a.wait_event, ''),
+			coalesce(extract(epoch FROM now() - a.xact_start), 0)::float8
+		FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+		WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
+			AND l.classid::bigint = $1 AND l.objid::bigint = $2
+		LIMIT 1`, int64(uint64(key)>>32), int64(uint32(uint64(key)))).Scan(&pid, &app, &client, &state, &wait, &age)
+	if err != nil {
+		return "another session holds it (" + translate(err).Error() + ")"
+	}
+	desc := fmt.Sprintf("held by backend pid %d (application_name %q, client %s, transaction open %s", pid, app, client, (time.Duration(age * float64(time.Second))).Round(time.Second))
+	if wait != "" {
+		desc += ", waiting on " + wait
+	}
+	desc += "): another replica is migrating"
+	if strings.HasSuffix(wait, ":SyncRep") {
+		if r, err := readSyncReport(qctx, pool); err == nil {
+			if p := r.problem(); p != "" {
+				desc += "; its commit waits: " + p
+			}
+		}
+	}
+	return desc
 }

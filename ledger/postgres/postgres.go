@@ -102,6 +102,22 @@ type Config struct {
 	// as unavailable, is logged, and is re-checked every 5 seconds.
 	// Defaults to false: Open fails when no read-write server answers.
 	StartWithoutPrimary bool
+	// StartWait is how long Open, with StartWithoutPrimary, waits for its
+	// first set-up (connect, check, migrate) before it returns a store that
+	// finishes it in the background (operations fail as unavailable
+	// meanwhile, and Unready says why). Defaults to DefaultStartWait.
+	StartWait time.Duration
+	// MigrateTimeout bounds the migration: each of its statements
+	// (statement_timeout and lock_timeout), the wait for the migration
+	// lock another replica holds, and the commit. A set-up that runs out of
+	// it is unavailable and is tried again. Defaults to
+	// DefaultMigrateTimeout.
+	MigrateTimeout time.Duration
+	// ReplicaID, when set, is the gateway's stable identity
+	// (toolgate.yaml replica_id): the store holds a lock on it for as long
+	// as it is open, and does not serve while another session holds it
+	// (see replica.go). It enables RunningOwned. Defaults to none.
+	ReplicaID string
 	// Logf receives the store's durability report when it connects (the
 	// settings, then one line per warning) and the changes of its
 	// connection state. Defaults to discarding them.
@@ -115,6 +131,10 @@ const (
 	DefaultConnectTimeout = 5 * time.Second
 	// DefaultQueryTimeout bounds one operation when Config.QueryTimeout is zero.
 	DefaultQueryTimeout = 5 * time.Second
+	// DefaultStartWait is Config.StartWait's default.
+	DefaultStartWait = 500 * time.Millisecond
+	// DefaultMigrateTimeout is Config.MigrateTimeout's default.
+	DefaultMigrateTimeout = time.Minute
 )
 
 // errNoAnswer is the cause of an operation's context when QueryTimeout ends it.
@@ -177,12 +197,15 @@ type Store struct {
 	batch    *batcher      // nil with Config.NoBatch
 	fresh    freshTable    // analyze.go
 
-	up        atomic.Bool  // migrated and checked: operations may run (ha.go)
-	downMu    sync.Mutex   //
-	downErr   error        // why not up
-	lastReset atomic.Int64 // unix nanos of the last pool reset (dropStale)
-	stopUp    context.CancelFunc
-	upDone    chan struct{} // closed when the background set-up ends
+	up         atomic.Bool  // migrated and checked: operations may run (ha.go)
+	downMu     sync.Mutex   //
+	downErr    error        // why not up
+	reason     string       // why not up, for Unready
+	replica    replicaLock  // replica.go
+	lastReport string       // the durability report last logged by a set-up
+	lastReset  atomic.Int64 // unix nanos of the last pool reset (dropStale)
+	stopUp     context.CancelFunc
+	upDone     chan struct{} // closed when the background set-up ends
 }
 
 var _ ledger.Store = (*Store)(nil)
@@ -252,14 +275,44 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	s := &Store{pool: pool, where: where, cfg: cfg, noNotify: cfg.NoNotify, timeout: max(timeout, 0)}
 	s.fresh.init()
-	if err := s.setUp(ctx); err != nil {
-		if !cfg.StartWithoutPrimary || !IsUnavailable(err) || ctx.Err() != nil {
+	if cfg.StartWithoutPrimary {
+		// The set-up runs in the background from the start: Open waits for
+		// it only StartWait, so that a caller (serve) never blocks on a
+		// database that hangs, and reports a failure that is not
+		// unavailability when it comes that soon.
+		wait := cfg.StartWait
+		if wait <= 0 {
+			wait = DefaultStartWait
+		}
+		s.setDown(errSettingUp)
+		first := make(chan error, 1)
+		s.keepSettingUp(first)
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		select {
+		case err := <-first:
+			if err != nil && !IsUnavailable(err) {
+				s.stopUp()
+				<-s.upDone
+				pool.Close()
+				return nil, fmt.Errorf("open ledger %s: %w", where, err)
+			}
+		case <-t.C:
+			s.logf("ledger %s: still setting up after %s: %s; operations fail as unavailable until it is done", where, wait, s.Unready())
+		case <-ctx.Done():
+			s.stopUp()
+			<-s.upDone
+			pool.Close()
+			return nil, fmt.Errorf("open ledger %s: %w", where, ctx.Err())
+		}
+	} else {
+		sctx, cancel := context.WithTimeout(ctx, s.migrateTimeout()+3*s.checkTimeout())
+		err := s.setUp(sctx)
+		cancel()
+		if err != nil {
 			pool.Close()
 			return nil, fmt.Errorf("open ledger %s: %w", where, err)
 		}
-		s.setDown(err)
-		s.logf("ledger %s: no read-write server reached yet (%v); operations fail as unavailable until one is", where, err)
-		s.keepSettingUp()
 	}
 	if !cfg.NoBatch {
 		s.batch = newBatcher(s, min(batchWorkers, max(1, int(pool.Config().MaxConns)/2)))
@@ -278,6 +331,7 @@ func (s *Store) Close() error {
 	if s.batch != nil {
 		s.batch.close()
 	}
+	s.closeReplica()
 	s.stopFresh()
 	s.pool.Close()
 	return nil

@@ -215,7 +215,7 @@ func sameHistory(x, y []ledger.Transition) bool {
 	}
 	for i := range x {
 		p, q := &x[i], &y[i]
-		if p.From != q.From || p.To != q.To || p.Reason != q.Reason || p.By != q.By || !sameTime(p.At, q.At) || p.Provider != q.Provider {
+		if p.From != q.From || p.To != q.To || p.Reason != q.Reason || p.By != q.By || !sameTime(p.At, q.At) || p.Provider != q.Provider || p.Assignment != q.Assignment {
 			return false
 		}
 	}

@@ -73,6 +73,8 @@ func Exercise(t *testing.T, newDB NewDatabase) {
 		{"RolloutHistoryKeep", testRolloutHistoryKeep},
 		{"RolloutCounts", testRolloutCounts},
 		{"VersionUse", testVersionUse},
+		{"AssignRoundTrip", testAssignRoundTrip},
+		{"AssignRace", testAssignRace},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -73,7 +74,20 @@ type Server struct {
 	// httpFaults answer the next tools/call POSTs at the HTTP layer, before
 	// the MCP server sees them (HTTPFault).
 	httpFaults []int
+	// raws answer the next tools/call POSTs with these JSON-RPC results,
+	// written byte for byte (RawAnswer).
+	raws []rawAnswer
+	// lists counts tools/list requests.
+	lists int
 }
+
+type rawAnswer struct {
+	msg string // with IDPlaceholder for the request's id
+	sse bool
+}
+
+// IDPlaceholder stands for the request's JSON-RPC id in RawReply.
+const IDPlaceholder = "@ID@"
 
 // CreateTicketTool is create_ticket's definition as the server first lists it.
 func CreateTicketTool() *mcp.Tool {
@@ -154,7 +168,7 @@ func Start(t testing.TB, lookup, stateless bool) *Server {
 			s.mu.Lock()
 			s.posts++
 			s.mu.Unlock()
-			if s.httpFault(w, r) {
+			if s.httpFault(w, r) || s.rawAnswer(w, r) {
 				return
 			}
 		}
@@ -201,6 +215,70 @@ func (s *Server) HTTPFault(status ...int) {
 	s.httpFaults = append(s.httpFaults, status...)
 }
 
+// RawAnswer makes the next tools/call POST answer with result (a JSON-RPC
+// result, written exactly as given: the test decides its bytes), as one
+// JSON body or, with sse, as an event stream after a progress notification.
+// The tool does not run.
+func (s *Server) RawAnswer(result string, sse bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.raws = append(s.raws, rawAnswer{`{"jsonrpc":"2.0","id":` + IDPlaceholder + `,"result":` + result + `}`, sse})
+}
+
+// RawReply makes the next tools/call POST answer with msg, any text (a
+// JSON-RPC error, a malformed message), IDPlaceholder replaced by the
+// request's id; the tool does not run.
+func (s *Server) RawReply(msg string, sse bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.raws = append(s.raws, rawAnswer{msg, sse})
+}
+
+// Lists counts the tools/list requests the server received.
+func (s *Server) Lists() int { s.mu.Lock(); defer s.mu.Unlock(); return s.lists }
+
+// peek reads a POST's JSON-RPC id and method, leaving its body readable.
+func peek(r *http.Request) (id json.RawMessage, method string, body []byte) {
+	body, err := io.ReadAll(r.Body)
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	var msg struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+	}
+	if err != nil || json.Unmarshal(body, &msg) != nil {
+		return nil, "", body
+	}
+	return msg.ID, msg.Method, body
+}
+
+func (s *Server) rawAnswer(w http.ResponseWriter, r *http.Request) bool {
+	id, method, _ := peek(r)
+	s.mu.Lock()
+	if method == "tools/list" {
+		s.lists++
+	}
+	if method != "tools/call" || len(s.raws) == 0 {
+		s.mu.Unlock()
+		return false
+	}
+	a := s.raws[0]
+	s.raws = s.raws[1:]
+	s.mu.Unlock()
+	msg := strings.ReplaceAll(a.msg, IDPlaceholder, string(id))
+	if sid := r.Header.Get("Mcp-Session-Id"); sid != "" {
+		w.Header().Set("Mcp-Session-Id", sid)
+	}
+	if !a.sse {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(msg))
+		return true
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	fmt.Fprintf(w, ": a comment\n\nevent: message\ndata: %s\n\n", `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"p","progress":1}}`)
+	fmt.Fprintf(w, "event: message\nid: 1\ndata: %s\n\n", msg)
+	return true
+}
+
 func (s *Server) httpFault(w http.ResponseWriter, r *http.Request) bool {
 	s.mu.Lock()
 	pending := len(s.httpFaults) > 0
@@ -208,13 +286,13 @@ func (s *Server) httpFault(w http.ResponseWriter, r *http.Request) bool {
 	if !pending {
 		return false
 	}
-	body, err := io.ReadAll(r.Body)
-	r.Body = io.NopCloser(bytes.NewReader(body))
 	var msg struct {
-		ID     json.RawMessage `json:"id"`
-		Method string          `json:"method"`
+		ID     json.RawMessage
+		Method string
 	}
-	if err != nil || json.Unmarshal(body, &msg) != nil || msg.Method != "tools/call" {
+	var body []byte
+	msg.ID, msg.Method, body = peek(r)
+	if msg.Method != "tools/call" {
 		return false
 	}
 	s.mu.Lock()
