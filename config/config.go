@@ -53,6 +53,7 @@ const (
 	DefaultTenant             = toolcall.DefaultTenant
 	DefaultDecisionLogArgs    = string(decisionlog.ModeMasked)
 	DefaultUpstreamCheck      = upstream.DefaultCheckInterval
+	DefaultToolsReload        = 10 * time.Second
 	DefaultIdempotencyMeta    = upstream.DefaultKeyMeta
 )
 
@@ -76,10 +77,14 @@ type Config struct {
 	ReconcileInterval  time.Duration `yaml:"reconcile_interval"`  // default 5s
 	// UpstreamCheckInterval is how often serve reads the tools/list of each upstream MCP
 	// server a binding names, to stop tools whose definition drifted; default 1m.
-	UpstreamCheckInterval time.Duration      `yaml:"upstream_check_interval"`
-	DecisionLog           DecisionLog        `yaml:"decision_log"`
-	Auth                  *Auth              `yaml:"auth"` // nil: no auth, loopback only
-	Bindings              map[string]Binding `yaml:"bindings"`
+	UpstreamCheckInterval time.Duration `yaml:"upstream_check_interval"`
+	// ToolsReloadInterval is how often serve checks the tools directory for a
+	// change (a digest of its files' names, sizes and modification times) and
+	// reloads it; SIGHUP reloads at once. Default 10s.
+	ToolsReloadInterval time.Duration      `yaml:"tools_reload_interval"`
+	DecisionLog         DecisionLog        `yaml:"decision_log"`
+	Auth                *Auth              `yaml:"auth"` // nil: no auth, loopback only
+	Bindings            map[string]Binding `yaml:"bindings"`
 
 	// The limits against slow and greedy clients and the memory bounds
 	// (limits.go, docs/security.md).
@@ -345,6 +350,7 @@ func (c *Config) applyDefaults() {
 	setDur(&c.Lease, DefaultLease)
 	setDur(&c.ReconcileInterval, DefaultReconcileInterval)
 	setDur(&c.UpstreamCheckInterval, DefaultUpstreamCheck)
+	setDur(&c.ToolsReloadInterval, DefaultToolsReload)
 	if c.MaxBodyBytes == 0 {
 		c.MaxBodyBytes = DefaultMaxBodyBytes
 	}
@@ -429,7 +435,7 @@ func (c *Config) check() []Problem {
 	for _, d := range []struct {
 		name string
 		v    time.Duration
-	}{{"retention", c.Retention}, {"tombstone_retention", c.TombstoneRetention}, {"join_timeout", c.JoinTimeout}, {"lease", c.Lease}, {"reconcile_interval", c.ReconcileInterval}, {"upstream_check_interval", c.UpstreamCheckInterval}} {
+	}{{"retention", c.Retention}, {"tombstone_retention", c.TombstoneRetention}, {"join_timeout", c.JoinTimeout}, {"lease", c.Lease}, {"reconcile_interval", c.ReconcileInterval}, {"upstream_check_interval", c.UpstreamCheckInterval}, {"tools_reload_interval", c.ToolsReloadInterval}} {
 		if d.v < 0 {
 			bad(d.name, "must not be negative")
 		}

@@ -180,7 +180,7 @@ type actionView struct {
 
 // viewAction is the one masking function every read of an action goes through.
 func (s *Server) viewAction(a *ledger.Action) actionView {
-	m := s.masks.Version(a.ToolID, a.Version)
+	m := s.masks().Version(a.ToolID, a.Version)
 	var body []byte
 	if a.Result != nil {
 		body = a.Result.Body

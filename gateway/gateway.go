@@ -17,6 +17,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -96,6 +97,10 @@ type Config struct {
 	// Approvals reads the recorded approvals (approvals/*.yaml) a promotion
 	// of a high-risk tool needs, as the release gate does. Default: none.
 	Approvals func() ([]gate.Approval, error)
+	// Released reports whether toolgate.lock releases a version: with no
+	// rollout record the default is the newest released version the release
+	// policy does not deprecate. Default nil: no lock, every version is.
+	Released func(toolID, version string) bool
 
 	// MaxInFlightPerKey and MaxInFlightPerTenant cap the requests one API
 	// key, and all keys of one tenant, may have in flight at once; more are
@@ -126,7 +131,10 @@ type Server struct {
 	csrf   *http.CrossOriginProtection
 
 	metrics *Metrics
-	masks   *masking.Set // the decision log's and every action read's
+	masksP  atomic.Pointer[masking.Set] // the decision log's and every action read's (masks())
+	exports *exports                    // the definitions the doors hand out (provider_calls.go)
+	mcp     *mcpAPI                     // mcp.go
+	reload  reloadState                 // reload.go
 	// observers are told about every handled tool call (the dashboard's
 	// conflict and volume series); add them before serving.
 	observers []func(CallEvent)
@@ -172,11 +180,15 @@ func New(cfg Config) (*Server, error) {
 		ProbeState: cfg.DecisionLog != nil, Tracer: cfg.Tracer, Logger: cfg.Logger,
 		DeprecatedAt: cfg.DeprecatedAt, PromotionApproval: promotionApproval(cfg.Approvals),
 		RolloutObserver: newRolloutMetrics(cfg.Prometheus, cfg.Registry),
+		Released:        cfg.Released, OnChange: s.servingChanged,
 	})
-	var err error
-	if s.masks, err = masking.New(cfg.Registry); err != nil {
+	masks, err := masking.New(cfg.Registry)
+	if err != nil {
 		return nil, fmt.Errorf("decision log masking: %w", err)
 	}
+	s.masksP.Store(masks)
+	s.exports = newExports(s.calls, cfg.Bindings)
+	s.reload.init(cfg.Prometheus)
 	s.metrics = newServerMetrics(cfg)
 	if cfg.Keys == nil {
 		s.noAuth = toolcall.NewPrincipal("anonymous", DefaultTenant, "operator", []string{"*"})
@@ -422,6 +434,9 @@ func (s *Server) readyLines(d *ledger.Durability) []string {
 	}
 	if s.cfg.ReadyDetail != nil {
 		out = append(out, s.cfg.ReadyDetail()...)
+	}
+	if line := s.reload.readyLine(); line != "" {
+		out = append(out, strings.TrimSuffix(line, "\n"))
 	}
 	return out
 }

@@ -72,7 +72,7 @@ func (c *call) oneShot(ctx context.Context) error {
 	if !c.p.Allows(id) {
 		return Errorf(CodeToolNotAllowed, "key %q may not call %s", c.p.Name, id)
 	}
-	if c.tool = c.s.cfg.Registry.Tool(id); c.tool == nil {
+	if c.tool = c.s.reg().Tool(id); c.tool == nil {
 		return c.s.toolNotFound(c.p, id)
 	}
 	c.facts().ToolID = c.tool.ID
@@ -103,7 +103,7 @@ func (c *call) forAction(ctx context.Context) error {
 	if !c.p.Allows(a.ToolID) { // answered as if it did not exist: the key learns nothing of other tools' actions
 		return Errorf(CodeActionNotFound, "no action %q; create it with PUT /v1/actions/{action_id}", id)
 	}
-	if c.tool = c.s.cfg.Registry.Tool(a.ToolID); c.tool == nil {
+	if c.tool = c.s.reg().Tool(a.ToolID); c.tool == nil {
 		c.facts().SentToolID = a.ToolID
 		return Errorf(CodeToolNotFound, "the action's tool %q is no longer in the registry", a.ToolID)
 	}

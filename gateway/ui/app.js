@@ -560,10 +560,10 @@ function rolloutSection(r) {
   const add = (k, v) => { if (v !== '' && v !== undefined && v !== null) dl.append(el('dt', {}, k), el('dd', {}, v)); };
   add('Mode', rolloutCell(r));
   add('Default', [el('span', { class: 'mono', id: 'rollout-default' }, r.default || '–'),
-    el('span', { class: 'muted' }, r.default_source === 'rollout' ? ' set by the rollout' : ' the registry\'s newest supported version')]);
+    el('span', { class: 'muted' }, r.default_source === 'rollout' ? ' set by the rollout' : ' the newest released version (toolgate.lock) the policy does not deprecate')]);
   add('Previous', r.previous ? el('span', { class: 'mono' }, r.previous + ' (rollback restores it)') : '');
   if (r.canary) {
-    add('Canary', r.canary.percent + '% of new actions' + (r.canary.principals && r.canary.principals.length ? ' and every new action of ' + r.canary.principals.join(', ') : '') +
+    add('Canary', 'the new actions of ' + r.canary.percent + '% of the callers' + (r.canary.principals && r.canary.principals.length ? ' and every new action of ' + r.canary.principals.join(', ') : '') +
       '; halts when a rate exceeds the default\'s by ' + (r.canary.halt_margin * 100).toFixed(1) + '% after ' + r.canary.halt_min_sample + ' actions each');
   }
   add('Revision', String(r.revision) + (r.updated_at ? ' · ' + utc(r.updated_at) + ' by ' + (r.updated_by || '–') : ''));
