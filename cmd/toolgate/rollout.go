@@ -87,7 +87,7 @@ func rolloutSubs() []rolloutSub {
 			func(fs *flag.FlagSet) func(context.Context, *client.Client, string) (*client.Rollout, error) {
 				version := fs.String("version", "", "the version to promote (default: the candidate); the current default pins it")
 				approver := fs.String("approver", "", "record an approval by `NAME` for this promotion, as the gate's --approval does (an approvals/ file that names the version wins)")
-				fs.Var(aliasFlag{fs.Lookup("approver")}, "approval", "the same as --approver (the gate's spelling)")
+				fs.Var(aliasFlag{fs.Lookup("approver")}, "approval", "the same as --approver `NAME` (the gate's spelling)")
 				note, rev := noteFlag(fs), revisionFlag(fs)
 				return func(ctx context.Context, cl *client.Client, tool string) (*client.Rollout, error) {
 					r, err := readRevision(ctx, cl, tool, rev)
