@@ -1,4 +1,4 @@
-// Package gateway is toolgate's HTTP API (SPEC 3): it authenticates, and
+// Package gateway is toolgate's HTTP API (docs/reference/http-api.md): it authenticates, and
 // translates each front end's wire shape (the one-shot and two-phase calls,
 // the OpenAI and Anthropic call shapes, MCP tools/call, the operator
 // endpoints, the dashboard) into the call service's typed Input and its
@@ -13,6 +13,7 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 	"fmt"
+	"github.com/toolgate/toolgate/internal/plural"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -56,6 +57,10 @@ type Config struct {
 	// /readyz, they are shown only to an operator key (without keys, on a
 	// loopback host name); anyone else reads the bare status.
 	ReadyDetail func() []string
+	// PublicURL is the gateway's address as clients reach it, named as the
+	// server of GET /v1/openapi.json. Default "": the scheme and Host of
+	// each request.
+	PublicURL string
 	// Redact scrubs configured secrets (upstream credentials) from the
 	// texts the gateway writes of its own accord, such as /readyz's lines.
 	// Default none.
@@ -368,7 +373,7 @@ func durabilityLines(d *ledger.Durability) string {
 	var b strings.Builder
 	switch {
 	case d.Replicated && d.SyncStandbys > 0:
-		fmt.Fprintf(&b, "durability: replicated (%d synchronous standby connected)\n", d.SyncStandbys)
+		fmt.Fprintf(&b, "durability: replicated (%s connected)\n", plural.N(d.SyncStandbys, "synchronous standby", "synchronous standbys"))
 	case d.Replicated:
 		b.WriteString("durability: replicated (every commit waits for a synchronous standby)\n")
 	default:

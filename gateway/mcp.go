@@ -25,12 +25,14 @@ const (
 	MCPKeyMetaAlias = "idempotency_key"
 )
 
-// mcpRoutes registers the MCP server (streamable HTTP) at /mcp (SPEC 3.3).
+// mcpRoutes registers the MCP server (streamable HTTP) at /mcp (docs/reference/http-api.md).
 //
-// The server is stateless: every HTTP request stands alone (no Mcp-Session-Id,
-// GET answers 405), so any gateway behind a load balancer can answer any
-// request, and a client that lost a stream simply sends its tools/call again —
-// which the ledger answers from the first execution, never a second one.
+// The server is stateless: every HTTP request stands alone (no Mcp-Session-Id;
+// a GET answers 405 unless it resumes a stream), so any gateway behind a load
+// balancer can answer any request. A tools/call stream is resumable: a client
+// that lost it reconnects with Last-Event-ID to any gateway on the ledger and
+// receives the stored answer (mcp_resume.go); one that sends its tools/call
+// again gets the ledger's replay of the first execution, never a second one.
 // Every request needs the bearer key, like the rest of the API; tools/list
 // shows the key's allowed tools and tools/call runs through the call service
 // (ledger, decision log, metrics) like every other front end.
@@ -48,9 +50,9 @@ func (s *Server) mcpRoutes(m *http.ServeMux) {
 		Stateless:           true,
 		MaxRequestBodyBytes: s.cfg.MaxBodyBytes,
 	})
+	resume := newMCPResume(s) // resumable tools/call streams (mcp_resume.go)
 	m.Handle("/mcp", s.wrap(agents, func(w http.ResponseWriter, r *http.Request, p *Principal) error {
-		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
-		return nil
+		return resume.serve(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)), p, h)
 	}))
 }
 
@@ -237,6 +239,7 @@ func (api *mcpAPI) result(tool *contract.Tool, version string, rep *reply, struc
 	if rep.problem != nil {
 		res.Meta["toolgate/problem"] = rep.problem.Code
 	}
+	deprecationMeta(res.Meta, rep.deprecation) // mcp_meta.go
 	if structured && !res.IsError {
 		if sc, ok := structuredResult(tool, version, rep.body); ok {
 			res.StructuredContent = sc

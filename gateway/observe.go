@@ -87,6 +87,9 @@ func (s *Server) endCall(o *callObs, f *toolcall.Facts, rep *reply) {
 	if len(f.Result) > 0 && strings.Contains(rep.contentType, "json") {
 		rec.Result = f.Result
 	}
+	if rec.ToolID == "" {
+		rec.ToolID = f.SentToolID
+	}
 	f.Annotate(&rec)
 	rec.SetDuration(elapsed)
 	s.cfg.DecisionLog.Log(rec, s.masks().Call(f.ToolID, f.ArgsVersion, f.Version))

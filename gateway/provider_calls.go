@@ -14,7 +14,7 @@ import (
 	"github.com/toolgate/toolgate/toolcall"
 )
 
-// providerRoutes registers the provider-shaped call endpoints (SPEC 3.3):
+// providerRoutes registers the provider-shaped call endpoints (docs/reference/http-api.md):
 // POST /v1/calls/openai and POST /v1/calls/anthropic, and GET /v1/export.
 func (s *Server) providerRoutes(m *http.ServeMux) {
 	api := &providerAPI{s: s, ex: s.exports}
@@ -174,18 +174,21 @@ func (api *providerAPI) frontDoor(parse func([]byte) (provider.Call, error)) htt
 			s.endCall(&obs, f, &rep)
 			return
 		}
-		pc := &ledger.ProviderCall{Name: c.Provider, Route: r.URL.Query().Get("route"), CallID: c.CallID}
+		pc := &ledger.ProviderCall{Name: c.Provider, Route: firstOf(r.URL.Query().Get("route"), r.Header.Get(ProviderRouteHeader)), CallID: c.CallID}
+		reason := firstOf(r.URL.Query().Get("reason"), r.Header.Get(ProviderReasonHeader))
 		tool, args, err := api.resolveCall(c, p)
 		if err == nil {
 			ans, err = s.calls.Call(obs.ctx, p, toolcall.Input{
 				ToolID: tool.ID, Key: r.Header.Get("Idempotency-Key"), CorrelationID: r.Header.Get("X-Correlation-ID"),
-				Traceparent: r.Header.Get("traceparent"), Body: constInput(toolcall.Body{Arguments: args, Provider: pc}),
+				Traceparent: r.Header.Get("traceparent"), Body: constInput(toolcall.Body{Arguments: args, Provider: pc, ProviderReason: reason}),
 			})
 		} else {
 			// The model's mistake (a name it made up, arguments that are not an
 			// object): observed like any refused call, answered for the model.
 			if tool != nil {
 				f.ToolID = tool.ID
+			} else {
+				f.SentToolID = toolcall.SentToolID(c.Name)
 			}
 			if pc.Name != "" || pc.CallID != "" {
 				f.Provider = pc
@@ -273,6 +276,25 @@ func providerKeyHint(t *contract.Tool) string {
 		return ""
 	}
 	return fmt.Sprintf("%s changes something, so it needs an idempotency key: call again with the argument %q set to a new unique value for this one intended action (8 to 255 visible ASCII characters, e.g. a UUID), and reuse that same value if you retry this action.", t.ID, arg)
+}
+
+// The provider evidence of a call through /v1/calls/openai or
+// /v1/calls/anthropic, for SDKs that cannot add a query string to their base
+// URL: the route (?route=) and the reason for a route change (?reason=), as a
+// one-shot body's provider.route and provider.reason. The query wins.
+const (
+	ProviderRouteHeader  = "Toolgate-Provider-Route"
+	ProviderReasonHeader = "Toolgate-Provider-Reason"
+)
+
+// firstOf returns the first of vs that is not empty.
+func firstOf(vs ...string) string {
+	for _, v := range vs {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
 }
 
 // toolID maps a name an export of format gave to its tool id (names are

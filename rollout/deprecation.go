@@ -149,7 +149,7 @@ func Stamp(t *contract.Tool, cur ledger.Rollout, versions []string, now time.Tim
 	window := t.Policy.DeprecationWindowDays
 	ev := ledger.RolloutEvent{ToolID: t.ID, At: now, By: ByGateway, Action: ActDeprecated, Candidate: cur.Candidate, Mode: cur.Mode,
 		From: cur.Default, To: cur.Default,
-		Detail: fmt.Sprintf("release-policy.yaml deprecates %s; the deprecation window of %d days starts now (sunset %s)",
-			strings.Join(versions, ", "), window, now.Add(time.Duration(window)*Day).UTC().Format(time.RFC3339))}
+		Detail: fmt.Sprintf("release-policy.yaml deprecates %s; the deprecation window of %s starts now (sunset %s)",
+			strings.Join(versions, ", "), nCount(window, "day", "days"), now.Add(time.Duration(window)*Day).UTC().Format(time.RFC3339))}
 	return next, ev
 }

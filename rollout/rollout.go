@@ -259,8 +259,8 @@ func Apply(t *contract.Tool, cur ledger.Rollout, ch Change, d Deprecations) (led
 		if next.CanaryBasisPoints == 0 && len(next.CanaryPrincipals) == 0 {
 			return cur, ev, refuse(ErrInvalid, "a canary needs a percent above 0 or principals")
 		}
-		ev.Detail = fmt.Sprintf("%s takes the new actions of %s of the callers%s; halts when a rate exceeds the default's by %s after %d actions each",
-			v.Version, percent(next.CanaryBasisPoints), principalsText(next.CanaryPrincipals), percentOf(next.HaltMargin), next.HaltMinSample)
+		ev.Detail = fmt.Sprintf("%s takes the new actions of %s of the callers%s; halts when a rate exceeds the default's by %s after %s each",
+			v.Version, percent(next.CanaryBasisPoints), principalsText(next.CanaryPrincipals), percentOf(next.HaltMargin), nCount(int(next.HaltMinSample), "action", "actions"))
 	case ActPromote:
 		name := Target(&cur, ch)
 		if name == "" {
@@ -363,4 +363,12 @@ func principalsText(ps []string) string {
 		return ""
 	}
 	return " and every new action of " + strings.Join(ps, ", ")
+}
+
+// nCount is n with the noun in the right number: "1 day", "2 days".
+func nCount(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }

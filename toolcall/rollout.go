@@ -286,8 +286,8 @@ func (s *Service) retired(t *contract.Tool, v *contract.Version) *Problem {
 		return nil
 	}
 	def := s.defaultVersion(t)
-	p := Errorf(CodeVersionRetired, "%s %s was retired at %s, %d days after its deprecation on %s; call the default version %s (or omit version)",
-		t.ID, v.Version, dep.Sunset().UTC().Format(time.RFC3339), int(dep.Window/rollout.Day), dep.Since.UTC().Format(time.RFC3339), def.Version)
+	p := Errorf(CodeVersionRetired, "%s %s was retired at %s, %s after its deprecation on %s; call the default version %s (or omit version)",
+		t.ID, v.Version, dep.Sunset().UTC().Format(time.RFC3339), fmt.Sprintf("%d %s", int(dep.Window/rollout.Day), plural(int(dep.Window/rollout.Day), "day", "days")), dep.Since.UTC().Format(time.RFC3339), def.Version)
 	p.DefaultVersion = def.Version
 	return p
 }

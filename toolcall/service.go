@@ -1,5 +1,5 @@
 // Package toolcall is toolgate's call path, once, for every front end: the
-// order of checks of SPEC 3.1 after authentication, the ledger protocol
+// order of checks of docs/reference/http-api.md after authentication, the ledger protocol
 // (claim, join, replay, finish), lease renewal, the downstream invoke, the
 // operator's moves (prepare, approve and run, deny, resolve, reconcile) and
 // the facts each call leaves for the decision log, the metrics and the trace.
@@ -281,13 +281,13 @@ type Input struct {
 	Body func() (Body, error)
 }
 
-// Body is what a call carries besides its tool and key (SPEC 3.1's body).
+// Body is what a call carries besides its tool and key (the call body in docs/reference/http-api.md).
 type Body struct {
 	Arguments     json.RawMessage // a JSON object
 	Version       string          // "" for the tool's default
 	CorrelationID string
 	// PolicyVersion is the policy the rule that made the call belongs to
-	// (SPEC 1.5); stored with a new action, evidence on a later call.
+	// (docs/reference/files.md); stored with a new action, evidence on a later call.
 	PolicyVersion string
 	Provider      *ledger.ProviderCall // evidence only; nil for none
 	// ProviderReason is the body's provider.reason: why the call came
@@ -320,13 +320,17 @@ type Answer struct {
 	Facts Facts
 }
 
-// Facts are what one call did, for its decision-log line (SPEC 5), its
+// Facts are what one call did, for its decision-log line (docs/decision-log.md), its
 // metrics and its span.
 type Facts struct {
 	Principal string
 	Tenant    string
 	ToolID    string // set once the tool is known to exist
-	Version   string // the version that served (or would serve) the call
+	// SentToolID is the tool id the caller sent, cut to MaxSentToolIDBytes:
+	// the decision log names it when ToolID is empty (an unknown tool, one
+	// the key may not call). Never a metric label.
+	SentToolID string
+	Version    string // the version that served (or would serve) the call
 	// ArgsVersion is the version the call's arguments were sent for: the
 	// one they were validated against, or the stored action's when they are
 	// its arguments. "" when that is unknown or ambiguous (refused before a

@@ -62,11 +62,11 @@ func rolloutSubs() []rolloutSub {
 			"route the new actions (naming no version) of a share of the callers to the candidate; halt on its outcomes", true,
 			func(fs *flag.FlagSet) func(context.Context, *client.Client, string) (*client.Rollout, error) {
 				version := fs.String("version", "", "the candidate version (default: the current candidate)")
-				percent := optFloat(fs, "percent", "share of the callers (API keys, by a hash of the name) whose new actions go to the candidate, 0 to 100")
+				percent := optFloat(fs, "percent", "`percent` of the callers (API keys, by a hash of the name) whose new actions go to the candidate, 0 to 100")
 				var principals stringsFlag
-				fs.Var(&principals, "principal", "an API key name whose new actions all go to the candidate (repeatable)")
-				margin := optFloat(fs, "halt-margin", "halt when a rate of the candidate exceeds the default's by more than this fraction (default 0.05)")
-				sample := optInt(fs, "halt-min-sample", "routed actions each version needs before rates are compared (default 50)")
+				fs.Var(&principals, "principal", "an API key `name` whose new actions all go to the candidate (repeatable)")
+				margin := optFloat(fs, "halt-margin", "halt when a rate of the candidate exceeds the default's by more than this `fraction` (default 0.05)")
+				sample := optInt(fs, "halt-min-sample", "the `number` of routed actions each version needs before rates are compared (default 50)")
 				note, rev := noteFlag(fs), revisionFlag(fs)
 				return func(ctx context.Context, cl *client.Client, tool string) (*client.Rollout, error) {
 					r, err := readRevision(ctx, cl, tool, rev)
@@ -87,7 +87,7 @@ func rolloutSubs() []rolloutSub {
 			func(fs *flag.FlagSet) func(context.Context, *client.Client, string) (*client.Rollout, error) {
 				version := fs.String("version", "", "the version to promote (default: the candidate); the current default pins it")
 				approver := fs.String("approver", "", "record an approval by `NAME` for this promotion, as the gate's --approval does (an approvals/ file that names the version wins)")
-				fs.Var(aliasFlag{fs.Lookup("approver")}, "approval", "the same as --approver (the gate's spelling)")
+				fs.Var(aliasFlag{fs.Lookup("approver")}, "approval", "the same as --approver `NAME` (the gate's spelling)")
 				note, rev := noteFlag(fs), revisionFlag(fs)
 				return func(ctx context.Context, cl *client.Client, tool string) (*client.Rollout, error) {
 					r, err := readRevision(ctx, cl, tool, rev)
@@ -157,7 +157,7 @@ func noteFlag(fs *flag.FlagSet) *string {
 }
 
 func revisionFlag(fs *flag.FlagSet) *optionalInt {
-	return optInt(fs, "revision", "apply only over this revision of the rollout (from status); refused with rollout_changed otherwise")
+	return optInt(fs, "revision", "apply only over this `revision` of the rollout (from status); refused with rollout_changed otherwise")
 }
 
 // optionalInt and optionalFloat are flags that tell "not given" from zero.
@@ -375,7 +375,7 @@ func writeRolloutText(w io.Writer, r *client.Rollout) {
 			fmt.Fprintln(w, "Top would-be failures:")
 			for i, f := range sh.Failures {
 				if i == rolloutTop {
-					fmt.Fprintf(w, "  … %d more kinds\n", len(sh.Failures)-rolloutTop)
+					fmt.Fprintf(w, "  … %s more\n", count(len(sh.Failures)-rolloutTop, "kind"))
 					break
 				}
 				fmt.Fprintf(w, "  %d. %s: %s\n", i+1, f.Cause, callsFrom(*r, i))

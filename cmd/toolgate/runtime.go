@@ -120,7 +120,7 @@ func startGatewayLogged(ctx context.Context, cfg *config.Config, tools fs.FS, lo
 		CacheSize: cfg.ReplayCache.Entries, CacheBytes: cfg.ReplayCache.Bytes, CacheEntryBytes: cfg.ReplayCache.MaxEntryBytes}
 	if ld.Kind == "sqlite" {
 		// An embedded ledger has one gateway: whatever is running was orphaned
-		// by the previous process (SPEC 4).
+		// by the previous process (docs/reference/states.md).
 		n, err := svc.ExpireLeases(ctx, true, 0)
 		if err != nil {
 			store.Close()
@@ -161,7 +161,7 @@ func startGatewayLogged(ctx context.Context, cfg *config.Config, tools fs.FS, lo
 		Tracer: tracer, Prometheus: prom,
 		Upstream: up.invoker(), Drift: up.drift(), ReadyDetail: up.readyLines(), Redact: secrets.Scrub,
 		Registry: reg, Ledger: svc, Invoker: &invoke.Client{}, Bindings: bindings,
-		JoinTimeout: cfg.JoinTimeout, MaxBodyBytes: cfg.MaxBodyBytes, Keys: keys, Logger: logger,
+		PublicURL: cfg.HTTP.PublicURL, JoinTimeout: cfg.JoinTimeout, MaxBodyBytes: cfg.MaxBodyBytes, Keys: keys, Logger: logger,
 		DecisionLog: dlog.writer, Retention: cfg.Retention, TombstoneRetention: cfg.TombstoneRetention,
 		DeprecatedAt: loaded.DeprecatedAt, Released: loaded.Released, Approvals: approvals,
 		MaxInFlightPerKey: cfg.Limits.InFlightPerKey, MaxInFlightPerTenant: cfg.Limits.InFlightPerTenant,

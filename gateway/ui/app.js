@@ -308,7 +308,7 @@ async function pageActions(root, query) {
     STATES.map(s => el('option', { value: s, selected: s === query.get('state') }, s)));
   const tool = el('select', { id: 'filter-tool', 'aria-label': 'tool' }, el('option', { value: '' }, 'any tool'),
     reg.tools.map(t => el('option', { value: t.tool_id, selected: t.tool_id === query.get('tool_id') }, t.tool_id)));
-  // A rule's firing and the calls it caused are one query (SPEC 1.5).
+  // A rule's firing and the calls it caused are one query (docs/reference/files.md).
   const policy = el('input', { id: 'filter-policy', 'aria-label': 'policy version', placeholder: 'policy version',
     value: query.get('policy_version') || '', size: 16 });
   const corr = el('input', { id: 'filter-correlation', 'aria-label': 'correlation id', placeholder: 'correlation id',
