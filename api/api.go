@@ -1,4 +1,4 @@
-// Package api holds the wire types of toolgate's HTTP API (SPEC 3) that the
+// Package api holds the wire types of toolgate's HTTP API (docs/reference/http-api.md) that the
 // gateway writes and the Go client reads: the action record and its parts, a
 // page of actions, the operator request bodies and the problem. Both sides use
 // these types, so a field added on one side is there on the other; the
@@ -14,7 +14,7 @@ import (
 	"time"
 )
 
-// Action is the record of one action (GET /v1/actions/{action_id}, SPEC 3.2).
+// Action is the record of one action (GET /v1/actions/{action_id}, docs/reference/http-api.md).
 type Action struct {
 	ActionID      string         `json:"action_id"`
 	Tenant        string         `json:"tenant"`
@@ -170,7 +170,7 @@ type UnassignRequest struct {
 	TakeOver bool   `json:"take_over,omitempty"`
 }
 
-// Problem is an RFC 9457 problem detail with toolgate's stable code (SPEC 3),
+// Problem is an RFC 9457 problem detail with toolgate's stable code (docs/reference/http-api.md),
 // the body of every refusal (Content-Type application/problem+json).
 type Problem struct {
 	Type     string       `json:"type"`

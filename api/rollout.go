@@ -38,8 +38,8 @@ type Rollout struct {
 
 // CanarySettings is a canary's share and its automatic halt.
 type CanarySettings struct {
-	// Percent of new actions that name no version go to the candidate,
-	// chosen by a hash of tenant and action id.
+	// Percent of the callers (API keys) whose new actions that name no
+	// version go to the candidate, chosen by a hash of tool, tenant and key name.
 	Percent float64 `json:"percent"`
 	// Principals are API key names whose new actions all go to the candidate.
 	Principals []string `json:"principals,omitempty"`
@@ -163,8 +163,11 @@ type PromoteRequest struct {
 }
 
 // RolloutNoteRequest is the body of POST /v1/rollouts/{tool_id}/rollback
-// and /halt.
+// and /halt. Version, when set, names what the operator means: the version
+// a rollback restores, the candidate a halt stops; the transition is
+// refused (409 rollout_conflict) when the rollout no longer matches it.
 type RolloutNoteRequest struct {
+	Version  string `json:"version,omitempty"`
 	Note     string `json:"note,omitempty"`
 	Revision *int64 `json:"revision,omitempty"`
 }

@@ -1,5 +1,5 @@
 // Package capture turns recorded tool calls (ledger actions or decision-log lines) into
-// shadow contract cases (SPEC 1.4, contracts/shadow/*.yaml): every value any version of the
+// shadow contract cases (docs/reference/files.md, contracts/shadow/*.yaml): every value any version of the
 // tool marks x-sensitive — and every value the log masked or erased — is replaced by a
 // synthetic value built from the schema alone (format email → an example.com address, a pattern → a generated match, …),
 // the recorded result becomes mock_tool_result, and calls are deduplicated by argument

@@ -1,4 +1,4 @@
-// Package casetest replays contract cases (SPEC 1.4) against a tool version: each case's
+// Package casetest replays contract cases (docs/reference/files.md) against a tool version: each case's
 // expected_tool_arguments are validated against the target version's schema and rules,
 // its mock_tool_result against the result schema, and its expected_agent_behavior against
 // the agent's text — the recorded agent_response, or a model's answer when a Model is

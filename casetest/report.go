@@ -83,7 +83,7 @@ func writeText(w io.Writer, r *Report) {
 		fmt.Fprintln(w, "Top failures:")
 		for i, c := range r.TopFailures {
 			if i == TopN {
-				fmt.Fprintf(w, "  … %d more causes\n", len(r.TopFailures)-TopN)
+				fmt.Fprintf(w, "  … %s more\n", plural(len(r.TopFailures)-TopN, "cause"))
 				break
 			}
 			fmt.Fprintf(w, "  %d. %s: %s\n", i+1, c.Cause, plural(c.Cases, "case"))

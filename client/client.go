@@ -1,5 +1,5 @@
 // Package client is a Go client for the operator side of toolgate's HTTP API
-// (SPEC 3.2): list and read actions, reconcile them, resolve unknown ones by
+// (docs/reference/http-api.md): list and read actions, reconcile them, resolve unknown ones by
 // hand, and approve or deny those awaiting approval. Every refusal the gateway
 // answers as problem+json comes back as a *Problem.
 package client

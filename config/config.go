@@ -1,4 +1,4 @@
-// Package config reads the gateway configuration, toolgate.yaml (SPEC 2).
+// Package config reads the gateway configuration, toolgate.yaml (docs/configuration.md).
 //
 // Parse takes bytes, not a path: only cmd/ reads files. Every field has a documented
 // default, so an empty document is a working sandbox configuration. Nothing in the file is
@@ -10,6 +10,7 @@ package config
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -52,6 +53,7 @@ const (
 	DefaultTenant             = toolcall.DefaultTenant
 	DefaultDecisionLogArgs    = string(decisionlog.ModeMasked)
 	DefaultUpstreamCheck      = upstream.DefaultCheckInterval
+	DefaultToolsReload        = 10 * time.Second
 	DefaultIdempotencyMeta    = upstream.DefaultKeyMeta
 )
 
@@ -75,10 +77,14 @@ type Config struct {
 	ReconcileInterval  time.Duration `yaml:"reconcile_interval"`  // default 5s
 	// UpstreamCheckInterval is how often serve reads the tools/list of each upstream MCP
 	// server a binding names, to stop tools whose definition drifted; default 1m.
-	UpstreamCheckInterval time.Duration      `yaml:"upstream_check_interval"`
-	DecisionLog           DecisionLog        `yaml:"decision_log"`
-	Auth                  *Auth              `yaml:"auth"` // nil: no auth, loopback only
-	Bindings              map[string]Binding `yaml:"bindings"`
+	UpstreamCheckInterval time.Duration `yaml:"upstream_check_interval"`
+	// ToolsReloadInterval is how often serve checks the tools directory for a
+	// change (a digest of its files' names, sizes and modification times) and
+	// reloads it; SIGHUP reloads at once. Default 10s.
+	ToolsReloadInterval time.Duration      `yaml:"tools_reload_interval"`
+	DecisionLog         DecisionLog        `yaml:"decision_log"`
+	Auth                *Auth              `yaml:"auth"` // nil: no auth, loopback only
+	Bindings            map[string]Binding `yaml:"bindings"`
 
 	// The limits against slow and greedy clients and the memory bounds
 	// (limits.go, docs/security.md).
@@ -90,7 +96,7 @@ type Config struct {
 	lines map[string]int // YAML path → line, for problems found after parsing
 }
 
-// DecisionLog configures the decision log (SPEC 5).
+// DecisionLog configures the decision log (docs/decision-log.md).
 type DecisionLog struct {
 	Path      string `yaml:"path"`      // "" disables the log
 	Arguments string `yaml:"arguments"` // digest | masked | full; default masked
@@ -113,7 +119,7 @@ type Key struct {
 	Tools     []string `yaml:"tools"` // tool ids, or "*"
 }
 
-// Binding says where a tool runs (SPEC 2): an HTTP endpoint (URL) or a tool of an
+// Binding says where a tool runs (docs/configuration.md): an HTTP endpoint (URL) or a tool of an
 // upstream MCP server (MCP).
 type Binding struct {
 	URL                string        `yaml:"url"`
@@ -344,6 +350,7 @@ func (c *Config) applyDefaults() {
 	setDur(&c.Lease, DefaultLease)
 	setDur(&c.ReconcileInterval, DefaultReconcileInterval)
 	setDur(&c.UpstreamCheckInterval, DefaultUpstreamCheck)
+	setDur(&c.ToolsReloadInterval, DefaultToolsReload)
 	if c.MaxBodyBytes == 0 {
 		c.MaxBodyBytes = DefaultMaxBodyBytes
 	}
@@ -403,6 +410,11 @@ func (c *Config) check() []Problem {
 	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
 		bad("listen", "%q is not host:port (e.g. 127.0.0.1:8080)", c.Listen)
 	}
+	if u := c.HTTP.PublicURL; u != "" {
+		if err := checkPublicURL(u); err != nil {
+			bad("http.public_url", "%q %v", u, err)
+		}
+	}
 	if l, err := LedgerDSN(c.Ledger); err != nil {
 		bad("ledger", "%v", err)
 	} else if c.LedgerHA && l.Kind != "postgres" {
@@ -423,7 +435,7 @@ func (c *Config) check() []Problem {
 	for _, d := range []struct {
 		name string
 		v    time.Duration
-	}{{"retention", c.Retention}, {"tombstone_retention", c.TombstoneRetention}, {"join_timeout", c.JoinTimeout}, {"lease", c.Lease}, {"reconcile_interval", c.ReconcileInterval}, {"upstream_check_interval", c.UpstreamCheckInterval}} {
+	}{{"retention", c.Retention}, {"tombstone_retention", c.TombstoneRetention}, {"join_timeout", c.JoinTimeout}, {"lease", c.Lease}, {"reconcile_interval", c.ReconcileInterval}, {"upstream_check_interval", c.UpstreamCheckInterval}, {"tools_reload_interval", c.ToolsReloadInterval}} {
 		if d.v < 0 {
 			bad(d.name, "must not be negative")
 		}
@@ -646,6 +658,25 @@ func sortedIDs[V any](m map[string]V) []string {
 	}
 	sort.Strings(ids)
 	return ids
+}
+
+// checkPublicURL says what is wrong with a public_url: it must be an absolute
+// http(s) URL with a host, and no user, query or fragment.
+func checkPublicURL(raw string) error {
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil:
+		return fmt.Errorf("is not a URL: %v", errors.Unwrap(err))
+	case u.Scheme != "http" && u.Scheme != "https":
+		return errors.New("must start with http:// or https:// (e.g. https://tools.example.com)")
+	case u.Host == "":
+		return errors.New("names no host (e.g. https://tools.example.com)")
+	case u.User != nil:
+		return errors.New("must not hold a user or password")
+	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "":
+		return errors.New("must not have a query or a fragment")
+	}
+	return nil
 }
 
 func sortedKeys[V any](m map[string]V) []string {

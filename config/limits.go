@@ -35,6 +35,10 @@ type HTTP struct {
 	WriteTimeout   time.Duration `yaml:"write_timeout"`
 	IdleTimeout    time.Duration `yaml:"idle_timeout"`     // default 30s
 	MaxHeaderBytes int           `yaml:"max_header_bytes"` // default 65536
+	// PublicURL is the gateway's address as its clients reach it (behind a
+	// proxy or a load balancer), named as the server of GET /v1/openapi.json;
+	// default "": the scheme and host each request was sent to.
+	PublicURL string `yaml:"public_url"`
 }
 
 // Limits caps what one caller may hold at once.

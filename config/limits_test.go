@@ -19,7 +19,7 @@ bindings:
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Config{HTTP: HTTP{2 * time.Second, 20 * time.Second, 40 * time.Second, 15 * time.Second, 32768},
+	want := Config{HTTP: HTTP{2 * time.Second, 20 * time.Second, 40 * time.Second, 15 * time.Second, 32768, ""},
 		Limits: Limits{8, -1}, ReplayCache: ReplayCache{500, 1 << 20, 64 << 10}}
 	if c.HTTP != want.HTTP || c.Limits != want.Limits || c.ReplayCache != want.ReplayCache ||
 		c.DecisionLog.QueueBytes != 4<<20 || c.DecisionLog.MaxPayloadBytes != 8192 {

@@ -1,4 +1,4 @@
-// Package contract loads a tools directory of versioned tool contracts (SPEC 1) and
+// Package contract loads a tools directory of versioned tool contracts (docs/reference/files.md) and
 // validates tool-call arguments against them: JSON Schema 2020-12 for shape, CEL rules for
 // meaning. It is pure domain code: it reads files only in Load, and everything it returns is
 // immutable and safe for concurrent use.
@@ -84,7 +84,7 @@ func (t *Tool) Default() *Version {
 	return t.Versions[len(t.Versions)-1]
 }
 
-// Owner is owner.yaml (SPEC 1.2).
+// Owner is owner.yaml (docs/reference/files.md).
 type Owner struct {
 	Owner     string
 	RiskLevel string // low | medium | high
@@ -92,7 +92,7 @@ type Owner struct {
 	File      string // path of owner.yaml, "" when absent
 }
 
-// ReleasePolicy is release-policy.yaml (SPEC 1.3). Its zero value (File == "") means the
+// ReleasePolicy is release-policy.yaml (docs/reference/files.md). Its zero value (File == "") means the
 // tool has no policy file.
 type ReleasePolicy struct {
 	CompatibleWith        []string
@@ -174,7 +174,7 @@ type Rule struct {
 	Outcome string `json:"outcome"` // "reject" | "review"
 }
 
-// Case is one contract case file (SPEC 1.4).
+// Case is one contract case file (docs/reference/files.md).
 type Case struct {
 	Suite       string // golden | regression | shadow
 	File        string

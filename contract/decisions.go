@@ -69,7 +69,7 @@ func (l *loader) loadDecision(reg *Registry, path string) {
 		{"policy_version", d.PolicyVersion}, {"tool", d.Tool},
 	} {
 		if strings.TrimSpace(f.v) == "" {
-			y.bad(f.key, "is required (SPEC 1.5: id, decision, owner, date, policy_version, tool)")
+			y.bad(f.key, "is required (docs/reference/files.md: id, decision, owner, date, policy_version, tool)")
 		}
 	}
 	switch {

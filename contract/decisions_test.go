@@ -44,7 +44,7 @@ func decisionsFS(t *testing.T, files map[string]string) fstest.MapFS {
 	return fsys
 }
 
-// The loader reads rule records strictly (SPEC 1.5): every field, nothing
+// The loader reads rule records strictly (docs/reference/files.md): every field, nothing
 // unknown, required fields, the id as the file's name, a real date, JSON
 // pointers, scalar values, and supersedes naming a record once, without
 // cycles.
@@ -125,7 +125,7 @@ func TestDecisionStatus(t *testing.T) {
 }
 
 // FuzzDecisionRecord: whatever a decisions/ file holds, loading never panics,
-// and a record that loads has the fields SPEC 1.5 requires.
+// and a record that loads has the fields docs/reference/files.md requires.
 func FuzzDecisionRecord(f *testing.F) {
 	f.Add(goodDecision)
 	f.Add(goodDecision + "supersedes: refund-late-delivery-v3\n")

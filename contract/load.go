@@ -63,7 +63,7 @@ var reservedDirs = map[string]bool{"agents": true, "approvals": true, "decisions
 
 var schemaFileRE = regexp.MustCompile(`^v(\d+\.\d+\.\d+)\.json$`)
 
-// Load reads a tools directory (SPEC 1): every schema compiled, every rule compiled. A
+// Load reads a tools directory (docs/reference/files.md): every schema compiled, every rule compiled. A
 // broken directory returns a *LoadError listing every problem with its file and line.
 func Load(dir string) (*Registry, error) {
 	return loadFS(os.DirFS(dir), dir)

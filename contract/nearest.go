@@ -51,7 +51,7 @@ func (r *Registry) ToolNotFoundDetailFor(id string, visible func(toolID string) 
 	case len(ids) <= 5:
 		return fmt.Sprintf("no tool %q (the tools are %s)", id, strings.Join(ids, ", "))
 	}
-	return fmt.Sprintf("no tool %q (none of the %d tools has a similar id)", id, len(ids))
+	return fmt.Sprintf("no tool %q (none of the %d tools has a similar id)", id, len(ids)) // len(ids) > 5
 }
 
 // VersionList returns the tool's versions, oldest first.

@@ -362,17 +362,17 @@ func leafErrors(e *jsonschema.ValidationError, root any) []FieldError {
 	case *kind.MultipleOf:
 		return one("multipleOf", "must be a multiple of "+ratText(k.Want))
 	case *kind.MinLength:
-		return one("minLength", fmt.Sprintf("must be at least %d characters long", k.Want))
+		return one("minLength", "must be at least "+nCount(k.Want, "character", "characters")+" long")
 	case *kind.MaxLength:
-		return one("maxLength", fmt.Sprintf("must be at most %d characters long", k.Want))
+		return one("maxLength", "must be at most "+nCount(k.Want, "character", "characters")+" long")
 	case *kind.MinItems:
-		return one("minItems", fmt.Sprintf("must have at least %d items", k.Want))
+		return one("minItems", "must have at least "+nCount(k.Want, "item", "items"))
 	case *kind.MaxItems:
-		return one("maxItems", fmt.Sprintf("must have at most %d items", k.Want))
+		return one("maxItems", "must have at most "+nCount(k.Want, "item", "items"))
 	case *kind.MinProperties:
-		return one("minProperties", fmt.Sprintf("must have at least %d properties", k.Want))
+		return one("minProperties", "must have at least "+nCount(k.Want, "property", "properties"))
 	case *kind.MaxProperties:
-		return one("maxProperties", fmt.Sprintf("must have at most %d properties", k.Want))
+		return one("maxProperties", "must have at most "+nCount(k.Want, "property", "properties"))
 	case *kind.UniqueItems:
 		return one("uniqueItems", fmt.Sprintf("must not repeat items (items %d and %d are equal)", k.Duplicates[0], k.Duplicates[1]))
 	case *kind.Format:
@@ -480,4 +480,12 @@ func isIntegral(v any) bool {
 		return true
 	}
 	return false
+}
+
+// nCount is n with the noun in the right number: "1 item", "2 items".
+func nCount(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.Itoa(n) + " " + many
 }

@@ -33,7 +33,7 @@ func maskedBy(t *testing.T, v *Version, payload string, result bool) string {
 
 // parseSchemas compiles a schema file whose parameters (and result, when
 // given) are the schemas given.
-func parseSchemas(t *testing.T, params, result string) *Version {
+func parseSchemas(t testing.TB, params, result string) *Version {
 	t.Helper()
 	file := `{"tool_id":"t.tool","version":"1.0.0","name":"t","effect":"mutating","parameters":` + params
 	if result != "" {

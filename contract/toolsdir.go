@@ -18,7 +18,7 @@ type Agent struct {
 	File         string `yaml:"-"`
 }
 
-// Decision is a rule record, decisions/<id>.yaml (SPEC 1.5). The loader reads it strictly
+// Decision is a rule record, decisions/<id>.yaml (docs/reference/files.md). The loader reads it strictly
 // (unknown fields, missing required fields, a bad date or pointer, a supersedes naming no
 // record are errors: contract/decisions.go); what records rely on is lint's and gate's to
 // judge.

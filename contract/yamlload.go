@@ -102,7 +102,7 @@ func (y *yamlFile) jsonOf(n *yaml.Node, key string) json.RawMessage {
 	return b
 }
 
-// ownerFile is owner.yaml (SPEC 1.2).
+// ownerFile is owner.yaml (docs/reference/files.md).
 type ownerFile struct {
 	Owner     string   `yaml:"owner"`
 	RiskLevel string   `yaml:"risk_level"`
@@ -129,7 +129,7 @@ func (l *loader) loadOwner(t *Tool) {
 	}
 }
 
-// policyFile is release-policy.yaml (SPEC 1.3).
+// policyFile is release-policy.yaml (docs/reference/files.md).
 type policyFile struct {
 	CompatibleWith        []string `yaml:"compatible_with"`
 	DeprecatedVersions    []string `yaml:"deprecated_versions"`
@@ -211,7 +211,7 @@ func allWild(parts []string) bool {
 	return true
 }
 
-// caseFile is a contract case (SPEC 1.4).
+// caseFile is a contract case (docs/reference/files.md).
 type caseFile struct {
 	CaseID                string            `yaml:"case_id"`
 	Source                string            `yaml:"source"`

@@ -1,4 +1,4 @@
-// Package decisionlog writes toolgate's decision log (SPEC 5): one flat,
+// Package decisionlog writes toolgate's decision log (docs/decision-log.md): one flat,
 // versioned JSON line per handled tool call, with the tool's x-sensitive values
 // erased or masked before the line leaves the process.
 //
@@ -21,10 +21,10 @@ import (
 // optional fields do not bump it.
 const RecordVersion = 1
 
-// Outcome is what the gateway did with a call, as SPEC 5 lists it.
+// Outcome is what the gateway did with a call, as docs/decision-log.md lists it.
 type Outcome string
 
-// The outcomes of SPEC 5.
+// The outcomes docs/decision-log.md documents.
 const (
 	OutcomeExecuted         Outcome = "executed"          // sent downstream, which answered
 	OutcomeReplayed         Outcome = "replayed"          // a stored terminal answer was replayed
@@ -37,7 +37,7 @@ const (
 	OutcomeDenied           Outcome = "denied"            // 401/403, or an operator's deny
 )
 
-// Valid reports whether o is one of the SPEC 5 outcomes.
+// Valid reports whether o is one of the documented outcomes.
 func (o Outcome) Valid() bool {
 	switch o {
 	case OutcomeExecuted, OutcomeReplayed, OutcomeJoined, OutcomeConflict, OutcomeInvalid,
@@ -47,7 +47,7 @@ func (o Outcome) Valid() bool {
 	return false
 }
 
-// Provider is the model provider's evidence for a call (SPEC 3.1 body "provider").
+// Provider is the model provider's evidence for a call (docs/reference/http-api.md body "provider").
 type Provider struct {
 	Name   string `json:"name"`
 	Route  string `json:"route"`
@@ -64,7 +64,7 @@ type ProviderRoute struct {
 }
 
 // ProviderTransition is a call for an existing action that came through
-// another provider name or route than the last recorded one (SPEC 3.1): the
+// another provider name or route than the last recorded one (docs/reference/http-api.md): the
 // prior route, the new one, the action's state at that moment and the reason
 // the call gave.
 type ProviderTransition struct {
@@ -86,9 +86,9 @@ type Downstream struct {
 	DownstreamKey     string `json:"downstream_key"`
 }
 
-// Record is one decision log line. Every field SPEC 5 lists is always written
+// Record is one decision log line (docs/decision-log.md). Every core field is always written
 // (empty string, 0 or null when the gateway has nothing for it); the fields
-// toolgate adds beyond SPEC 5 (tenant, result, result_hash,
+// toolgate adds to the core (tenant, result, result_hash,
 // state_before_error, state_after_error, policy_version, provider.reason,
 // provider_transition, downstream) are omitted when empty.
 //
@@ -123,7 +123,7 @@ type Record struct {
 	DurationMS float64   `json:"duration_ms"`
 	Provider   *Provider `json:"provider"`
 	// PolicyVersion is the policy the rule that made the call belongs to
-	// (SPEC 1.5), from the call or its action. Added; omitted when empty.
+	// (docs/reference/files.md), from the call or its action. Added; omitted when empty.
 	PolicyVersion string `json:"policy_version,omitempty"`
 	// ProviderTransition is set when the call changed the action's provider
 	// route. Added; omitted when nil.
@@ -160,7 +160,7 @@ func NewDecisionID() string {
 	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
 }
 
-// ArgumentsMode is the decision_log.arguments setting (SPEC 2).
+// ArgumentsMode is the decision_log.arguments setting (docs/configuration.md).
 type ArgumentsMode string
 
 // The three modes. The zero value means ModeMasked.

@@ -3,9 +3,10 @@ package decisionlog
 import (
 	"encoding/json"
 	"net/url"
-	"sort"
 	"strconv"
 	"strings"
+
+	secrets "github.com/toolgate/toolgate/internal/secret"
 )
 
 // MinScrubLength is the shortest sensitive value (in bytes) that Apply and
@@ -67,22 +68,7 @@ func (s *scrubber) text(t string) string {
 		return t
 	}
 	if s.replacer == nil {
-		forms := make([]string, 0, len(s.values))
-		for f := range s.values {
-			forms = append(forms, f)
-		}
-		// Longer values first: a value that contains another is replaced whole.
-		sort.Slice(forms, func(i, j int) bool {
-			if len(forms[i]) != len(forms[j]) {
-				return len(forms[i]) > len(forms[j])
-			}
-			return forms[i] < forms[j]
-		})
-		pairs := make([]string, 0, 2*len(forms))
-		for _, f := range forms {
-			pairs = append(pairs, f, MaskToken)
-		}
-		s.replacer = strings.NewReplacer(pairs...)
+		s.replacer = secrets.Replacer(s.values, MaskToken)
 	}
 	return s.replacer.Replace(t)
 }

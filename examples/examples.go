@@ -11,7 +11,7 @@ import (
 //go:embed agent-tools
 var files embed.FS
 
-// AgentTools returns the bundled tools directory (SPEC 1) as a file system
+// AgentTools returns the bundled tools directory (docs/reference/files.md) as a file system
 // whose root holds one folder per tool.
 func AgentTools() fs.FS {
 	sub, err := fs.Sub(files, "agent-tools")

@@ -10,7 +10,7 @@ import (
 )
 
 // CheckRecords is the check that a release keeps what the live rule records
-// of its tool rely on (SPEC 1.5).
+// of its tool rely on (docs/reference/files.md).
 const CheckRecords = "rule-records"
 
 // checkRecords adds one failing line per field or enum value a live rule

@@ -1,4 +1,4 @@
-// Package gate is the release gate (SPEC 6, `toolgate gate`): for a tool moving from one
+// Package gate is the release gate (docs/reference/commands.md, `toolgate gate`): for a tool moving from one
 // version to another it runs the immutability check, the classified diff and the bump
 // check, the contract-case replay at the release policy's thresholds, the approval check
 // and the deprecation-window check for dropped versions, and decides allow or block with
@@ -260,9 +260,9 @@ func DeprecationOK(t *contract.Tool, e lockfile.Entry, now time.Time) (bool, str
 	}
 	days := int(now.Sub(*e.DeprecatedAt).Hours() / 24)
 	if days < window {
-		return false, fmt.Sprintf("v%s is dropped %d days after its deprecation; the window is %d days", e.Version, days, window)
+		return false, fmt.Sprintf("v%s is dropped %s after its deprecation; the window is %s", e.Version, fmt.Sprintf("%d day%s", days, plural(days)), fmt.Sprintf("%d day%s", window, plural(window)))
 	}
-	return true, fmt.Sprintf("v%s dropped %d days after its deprecation (window %d days)", e.Version, days, window)
+	return true, fmt.Sprintf("v%s dropped %s after its deprecation (window %s)", e.Version, fmt.Sprintf("%d day%s", days, plural(days)), fmt.Sprintf("%d day%s", window, plural(window)))
 }
 
 // Summarize names the riskiest changes of a diff in a reviewer's words, e.g. "add required

@@ -15,7 +15,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 )
 
-// The operator endpoints (SPEC 3.2): each decodes its request, asks the call
+// The operator endpoints (docs/reference/http-api.md): each decodes its request, asks the call
 // service and writes the action record it returns.
 
 // putAction serves PUT /v1/actions/{action_id}: prepare a two-phase action.
@@ -161,7 +161,7 @@ func (s *Server) unassignAction(w http.ResponseWriter, r *http.Request, p *Princ
 	return writeJSON(w, http.StatusOK, s.renderAction(a))
 }
 
-// actionView is an action as every read shows it (SPEC 3.2: get, list, the
+// actionView is an action as every read shows it (docs/reference/http-api.md: get, list, the
 // dashboard, the operator endpoints' answers, and so the CLI): the wire
 // record, with the x-sensitive values of the result masked by the contract
 // version the action ran under, and the stored arguments masked alike (only
@@ -180,7 +180,7 @@ type actionView struct {
 
 // viewAction is the one masking function every read of an action goes through.
 func (s *Server) viewAction(a *ledger.Action) actionView {
-	m := s.masks.Version(a.ToolID, a.Version)
+	m := s.masks().Version(a.ToolID, a.Version)
 	var body []byte
 	if a.Result != nil {
 		body = a.Result.Body

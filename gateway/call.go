@@ -12,13 +12,13 @@ import (
 	"github.com/toolgate/toolgate/toolcall"
 )
 
-// postToolCall serves POST /v1/tools/{tool_id}/calls (SPEC 3.1): the call
-// service checks in the spec's order and reads the body when its turn comes.
+// postToolCall serves POST /v1/tools/{tool_id}/calls (docs/reference/http-api.md): the call
+// service checks in the documented order and reads the body when its turn comes.
 func (s *Server) postToolCall(w http.ResponseWriter, r *http.Request) {
 	s.serveCall(w, r, toolcall.Input{ToolID: r.PathValue("tool_id")})
 }
 
-// postActionCall serves POST /v1/actions/{action_id}/calls (SPEC 3.2): a call
+// postActionCall serves POST /v1/actions/{action_id}/calls (docs/reference/http-api.md): a call
 // for an action the application named beforehand; it answers exactly as a
 // one-shot call.
 func (s *Server) postActionCall(w http.ResponseWriter, r *http.Request) {
@@ -39,7 +39,7 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request, in toolcall.I
 	s.endCall(&obs, &ans.Facts, &rep)
 }
 
-// reply is a call's answer as the one-shot endpoint writes it (SPEC 3.1):
+// reply is a call's answer as the one-shot endpoint writes it (docs/reference/http-api.md):
 // status, headers and body. The provider and MCP front ends start from it.
 type reply struct {
 	status      int

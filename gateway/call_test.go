@@ -14,7 +14,7 @@ import (
 	"github.com/toolgate/toolgate/sandbox"
 )
 
-// The seed's four cases, then every row of SPEC 3.1.
+// The seed's four cases, then every row of docs/reference/http-api.md.
 
 func TestCleanRefundThenRetryReplaysByteForByte(t *testing.T) {
 	t.Parallel()

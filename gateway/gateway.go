@@ -1,4 +1,4 @@
-// Package gateway is toolgate's HTTP API (SPEC 3): it authenticates, and
+// Package gateway is toolgate's HTTP API (docs/reference/http-api.md): it authenticates, and
 // translates each front end's wire shape (the one-shot and two-phase calls,
 // the OpenAI and Anthropic call shapes, MCP tools/call, the operator
 // endpoints, the dashboard) into the call service's typed Input and its
@@ -13,9 +13,11 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 	"fmt"
+	"github.com/toolgate/toolgate/internal/plural"
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -55,6 +57,10 @@ type Config struct {
 	// /readyz, they are shown only to an operator key (without keys, on a
 	// loopback host name); anyone else reads the bare status.
 	ReadyDetail func() []string
+	// PublicURL is the gateway's address as clients reach it, named as the
+	// server of GET /v1/openapi.json. Default "": the scheme and Host of
+	// each request.
+	PublicURL string
 	// Redact scrubs configured secrets (upstream credentials) from the
 	// texts the gateway writes of its own accord, such as /readyz's lines.
 	// Default none.
@@ -91,6 +97,10 @@ type Config struct {
 	// Approvals reads the recorded approvals (approvals/*.yaml) a promotion
 	// of a high-risk tool needs, as the release gate does. Default: none.
 	Approvals func() ([]gate.Approval, error)
+	// Released reports whether toolgate.lock releases a version: with no
+	// rollout record the default is the newest released version the release
+	// policy does not deprecate. Default nil: no lock, every version is.
+	Released func(toolID, version string) bool
 
 	// MaxInFlightPerKey and MaxInFlightPerTenant cap the requests one API
 	// key, and all keys of one tenant, may have in flight at once; more are
@@ -121,7 +131,10 @@ type Server struct {
 	csrf   *http.CrossOriginProtection
 
 	metrics *Metrics
-	masks   *masking.Set // the decision log's and every action read's
+	masksP  atomic.Pointer[masking.Set] // the decision log's and every action read's (masks())
+	exports *exports                    // the definitions the doors hand out (provider_calls.go)
+	mcp     *mcpAPI                     // mcp.go
+	reload  reloadState                 // reload.go
 	// observers are told about every handled tool call (the dashboard's
 	// conflict and volume series); add them before serving.
 	observers []func(CallEvent)
@@ -167,11 +180,15 @@ func New(cfg Config) (*Server, error) {
 		ProbeState: cfg.DecisionLog != nil, Tracer: cfg.Tracer, Logger: cfg.Logger,
 		DeprecatedAt: cfg.DeprecatedAt, PromotionApproval: promotionApproval(cfg.Approvals),
 		RolloutObserver: newRolloutMetrics(cfg.Prometheus, cfg.Registry),
+		Released:        cfg.Released, OnChange: s.servingChanged,
 	})
-	var err error
-	if s.masks, err = masking.New(cfg.Registry); err != nil {
+	masks, err := masking.New(cfg.Registry)
+	if err != nil {
 		return nil, fmt.Errorf("decision log masking: %w", err)
 	}
+	s.masksP.Store(masks)
+	s.exports = newExports(s.calls, cfg.Bindings)
+	s.reload.init(cfg.Prometheus)
 	s.metrics = newServerMetrics(cfg)
 	if cfg.Keys == nil {
 		s.noAuth = toolcall.NewPrincipal("anonymous", DefaultTenant, "operator", []string{"*"})
@@ -356,7 +373,7 @@ func durabilityLines(d *ledger.Durability) string {
 	var b strings.Builder
 	switch {
 	case d.Replicated && d.SyncStandbys > 0:
-		fmt.Fprintf(&b, "durability: replicated (%d synchronous standby connected)\n", d.SyncStandbys)
+		fmt.Fprintf(&b, "durability: replicated (%s connected)\n", plural.N(d.SyncStandbys, "synchronous standby", "synchronous standbys"))
 	case d.Replicated:
 		b.WriteString("durability: replicated (every commit waits for a synchronous standby)\n")
 	default:
@@ -417,6 +434,9 @@ func (s *Server) readyLines(d *ledger.Durability) []string {
 	}
 	if s.cfg.ReadyDetail != nil {
 		out = append(out, s.cfg.ReadyDetail()...)
+	}
+	if line := s.reload.readyLine(); line != "" {
+		out = append(out, strings.TrimSuffix(line, "\n"))
 	}
 	return out
 }

@@ -55,7 +55,7 @@ func TestHeaderInjectionThroughKeysAndCorrelationIDs(t *testing.T) {
 	}
 }
 
-// The order of checks (SPEC 3.1): authenticate (401), then the key's
+// The order of checks (docs/reference/http-api.md): authenticate (401), then the key's
 // allow-list (403, whether or not the tool exists), then the tool (404),
 // then the body and the key's syntax (400, 413) — on every front end.
 func TestCheckOrderIsHeldOnEveryFrontEnd(t *testing.T) {

@@ -163,6 +163,12 @@ func leakTools(h genSchema) map[string]string {
 		files[tool+"/schemas/v1.0.0.json"] = schemaFile(tool, "1.0.0", "mutating", params(unmarked), result)
 		files[tool+"/schemas/v1.1.0.json"] = schemaFile(tool, "1.1.0", "mutating", params(h.schema), result)
 	}
+	// gen.shadow: 1.1.0 (the default) takes any other member; the
+	// candidate 1.0.0 is closed and wants numbers where 1.1.0 has strings,
+	// so it refuses the marker wherever it sits (issue 30, item 1).
+	files["gen.shadow/schemas/v1.1.0.json"] = schemaFile("gen.shadow", "1.1.0", "mutating", params(h.schema), result)
+	strict := strings.Replace(params(strings.ReplaceAll(unmarked, `"type":"string"`, `"type":"integer"`)), `{"type":"object",`, `{"type":"object","additionalProperties":false,`, 1)
+	files["gen.shadow/schemas/v1.0.0.json"] = schemaFile("gen.shadow", "1.0.0", "mutating", strict, result)
 	return files
 }
 
@@ -243,6 +249,7 @@ func leakOneContract(t *testing.T, h genSchema, m leakMarkers) {
 				LookupURL: closed + "/lookup/{args.acct}", Timeout: 2 * time.Second, SettleAfter: time.Hour, HoldAfter: time.Nanosecond}
 		}
 		c.Bindings["gen.ok"] = bind(down + "/ok")
+		c.Bindings["gen.shadow"] = bind(down + "/ok")
 		c.Bindings["gen.approve"] = bind(down + "/approve")
 		c.Bindings["gen.approve"] = func(b invoke.Binding) invoke.Binding { b.RequireApproval = true; return b }(c.Bindings["gen.approve"])
 		c.Bindings["gen.fail"] = bind(down + "/fail")
@@ -267,6 +274,32 @@ func leakOneContract(t *testing.T, h genSchema, m leakMarkers) {
 		return call(what, "POST", "/v1/tools/"+tool+"/calls", body, append(agent, "Idempotency-Key", key)...)
 	}
 	v11 := `{"version":"1.1.0","arguments":` + string(marked) + `}`
+	// Issue 30, item 1: with 1.0.0 in shadow beside the default 1.1.0, what
+	// 1.0.0 would refuse is counted by pointer and code; neither may carry
+	// a value or a member name the caller chose.
+	if r := s.do("POST", "/v1/rollouts/gen.shadow/shadow", `{"version":"1.0.0"}`, oncall...); r.status != 200 {
+		t.Fatalf("shadow: %d %s", r.status, r.body)
+	}
+	keyMarker := "Kmark" + strings.TrimPrefix(m.token, "Tmark") // a member name the caller chose (not sensitive: other sinks may show it)
+	var withKey map[string]any
+	json.Unmarshal(marked, &withKey)
+	withKey[keyMarker] = map[string]any{keyMarker + "x": 1}
+	for i := range 3 {
+		if r := s.do("POST", "/v1/tools/gen.shadow/calls", `{"arguments":`+js(withKey)+`}`, append(agent, "Idempotency-Key", fmt.Sprintf("lk-shadow-%04d", i))...); r.status != 201 {
+			t.Fatalf("a call the shadow validates: %d %.300s", r.status, r.body)
+		}
+	}
+	var shadowSinks sinkSet
+	rep := string(s.do("GET", "/v1/rollouts/gen.shadow", "", oncall...).body)
+	if !strings.Contains(rep, `"would_fail":3`) {
+		t.Fatalf("the candidate refused nothing: %.500s", rep)
+	}
+	shadowSinks.add("the shadow report", rep)
+	shadowSinks.add("the rollout list", string(s.do("GET", "/v1/rollouts", "", oncall...).body))
+	shadowSinks.add("the metrics' labels", string(s.do("GET", "/metrics", "", oncall...).body))
+	for _, marker := range []string{keyMarker, m.p, m.acct} {
+		shadowSinks.check(t, marker)
+	}
 	// One-shot: executed, replayed; unknown (gen.fail); unreachable (gen.down).
 	want := func(r reply, status int, what string) {
 		t.Helper()

@@ -25,24 +25,34 @@ const (
 	MCPKeyMetaAlias = "idempotency_key"
 )
 
-// mcpRoutes registers the MCP server (streamable HTTP) at /mcp (SPEC 3.3).
+// mcpRoutes registers the MCP server (streamable HTTP) at /mcp (docs/reference/http-api.md).
 //
-// The server is stateless: every HTTP request stands alone (no Mcp-Session-Id,
-// GET answers 405), so any gateway behind a load balancer can answer any
-// request, and a client that lost a stream simply sends its tools/call again —
-// which the ledger answers from the first execution, never a second one.
+// The server is stateless: every HTTP request stands alone (no Mcp-Session-Id;
+// a GET answers 405 unless it resumes a stream), so any gateway behind a load
+// balancer can answer any request. A tools/call stream is resumable: a client
+// that lost it reconnects with Last-Event-ID to any gateway on the ledger and
+// receives the stored answer (mcp_resume.go); one that sends its tools/call
+// again gets the ledger's replay of the first execution, never a second one.
 // Every request needs the bearer key, like the rest of the API; tools/list
 // shows the key's allowed tools and tools/call runs through the call service
 // (ledger, decision log, metrics) like every other front end.
+//
+// tools/list describes, per key, the version that serves the key's next new
+// action (its rollout's default, or a canary's candidate for a key the
+// canary takes). When that changes (a rollout transition here or on another
+// replica, a version that retired, a reload of the tools directory), the
+// key's server is brought up to date and the go-sdk sends
+// notifications/tools/list_changed to its connected sessions.
 func (s *Server) mcpRoutes(m *http.ServeMux) {
-	api := &mcpAPI{s: s, ex: newExports(s.cfg.Registry, s.cfg.Bindings), servers: map[*Principal]*mcp.Server{}}
+	api := &mcpAPI{s: s, ex: s.exports, servers: map[*Principal]*mcpServer{}}
+	s.mcp = api
 	h := mcp.NewStreamableHTTPHandler(api.server, &mcp.StreamableHTTPOptions{
 		Stateless:           true,
 		MaxRequestBodyBytes: s.cfg.MaxBodyBytes,
 	})
+	resume := newMCPResume(s) // resumable tools/call streams (mcp_resume.go)
 	m.Handle("/mcp", s.wrap(agents, func(w http.ResponseWriter, r *http.Request, p *Principal) error {
-		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
-		return nil
+		return resume.serve(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)), p, h)
 	}))
 }
 
@@ -54,7 +64,14 @@ type mcpAPI struct {
 	ex *exports
 
 	mu      sync.Mutex
-	servers map[*Principal]*mcp.Server
+	servers map[*Principal]*mcpServer
+}
+
+// mcpServer is one principal's MCP server and the definitions it lists
+// (exported name → definition JSON).
+type mcpServer struct {
+	srv  *mcp.Server
+	defs map[string]string
 }
 
 func (api *mcpAPI) server(r *http.Request) *mcp.Server {
@@ -62,22 +79,47 @@ func (api *mcpAPI) server(r *http.Request) *mcp.Server {
 	if p == nil {
 		return nil
 	}
+	return api.serverOf(p)
+}
+
+// serverOf returns p's MCP server, built on first use.
+func (api *mcpAPI) serverOf(p *Principal) *mcp.Server {
 	api.mu.Lock()
 	defer api.mu.Unlock()
-	if srv, ok := api.servers[p]; ok {
-		return srv
+	if e, ok := api.servers[p]; ok {
+		return e.srv
 	}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "toolgate", Version: "1"}, &mcp.ServerOptions{
 		Instructions: "Tools behind toolgate. Mutating tools run exactly once per idempotency key: give each intended action its own key (in the argument the tool's schema offers, or in _meta \"" + MCPKeyMeta + "\") and reuse it when you retry that action.",
-		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
 		// The tool list depends on the key: no intermediary may share it.
 		SetCacheable: func(_ context.Context, _ mcp.Request, c *mcp.Cacheable) { c.CacheScope = "private" },
 	})
-	x, err := api.ex.get(provider.FormatMCP)
+	e := &mcpServer{srv: srv, defs: map[string]string{}}
+	api.sync(p, e)
+	api.servers[p] = e
+	return srv
+}
+
+// refresh brings every principal's server up to date with what serves it.
+func (api *mcpAPI) refresh() {
+	api.mu.Lock()
+	defer api.mu.Unlock()
+	for p, e := range api.servers {
+		api.sync(p, e)
+	}
+}
+
+// sync makes e list the definitions of the versions that serve p: tools
+// whose definition changed are replaced, tools p no longer has are removed.
+// The go-sdk tells e's sessions the list changed.
+func (api *mcpAPI) sync(p *Principal, e *mcpServer) {
+	x, err := api.ex.get(provider.FormatMCP, p)
 	if err != nil {
 		api.s.log().Error("mcp: export", "error", err.Error())
-		return srv
+		return
 	}
+	want := map[string]string{}
 	for _, def := range x.Tools {
 		var t mcp.Tool
 		if err := json.Unmarshal(def, &t); err != nil {
@@ -85,26 +127,40 @@ func (api *mcpAPI) server(r *http.Request) *mcp.Server {
 			continue
 		}
 		id, ok := x.ToolID(t.Name)
-		tool := api.s.cfg.Registry.Tool(id)
-		if !ok || tool == nil || !p.Allows(id) {
+		if !ok || !p.Allows(id) || api.s.reg().Tool(id) == nil {
 			continue
 		}
 		if in, _ := t.InputSchema.(map[string]any); in == nil || in["type"] != "object" {
 			api.s.log().Warn("mcp: tool not listed: MCP needs an object input schema", "tool_id", id)
 			continue
 		}
-		srv.AddTool(&t, api.handler(tool, t.OutputSchema != nil))
+		want[t.Name] = string(def)
+		if e.defs[t.Name] != string(def) {
+			e.srv.AddTool(&t, api.handler(id, t.OutputSchema != nil))
+		}
 	}
-	api.servers[p] = srv
-	return srv
+	var gone []string
+	for name := range e.defs {
+		if _, ok := want[name]; !ok {
+			gone = append(gone, name)
+		}
+	}
+	if len(gone) > 0 {
+		e.srv.RemoveTools(gone...)
+	}
+	e.defs = want
 }
 
 // handler runs one tools/call through the call service, observed as one
 // call. The request's Authorization, traceparent and X-Correlation-ID are
 // those of the HTTP request that carried it.
-func (api *mcpAPI) handler(tool *contract.Tool, structured bool) mcp.ToolHandler {
+func (api *mcpAPI) handler(toolID string, structured bool) mcp.ToolHandler {
 	s := api.s
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		tool := s.reg().Tool(toolID)
+		if tool == nil { // gone in a reload since the list was sent
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: string(toolcall.CodeToolNotFound) + ": no tool " + toolID}
+		}
 		h := http.Header{}
 		if req.Extra != nil {
 			for _, k := range []string{"Authorization", "Traceparent", "X-Correlation-Id"} {
@@ -147,7 +203,7 @@ func (api *mcpAPI) handler(tool *contract.Tool, structured bool) mcp.ToolHandler
 			}
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: detail}
 		}
-		return api.result(tool, &rep, structured), nil
+		return api.result(tool, ans.Facts.Version, &rep, structured), nil
 	}
 }
 
@@ -165,7 +221,7 @@ func metaKey(m mcp.Meta) string {
 // result as structuredContent when the tool declares an output schema, and
 // the action's evidence in _meta. A call waiting for approval is an isError
 // result: the output the schema promises does not exist yet.
-func (api *mcpAPI) result(tool *contract.Tool, rep *reply, structured bool) *mcp.CallToolResult {
+func (api *mcpAPI) result(tool *contract.Tool, version string, rep *reply, structured bool) *mcp.CallToolResult {
 	res := &mcp.CallToolResult{
 		Content: []mcp.Content{&mcp.TextContent{Text: rep.modelText(mcpKeyHint(tool))}},
 		IsError: rep.isError() || rep.status == http.StatusAccepted,
@@ -183,8 +239,9 @@ func (api *mcpAPI) result(tool *contract.Tool, rep *reply, structured bool) *mcp
 	if rep.problem != nil {
 		res.Meta["toolgate/problem"] = rep.problem.Code
 	}
+	deprecationMeta(res.Meta, rep.deprecation) // mcp_meta.go
 	if structured && !res.IsError {
-		if sc, ok := structuredResult(tool, rep.body); ok {
+		if sc, ok := structuredResult(tool, version, rep.body); ok {
 			res.StructuredContent = sc
 		} else {
 			api.s.log().Warn("mcp: a result that is not a JSON object has no structuredContent", "tool_id", tool.ID)
@@ -206,7 +263,7 @@ func mcpKeyHint(t *contract.Tool) string {
 // answer with properties the result schema closes off is pruned to the
 // declared ones (the text content keeps the full body); it is sent as it is
 // when pruning does not make it valid.
-func structuredResult(tool *contract.Tool, body []byte) (any, bool) {
+func structuredResult(tool *contract.Tool, version string, body []byte) (any, bool) {
 	t := bytes.TrimSpace(body)
 	if len(t) == 0 || t[0] != '{' {
 		return nil, false
@@ -215,7 +272,10 @@ func structuredResult(tool *contract.Tool, body []byte) (any, bool) {
 	if err != nil {
 		return nil, false
 	}
-	ver := tool.Default()
+	ver := tool.Version(version) // the version that served
+	if ver == nil {
+		ver = tool.Default()
+	}
 	if ver == nil || len(ver.Result) == 0 || len(ver.ValidateResult(v)) == 0 {
 		return json.RawMessage(t), true
 	}

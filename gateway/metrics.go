@@ -9,7 +9,7 @@ import (
 	"github.com/toolgate/toolgate/ledger"
 )
 
-// Metrics are the gateway's Prometheus metrics (SPEC 3.4), plus the ones the
+// Metrics are the gateway's Prometheus metrics (docs/reference/http-api.md), plus the ones the
 // alerting rules in deploy/ need (docs/operations.md).
 type Metrics struct {
 	Calls              *prometheus.CounterVec   // toolgate_calls_total{tool_id,outcome}

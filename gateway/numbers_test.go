@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// SPEC 1.1: a number whose value changes when read as an IEEE-754 double is
+// docs/reference/files.md: a number whose value changes when read as an IEEE-754 double is
 // refused (422, errors[].code number_not_exact) on every front end, and an
 // accepted number reaches the downstream with the value the agent sent.
 

@@ -87,9 +87,12 @@ func (s *Server) endCall(o *callObs, f *toolcall.Facts, rep *reply) {
 	if len(f.Result) > 0 && strings.Contains(rep.contentType, "json") {
 		rec.Result = f.Result
 	}
+	if rec.ToolID == "" {
+		rec.ToolID = f.SentToolID
+	}
 	f.Annotate(&rec)
 	rec.SetDuration(elapsed)
-	s.cfg.DecisionLog.Log(rec, s.masks.Call(f.ToolID, f.ArgsVersion, f.Version))
+	s.cfg.DecisionLog.Log(rec, s.masks().Call(f.ToolID, f.ArgsVersion, f.Version))
 }
 
 // parseTraceparent returns the trace and parent ids of a W3C traceparent
@@ -109,7 +112,7 @@ func parseTraceparent(h string) (traceID, spanID string) {
 // value that an error quotes (a rule that could not be evaluated, a cause
 // from below) is replaced there, as in the decision log.
 func (s *Server) callProblem(where string, f *toolcall.Facts, err error) (api.Problem, decisionlog.Outcome, *causeLog) {
-	m := s.masks.Call(f.ToolID, f.ArgsVersion, f.Version)
+	m := s.masks().Call(f.ToolID, f.ArgsVersion, f.Version)
 	scrub := m.Scrubber(f.Arguments, nil)
 	p := toolcall.ProblemOf(err)
 	var cl *causeLog

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/toolgate/toolgate/api"
@@ -22,7 +23,10 @@ func (s *Server) openapiRoutes(m *http.ServeMux) {
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
-		w.Write(doc)
+		if s.cfg.PublicURL == "" {
+			w.Header().Set("Vary", "Host")
+		}
+		w.Write(withServer(doc, s.serverURL(r)))
 	})
 	m.HandleFunc("/v1/openapi.json", methodNotAllowed)
 }
@@ -45,8 +49,46 @@ var openapiJSON = sync.OnceValues(func() ([]byte, error) {
 })
 
 // OpenAPIJSON is the OpenAPI document (api/openapi.yaml) as JSON, with its
-// keys in the document's order.
+// keys in the document's order. Its servers entry is the relative URL "/"
+// (this gateway); GET /v1/openapi.json names the gateway's own address there.
 func OpenAPIJSON() ([]byte, error) { return openapiJSON() }
+
+// serverURL is the address the served document names as its server: the
+// configured public URL, else the scheme and Host the request was sent to.
+func (s *Server) serverURL(r *http.Request) string {
+	if u := strings.TrimSuffix(s.cfg.PublicURL, "/"); u != "" {
+		return u
+	}
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	host := r.Host
+	if host == "" || strings.ContainsAny(host, "/\\\"<> ") {
+		return ""
+	}
+	return scheme + "://" + host
+}
+
+// withServer returns doc with the url of its servers entry, the relative
+// "/", set to url ("" keeps "/").
+func withServer(doc []byte, url string) []byte {
+	at := bytes.Index(doc, []byte(`"servers": [`))
+	if url == "" || at < 0 {
+		return doc
+	}
+	rel := []byte(`"url": "/"`)
+	k := bytes.Index(doc[at:], rel)
+	if k < 0 {
+		return doc
+	}
+	quoted, _ := json.Marshal(url)
+	out := make([]byte, 0, len(doc)+len(quoted))
+	out = append(out, doc[:at+k]...)
+	out = append(out, `"url": `...)
+	out = append(out, quoted...)
+	return append(out, doc[at+k+len(rel):]...)
+}
 
 // writeJSONNode writes a YAML node as JSON, keeping the order of mapping keys.
 func writeJSONNode(b *bytes.Buffer, n *yaml.Node) error {

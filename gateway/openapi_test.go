@@ -38,8 +38,9 @@ func TestOpenAPIDocumentValidates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	want = bytes.Replace(want, []byte(`"url": "/"`), []byte(`"url": "`+g.url+`"`), 1)
 	if !bytes.Equal(r.body, want) {
-		t.Error("the served document differs from api/openapi.yaml")
+		t.Error("the served document differs from api/openapi.yaml (its server being the gateway's address)")
 	}
 	doc, err := openapi3.NewLoader().LoadFromData(r.body)
 	if err != nil {

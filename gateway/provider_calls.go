@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 
 	"github.com/toolgate/toolgate/contract"
@@ -13,10 +14,10 @@ import (
 	"github.com/toolgate/toolgate/toolcall"
 )
 
-// providerRoutes registers the provider-shaped call endpoints (SPEC 3.3):
+// providerRoutes registers the provider-shaped call endpoints (docs/reference/http-api.md):
 // POST /v1/calls/openai and POST /v1/calls/anthropic, and GET /v1/export.
 func (s *Server) providerRoutes(m *http.ServeMux) {
-	api := &providerAPI{s: s, ex: newExports(s.cfg.Registry, s.cfg.Bindings)}
+	api := &providerAPI{s: s, ex: s.exports}
 	m.Handle("GET /v1/export", s.wrap(agents, api.getExport))
 	m.Handle("POST /v1/calls/openai", api.frontDoor(provider.ParseOpenAICall))
 	m.Handle("POST /v1/calls/anthropic", api.frontDoor(provider.ParseAnthropicCall))
@@ -31,32 +32,60 @@ type providerAPI struct {
 	ex *exports
 }
 
-// exports caches provider.Export per format; the registry does not change
-// while a Server runs.
+// exports builds the definitions a caller is handed, per format: for each
+// tool the version that serves the caller's next new action
+// (toolcall.Service.Serving: its rollout's default, or a canary's candidate
+// for a caller the canary takes). Exports are cached per format and set of
+// versions; the cache is dropped when the registry is reloaded.
 type exports struct {
-	reg   *contract.Registry
+	calls *toolcall.Service
 	bound func(toolID string) bool
 	mu    sync.Mutex
+	reg   *contract.Registry // the registry the cache is of
 	by    map[string]*provider.Exported
+	names map[string]map[string]string // per format: exported name → tool id
 }
 
-// newExports offers the tools of reg that have a binding: a tool without one
-// can only answer 503 tool_not_bound, so agents are not shown it.
-func newExports(reg *contract.Registry, bindings map[string]invoke.Binding) *exports {
-	return &exports{reg: reg, bound: func(id string) bool { _, ok := bindings[id]; return ok }, by: map[string]*provider.Exported{}}
+// maxExports bounds the cached exports (formats × version sets).
+const maxExports = 256
+
+// newExports offers the tools that have a binding: a tool without one can
+// only answer 503 tool_not_bound, so agents are not shown it.
+func newExports(calls *toolcall.Service, bindings map[string]invoke.Binding) *exports {
+	return &exports{calls: calls, bound: func(id string) bool { _, ok := bindings[id]; return ok }, by: map[string]*provider.Exported{}, names: map[string]map[string]string{}}
 }
 
-func (e *exports) get(format string) (*provider.Exported, error) {
+// get is the export in format of the versions that serve p (every tool, not
+// only the ones p may call: allowedExport narrows it).
+func (e *exports) get(format string, p *Principal) (*provider.Exported, error) {
+	reg := e.calls.Registry()
+	picks := map[string]*contract.Version{}
+	var key strings.Builder
+	key.WriteString(format)
+	for _, t := range reg.Tools() {
+		if !e.bound(t.ID) {
+			continue
+		}
+		v := e.calls.Serving(p, t)
+		if v == nil {
+			continue
+		}
+		picks[t.ID] = v
+		key.WriteString("|" + t.ID + "@" + v.Version)
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if x, ok := e.by[format]; ok {
+	if e.reg != reg || len(e.by) >= maxExports {
+		e.reg, e.by, e.names = reg, map[string]*provider.Exported{}, map[string]map[string]string{}
+	}
+	if x, ok := e.by[key.String()]; ok {
 		return x, nil
 	}
-	x, err := provider.ExportSelected(e.reg, format, e.bound)
+	x, err := provider.ExportPicked(reg, format, func(t *contract.Tool) *contract.Version { return picks[t.ID] })
 	if err != nil {
 		return nil, err
 	}
-	e.by[format] = x
+	e.by[key.String()] = x
 	return x, nil
 }
 
@@ -68,7 +97,7 @@ func (api *providerAPI) getExport(w http.ResponseWriter, r *http.Request, p *Pri
 	if format == "" {
 		return problem(toolcall.CodeMalformedRequest, "add ?format= with one of %v", provider.Formats)
 	}
-	x, err := api.ex.get(format)
+	x, err := api.ex.get(format, p)
 	if err != nil {
 		return problem(toolcall.CodeMalformedRequest, "%v", err)
 	}
@@ -145,18 +174,21 @@ func (api *providerAPI) frontDoor(parse func([]byte) (provider.Call, error)) htt
 			s.endCall(&obs, f, &rep)
 			return
 		}
-		pc := &ledger.ProviderCall{Name: c.Provider, Route: r.URL.Query().Get("route"), CallID: c.CallID}
+		pc := &ledger.ProviderCall{Name: c.Provider, Route: firstOf(r.URL.Query().Get("route"), r.Header.Get(ProviderRouteHeader)), CallID: c.CallID}
+		reason := firstOf(r.URL.Query().Get("reason"), r.Header.Get(ProviderReasonHeader))
 		tool, args, err := api.resolveCall(c, p)
 		if err == nil {
 			ans, err = s.calls.Call(obs.ctx, p, toolcall.Input{
 				ToolID: tool.ID, Key: r.Header.Get("Idempotency-Key"), CorrelationID: r.Header.Get("X-Correlation-ID"),
-				Traceparent: r.Header.Get("traceparent"), Body: constInput(toolcall.Body{Arguments: args, Provider: pc}),
+				Traceparent: r.Header.Get("traceparent"), Body: constInput(toolcall.Body{Arguments: args, Provider: pc, ProviderReason: reason}),
 			})
 		} else {
 			// The model's mistake (a name it made up, arguments that are not an
 			// object): observed like any refused call, answered for the model.
 			if tool != nil {
 				f.ToolID = tool.ID
+			} else {
+				f.SentToolID = toolcall.SentToolID(c.Name)
 			}
 			if pc.Name != "" || pc.CallID != "" {
 				f.Provider = pc
@@ -173,12 +205,10 @@ func (api *providerAPI) frontDoor(parse func([]byte) (provider.Call, error)) htt
 // properties. A name the export does not know is tried as a tool id.
 func (api *providerAPI) resolveCall(c provider.Call, p *Principal) (*contract.Tool, json.RawMessage, error) {
 	id := c.Name
-	if x, err := api.ex.get(c.Format); err == nil {
-		if mapped, ok := x.ToolID(c.Name); ok {
-			id = mapped
-		}
+	if mapped, ok := api.ex.toolID(c.Format, c.Name); ok {
+		id = mapped
 	}
-	tool := api.s.cfg.Registry.Tool(id)
+	tool := api.s.reg().Tool(id)
 	switch {
 	case !p.Allows(id):
 		return nil, nil, problem(toolcall.CodeToolNotAllowed, "key %q may not call %s", p.Name, id)
@@ -190,7 +220,7 @@ func (api *providerAPI) resolveCall(c provider.Call, p *Principal) (*contract.To
 	}
 	args := c.Arguments
 	if c.Format == provider.FormatOpenAI || c.Format == provider.FormatOpenAIResponses {
-		if v := tool.Default(); v != nil {
+		if v := api.s.calls.Serving(p, tool); v != nil {
 			if decoded, err := contract.DecodeJSON(c.Arguments); err == nil {
 				if b, err := json.Marshal(provider.DropStrictNulls(v, decoded)); err == nil {
 					args = b
@@ -246,4 +276,49 @@ func providerKeyHint(t *contract.Tool) string {
 		return ""
 	}
 	return fmt.Sprintf("%s changes something, so it needs an idempotency key: call again with the argument %q set to a new unique value for this one intended action (8 to 255 visible ASCII characters, e.g. a UUID), and reuse that same value if you retry this action.", t.ID, arg)
+}
+
+// The provider evidence of a call through /v1/calls/openai or
+// /v1/calls/anthropic, for SDKs that cannot add a query string to their base
+// URL: the route (?route=) and the reason for a route change (?reason=), as a
+// one-shot body's provider.route and provider.reason. The query wins.
+const (
+	ProviderRouteHeader  = "Toolgate-Provider-Route"
+	ProviderReasonHeader = "Toolgate-Provider-Reason"
+)
+
+// firstOf returns the first of vs that is not empty.
+func firstOf(vs ...string) string {
+	for _, v := range vs {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// toolID maps a name an export of format gave to its tool id (names are
+// computed over every tool of the registry, whatever version serves).
+func (e *exports) toolID(format, name string) (string, bool) {
+	reg := e.calls.Registry()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.reg != reg || len(e.by) >= maxExports {
+		e.reg, e.by, e.names = reg, map[string]*provider.Exported{}, map[string]map[string]string{}
+	}
+	byName, ok := e.names[format]
+	if !ok {
+		tools := reg.Tools()
+		ids := make([]string, len(tools))
+		for i, t := range tools {
+			ids[i] = t.ID
+		}
+		byName = map[string]string{}
+		for id, n := range provider.ExportNames(format, ids) {
+			byName[n] = id
+		}
+		e.names[format] = byName
+	}
+	id, ok := byName[name]
+	return id, ok
 }

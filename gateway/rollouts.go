@@ -25,14 +25,19 @@ import (
 //	POST /v1/rollouts/{tool_id}/shadow    {"version", "note"?, "revision"?}
 //	POST /v1/rollouts/{tool_id}/canary    {"version"?, "percent"?, "principals"?, "halt_margin"?, "halt_min_sample"?, "note"?, "revision"?}
 //	POST /v1/rollouts/{tool_id}/promote   {"version"?, "approver"?, "note"?, "revision"?}
-//	POST /v1/rollouts/{tool_id}/rollback  {"note"?, "revision"?}
-//	POST /v1/rollouts/{tool_id}/halt      {"note"?, "revision"?}
+//	POST /v1/rollouts/{tool_id}/rollback  {"version"?, "note"?, "revision"?}
+//	POST /v1/rollouts/{tool_id}/halt      {"version"?, "note"?, "revision"?}
 //
 // Each transition answers 200 with the new status; another transition name
 // is 404 not_found naming the nearest.
 
 // listHistory is how many audit entries each tool of GET /v1/rollouts carries.
 const listHistory = 10
+
+// maxRolloutBody caps a transition's body (413 request_too_large): the
+// largest valid one (rollout.MaxPrincipals names, a note of
+// rollout.MaxNoteBytes) is far below it.
+const maxRolloutBody = 64 << 10
 
 func (s *Server) rolloutRoutes(m *http.ServeMux) {
 	s.cfg.Prometheus.MustRegister(newRolloutCollector(s.calls))
@@ -112,7 +117,7 @@ func (s *Server) postRollout(action string) handler {
 			if err := s.decodeStrict(w, r, &body, true); err != nil {
 				return err
 			}
-			ch.Note, ch.Revision = body.Note, body.Revision
+			ch.Version, ch.Note, ch.Revision = body.Version, body.Note, body.Revision
 		default:
 			return fmt.Errorf("postRollout: no transition %q", action)
 		}
@@ -127,7 +132,7 @@ func (s *Server) postRollout(action string) handler {
 // decodeStrict is decodeBody that refuses a member the body type does not
 // have (naming the nearest one), so a misspelt setting is never ignored.
 func (s *Server) decodeStrict(w http.ResponseWriter, r *http.Request, v any, optional bool) error {
-	raw, err := readBody(w, r, s.cfg.MaxBodyBytes)
+	raw, err := readBody(w, r, min(s.cfg.MaxBodyBytes, maxRolloutBody))
 	if err != nil {
 		return err
 	}

@@ -26,7 +26,7 @@ var uiFiles embed.FS
 // http.CrossOriginProtection.
 const uiHeader = "X-Toolgate-Dashboard"
 
-// uiRoutes registers the operators' dashboard at /ui/ (SPEC 3.4).
+// uiRoutes registers the operators' dashboard at /ui/ (docs/reference/http-api.md).
 //
 // The pages under /ui/ are static and hold no data; every piece of data comes
 // from /ui/api/, which takes the same bearer keys as the API and needs the

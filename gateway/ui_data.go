@@ -68,7 +68,7 @@ func (s *Server) uiRegistry(w http.ResponseWriter, r *http.Request, p *Principal
 	out := struct {
 		Tools []uiTool `json:"tools"`
 	}{Tools: []uiTool{}}
-	for _, t := range s.cfg.Registry.Tools() {
+	for _, t := range s.reg().Tools() {
 		if !p.Allows(t.ID) {
 			continue
 		}
@@ -100,9 +100,9 @@ func (s *Server) uiVersionOf(p *Principal, toolID, version string) (*contract.To
 	if !p.Allows(toolID) {
 		return nil, nil, problem(toolcall.CodeToolNotAllowed, "key %q may not see %s", p.Name, toolID)
 	}
-	t := s.cfg.Registry.Tool(toolID)
+	t := s.reg().Tool(toolID)
 	if t == nil {
-		return nil, nil, problem(toolcall.CodeToolNotFound, "%s", s.cfg.Registry.ToolNotFoundDetailFor(toolID, p.Visible()))
+		return nil, nil, problem(toolcall.CodeToolNotFound, "%s", s.reg().ToolNotFoundDetailFor(toolID, p.Visible()))
 	}
 	v := t.Version(version)
 	if v == nil {

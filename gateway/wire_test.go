@@ -51,7 +51,9 @@ func wireServer(t *testing.T) *Server {
 		t.Fatal(err)
 	}
 	reg := testrig.Registry(t)
-	return &Server{masks: m, calls: toolcall.New(toolcall.Config{Registry: reg, Ledger: &ledger.Service{}})}
+	s := &Server{calls: toolcall.New(toolcall.Config{Registry: reg, Ledger: &ledger.Service{}})}
+	s.masksP.Store(m)
+	return s
 }
 
 func TestActionRecordRoundTripsThroughTheClient(t *testing.T) {

@@ -1,5 +1,5 @@
 // Package invoke sends a binding's request to its downstream exactly once per
-// attempt and classifies what came back (SPEC 3.1), and runs the binding's
+// attempt and classifies what came back (docs/reference/http-api.md), and runs the binding's
 // lookup and state probes. It decides attempt outcomes (ledger.Outcome), not
 // HTTP statuses of the gateway: ledger.Service.Finish makes Answered 2xx
 // succeeded, Answered 3xx/4xx rejected, NotStarted pending and Lost unknown.
@@ -51,7 +51,7 @@ var ErrMCPBinding = errors.New("invoke: the binding names an upstream MCP tool; 
 // errResent cancels an attempt that the transport tried to send a second time.
 var errResent = errors.New("invoke: transport tried to re-send a written request")
 
-// Binding says where and how a tool's calls go downstream (SPEC 2 `bindings`).
+// Binding says where and how a tool's calls go downstream (docs/configuration.md `bindings`).
 // Zero fields take the defaults named on each; use WithDefaults to see them.
 type Binding struct {
 	URL               string        // URL template (see Expand); required
@@ -79,7 +79,7 @@ type Binding struct {
 	BodyOmit     []string
 	FormEncoding map[string]FormField
 	// MCP names a tool of an upstream MCP server that serves the binding's
-	// calls instead of URL (SPEC 2 `mcp:`); nil for an HTTP binding. This
+	// calls instead of URL (docs/configuration.md `mcp:`); nil for an HTTP binding. This
 	// package's Client does not reach it: package upstream's invoker does.
 	MCP *MCPTool
 }
@@ -258,7 +258,7 @@ func (e *requestError) Timeout() bool {
 }
 
 // Call sends one attempt of r downstream, exactly once, and classifies it
-// (SPEC 3.1): an answer below 500 is Answered; a 5xx in NotStartedStatuses is
+// (docs/reference/http-api.md): an answer below 500 is Answered; a 5xx in NotStartedStatuses is
 // NotStarted; any other 5xx is Lost (status and body kept); a timeout or a
 // lost connection after the request was written is Lost; a failure before
 // it was written (refused, DNS, a bad template) is NotStarted. The body is read

@@ -7,7 +7,7 @@ import (
 	"net/http"
 )
 
-// LookupResult is the answer of a binding's lookup (SPEC 2: 200 means the
+// LookupResult is the answer of a binding's lookup (docs/configuration.md: 200 means the
 // effect was found, 404 that it was not). Exactly one of Found, NotFound and
 // Err != nil holds.
 type LookupResult struct {

@@ -18,7 +18,7 @@ import (
 // dropSecondServer is a real HTTP/1.1 server on loopback that answers the
 // first request on each connection with a keep-alive 200, and on the second
 // request of a connection reads it completely and then closes the connection
-// without answering: the reused-connection drop of SPEC 3.1.
+// without answering: the reused-connection drop of docs/reference/http-api.md.
 type dropSecondServer struct {
 	ln       net.Listener
 	requests atomic.Int32

@@ -140,7 +140,7 @@ type Filter struct {
 	State  State  // "" for any
 	ToolID string // "" for any
 	// PolicyVersion and CorrelationID select the actions a rule's firing
-	// caused (SPEC 1.5): exact matches, "" for any.
+	// caused (docs/reference/files.md): exact matches, "" for any.
 	PolicyVersion string
 	CorrelationID string
 	Limit         int    // defaults to DefaultListLimit, at most MaxListLimit

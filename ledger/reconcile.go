@@ -44,7 +44,7 @@ const (
 	ReconcileOwnRestart = "own_restart"
 )
 
-// ApplyLookup records what a lookup answer means for an unknown action (SPEC 4):
+// ApplyLookup records what a lookup answer means for an unknown action (docs/reference/states.md):
 // found settles it at once; not found sends it back to pending only once
 // SettleAfter has passed since the last send; no answer schedules another try
 // with backoff and, past HoldAfter, flags needs_operator. It returns which of
@@ -116,7 +116,7 @@ func backoff(p ReconcilePolicy, checks int) time.Duration {
 }
 
 // ExpireLeases makes every running action whose lease ended at or before now
-// unknown (SPEC 4, orphans). A gateway on an embedded ledger calls it once at
+// unknown (docs/reference/states.md, orphans). A gateway on an embedded ledger calls it once at
 // start-up with all=true: every running action there was orphaned by its
 // previous process. It returns how many actions it moved.
 func (s *Service) ExpireLeases(ctx context.Context, all bool, limit int) (int, error) {

@@ -146,7 +146,7 @@ type StartSpec struct {
 	ToolID, Version, ArgsDigest string
 	Arguments                   []byte
 	CorrelationID               string
-	PolicyVersion               string // the policy the rule that caused the call belongs to (SPEC 1.5)
+	PolicyVersion               string // the policy the rule that caused the call belongs to (docs/reference/files.md)
 	Provider                    *ProviderCall
 	// Hold parks the action in awaiting_approval instead of claiming it; Reason
 	// says why (the review rule, or the binding's require_approval).
@@ -269,7 +269,7 @@ func (s *Service) Renew(ctx context.Context, a *Action) error {
 	return s.write(ctx, a, b)
 }
 
-// Outcome is what one downstream attempt proves about its effect (SPEC 3.1).
+// Outcome is what one downstream attempt proves about its effect (docs/reference/http-api.md).
 // It is the one vocabulary of attempt outcomes: the invoker reports it
 // (invoke.Result.Outcome) and Finish records it. The zero value is no outcome.
 type Outcome int

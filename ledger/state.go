@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// State is where an action stands in its life (SPEC 4).
+// State is where an action stands in its life (docs/reference/states.md).
 type State string
 
 // The states of an action.

@@ -17,10 +17,10 @@ type moveTriple struct {
 	by       ledger.Actor
 }
 
-// specEdges is SPEC section 4 written out by hand, independently of state.go:
+// docEdges is docs/reference/states.md written out by hand, independently of state.go:
 // every (from, to, actor) the state machine must allow, and why. Every triple
 // not listed must be refused.
-var specEdges = []struct {
+var docEdges = []struct {
 	moveTriple
 	why string
 }{
@@ -62,7 +62,7 @@ func everyTriple() []moveTriple {
 func TestCanTransitionMatchesSpec(t *testing.T) {
 	t.Parallel()
 	allowed := map[moveTriple]string{}
-	for _, e := range specEdges {
+	for _, e := range docEdges {
 		allowed[e.moveTriple] = e.why
 	}
 	for _, tr := range everyTriple() {
@@ -115,7 +115,7 @@ func TestMoveAllowed(t *testing.T) {
 	t.Parallel()
 	zone := time.FixedZone("CET", 3600)
 	at := time.Date(2026, 11, 30, 10, 0, 0, 123, zone)
-	for _, e := range specEdges {
+	for _, e := range docEdges {
 		for _, principal := range []string{"", "oncall"} {
 			name := fmt.Sprintf("%s->%s by %s principal=%q", e.from, e.to, e.by, principal)
 			t.Run(name, func(t *testing.T) {
@@ -193,7 +193,7 @@ func TestMoveForbiddenChangesNothing(t *testing.T) {
 		})
 	}
 	// 7 states x 7 states x 3 actors, less the allowed ones.
-	if want := 7*7*3 - len(specEdges); n != want {
+	if want := 7*7*3 - len(docEdges); n != want {
 		t.Fatalf("%d forbidden triples, want %d", n, want)
 	}
 }
@@ -223,7 +223,7 @@ func TestMoveIntoUnknownKeepsFirstSince(t *testing.T) {
 	}
 }
 
-// TestHistoryRecordsAWholeLife walks the longest story of SPEC 4 and checks the
+// TestHistoryRecordsAWholeLife walks the longest story of docs/reference/states.md and checks the
 // history tells it in order.
 func TestHistoryRecordsAWholeLife(t *testing.T) {
 	t.Parallel()

@@ -12,7 +12,7 @@ import (
 	"github.com/toolgate/toolgate/lockfile"
 )
 
-// checkDecisions lints the rule records (decisions/, SPEC 1.5): a live record
+// checkDecisions lints the rule records (decisions/, docs/reference/files.md): a live record
 // must rely only on a tool, fields and values a current version has; every
 // record should say why and when to review it; a locked record is never
 // edited or deleted.

@@ -189,7 +189,8 @@ func (c *checker) checkProperty(v *contract.Version, m map[string]any, types map
 		}
 		if len(missing) > 0 {
 			c.add("enum-undescribed", v.Version, v.File, lineOf(v, ptr+"/enum"), ptr+"/enum",
-				"enum "+prop+": the description does not explain "+strings.Join(missing, ", "))
+				"enum "+prop+": the description does not explain "+strings.Join(missing, ", ")+
+					"; name each value in the description, or describe it in x-enum-descriptions (a map from value to text)")
 		}
 	}
 }

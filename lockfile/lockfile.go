@@ -1,4 +1,4 @@
-// Package lockfile keeps released tool versions immutable (SPEC 1, toolgate.lock): the lock
+// Package lockfile keeps released tool versions immutable (docs/reference/files.md, toolgate.lock): the lock
 // records the SHA-256 digest of every released schema file, and Check reports a locked
 // file that was changed in place or removed.
 //
@@ -34,7 +34,7 @@ const FormatVersion = 1
 type Lock struct {
 	LockVersion int     `json:"lock_version"`
 	Versions    []Entry `json:"versions"` // sorted by tool, then semver
-	// Decisions pins the rule records (decisions/<id>.yaml, SPEC 1.5): a
+	// Decisions pins the rule records (decisions/<id>.yaml, docs/reference/files.md): a
 	// locked record is never edited, a new record supersedes it. Sorted by id.
 	Decisions []DecisionEntry `json:"decisions,omitempty"`
 	// Pins are the upstream definitions tools were imported from or last

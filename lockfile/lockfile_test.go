@@ -136,7 +136,7 @@ func TestDraftAndDeprecated(t *testing.T) {
 	}
 }
 
-// Rule records are pinned too (SPEC 1.5): a locked record edited in place is
+// Rule records are pinned too (docs/reference/files.md): a locked record edited in place is
 // refused by Build (unless forced) and reported by CheckDecisions, one that
 // was deleted is reported removed, and a new record is simply added.
 func TestLockDecisions(t *testing.T) {

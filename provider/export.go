@@ -68,6 +68,19 @@ func Export(reg *contract.Registry, format string) (*Exported, error) {
 // to agents. Exported names are computed over every tool of the registry, so a tool's
 // name does not change when another tool gains or loses a binding.
 func ExportSelected(reg *contract.Registry, format string, include func(toolID string) bool) (*Exported, error) {
+	return ExportPicked(reg, format, func(t *contract.Tool) *contract.Version {
+		if include != nil && !include(t.ID) {
+			return nil
+		}
+		return t.Default()
+	})
+}
+
+// ExportPicked is Export of the version pick chooses for each tool (nil: the
+// tool is left out). The gateway picks, per caller, the version that serves
+// the caller's next new action (its rollout's default, or a canary's
+// candidate), so what an agent is handed is what serves it.
+func ExportPicked(reg *contract.Registry, format string, pick func(t *contract.Tool) *contract.Version) (*Exported, error) {
 	if !validFormat(format) {
 		return nil, fmt.Errorf("unknown export format %q (want %s)", format, strings.Join(Formats, ", "))
 	}
@@ -79,8 +92,8 @@ func ExportSelected(reg *contract.Registry, format string, include func(toolID s
 	names := ExportNames(format, ids)
 	out := &Exported{Format: format, Names: map[string]string{}, Versions: map[string]string{}, Tools: []json.RawMessage{}, Warnings: []Warning{}}
 	for _, t := range tools {
-		v := t.Default()
-		if v == nil || (include != nil && !include(t.ID)) {
+		v := pick(t)
+		if v == nil {
 			continue
 		}
 		name := names[t.ID]

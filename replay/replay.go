@@ -260,7 +260,7 @@ func (r *Report) decide() {
 	case r.Deterministic > 0:
 		r.Decision = fmt.Sprintf("deterministic where replayable: %d of %d calls not replayable", r.NotReplayable, r.Total)
 	default:
-		r.Decision = fmt.Sprintf("not proven: none of %d calls could be replayed", r.Total)
+		r.Decision = fmt.Sprintf("not proven: none of %s could be replayed", nCount(r.Total, "call", "calls"))
 	}
 }
 
@@ -391,4 +391,12 @@ func errText(err error) string {
 		return "none"
 	}
 	return err.Error()
+}
+
+// nCount is n with the noun in the right number: "1 call", "2 calls".
+func nCount(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }

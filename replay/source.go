@@ -60,7 +60,7 @@ type logLine struct {
 	} `json:"downstream"`
 }
 
-// Why a decision-log line is skipped, by outcome (SPEC 5).
+// Why a decision-log line is skipped, by outcome (docs/decision-log.md).
 var skipReasons = map[string]string{
 	"replayed":          "answered from the stored result of an executed call",
 	"joined":            "a duplicate that waited for an executed call",
@@ -98,7 +98,9 @@ func FromLog(r io.Reader, f Filter) ([]Call, error) {
 			p.err = err
 		} else if p.l.RecordVersion > logRecordVersion {
 			p.err = fmt.Errorf("record_version %d is newer than this toolgate reads (%d)", p.l.RecordVersion, logRecordVersion)
-		} else if p.l.ToolID == "" || p.l.Outcome == "" {
+		} else if p.l.Outcome == "" || (p.l.ToolID == "" && (p.l.Outcome == "executed" || p.l.Outcome == "unknown")) {
+			// A refused call (an unknown tool, a key that may not call it)
+			// may have no tool_id; anything that reached the ledger has one.
 			p.err = fmt.Errorf("no tool_id or outcome")
 		}
 		lines = append(lines, p)

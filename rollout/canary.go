@@ -10,27 +10,33 @@ import (
 	"github.com/toolgate/toolgate/ledger"
 )
 
-// Bucket places an action in one of 10,000 buckets by a hash of its tenant
-// and id, so every replica (and every retry) puts it in the same one.
-func Bucket(tenant, actionID string) int {
+// Bucket places a caller (a principal of a tenant) in one of 10,000 buckets
+// by a hash of the tool, tenant and principal, so every replica puts it in
+// the same one, and what a door advertises to that caller is what serves its
+// next new action. The tool is in the hash so that one caller is not in
+// every canary's share.
+func Bucket(toolID, tenant, principal string) int {
 	h := sha256.New()
-	h.Write([]byte(tenant))
-	h.Write([]byte{0})
-	h.Write([]byte(actionID))
+	for _, s := range []string{toolID, tenant, principal} {
+		h.Write([]byte(s))
+		h.Write([]byte{0})
+	}
 	return int(binary.BigEndian.Uint64(h.Sum(nil)[:8]) % 10000)
 }
 
-// ToCandidate reports whether a canary routes a new action (of tenant, by
-// principal, under id) to its candidate: every action of a named principal,
-// and the actions whose bucket falls under the canary's share.
-func ToCandidate(r *ledger.Rollout, tenant, principal, id string) bool {
+// ToCandidate reports whether a canary routes the new actions of a caller
+// (tenant, principal) to its candidate: every action of a named principal,
+// and every action of the callers whose bucket falls under the canary's
+// share. The choice is per caller, not per action: a canary of P percent
+// takes about P percent of the callers, each wholly.
+func ToCandidate(r *ledger.Rollout, tenant, principal string) bool {
 	if r == nil || r.Mode != ledger.RolloutCanary {
 		return false
 	}
 	if slices.Contains(r.CanaryPrincipals, principal) {
 		return true
 	}
-	return Bucket(tenant, id) < r.CanaryBasisPoints
+	return Bucket(r.ToolID, tenant, principal) < r.CanaryBasisPoints
 }
 
 // The counter kinds (ledger.RolloutCount.Kind).

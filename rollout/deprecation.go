@@ -31,6 +31,43 @@ type Deprecations struct {
 	// Seen returns when this process first saw a deprecation that no
 	// record stamps yet. Nil: never.
 	Seen func(toolID, version string) (time.Time, bool)
+	// Released reports whether toolgate.lock releases a version (locks it).
+	// Nil: no lock, every version is released.
+	Released func(toolID, version string) bool
+}
+
+// Base is the default of a tool no rollout record pins: the newest version
+// the lock releases that the release policy does not deprecate (else the
+// newest released one). A version the lock does not release is only ever a
+// candidate: it serves as the default only through a promote. A tool the lock
+// releases no version of (never locked) falls back to the registry's default,
+// the newest version the policy does not deprecate.
+func (d Deprecations) Base(t *contract.Tool) *contract.Version {
+	if d.Released == nil {
+		return t.Default()
+	}
+	var newest *contract.Version
+	for i := len(t.Versions) - 1; i >= 0; i-- {
+		v := t.Versions[i]
+		if !d.Released(t.ID, v.Version) {
+			continue
+		}
+		if newest == nil {
+			newest = v
+		}
+		if !t.Policy.Deprecates(v.Version) {
+			return v
+		}
+	}
+	if newest != nil {
+		return newest
+	}
+	return t.Default()
+}
+
+// IsReleased reports whether the lock releases version v of t.
+func (d Deprecations) IsReleased(t *contract.Tool, v string) bool {
+	return d.Released == nil || d.Released(t.ID, v)
 }
 
 // Deprecation is one version's deprecation.
@@ -89,7 +126,7 @@ func (d Deprecations) Of(t *contract.Tool, r *ledger.Rollout, v string) Deprecat
 func (d Deprecations) Unstamped(t *contract.Tool, r *ledger.Rollout) []string {
 	var out []string
 	for _, v := range t.Versions {
-		if dep := (Deprecations{Locked: d.Locked}).Of(t, r, v.Version); dep.Deprecated && dep.Since.IsZero() {
+		if dep := (Deprecations{Locked: d.Locked, Released: d.Released}).Of(t, r, v.Version); dep.Deprecated && dep.Since.IsZero() {
 			out = append(out, v.Version)
 		}
 	}
@@ -112,7 +149,7 @@ func Stamp(t *contract.Tool, cur ledger.Rollout, versions []string, now time.Tim
 	window := t.Policy.DeprecationWindowDays
 	ev := ledger.RolloutEvent{ToolID: t.ID, At: now, By: ByGateway, Action: ActDeprecated, Candidate: cur.Candidate, Mode: cur.Mode,
 		From: cur.Default, To: cur.Default,
-		Detail: fmt.Sprintf("release-policy.yaml deprecates %s; the deprecation window of %d days starts now (sunset %s)",
-			strings.Join(versions, ", "), window, now.Add(time.Duration(window)*Day).UTC().Format(time.RFC3339))}
+		Detail: fmt.Sprintf("release-policy.yaml deprecates %s; the deprecation window of %s starts now (sunset %s)",
+			strings.Join(versions, ", "), nCount(window, "day", "days"), now.Add(time.Duration(window)*Day).UTC().Format(time.RFC3339))}
 	return next, ev
 }

@@ -43,6 +43,16 @@ const (
 // ByGateway is the actor of automatic changes in the audit history.
 const ByGateway = "gateway"
 
+// Limits of a transition request (docs/release-gate.md), so that an
+// operator's request cannot grow the record, its audit history or the log
+// without bound.
+const (
+	MaxPrincipals     = 100  // canary principals
+	MaxPrincipalBytes = 128  // one principal's name
+	MaxNoteBytes      = 1024 // a note
+	MaxApproverBytes  = 128  // an approver's name
+)
+
 // Why a transition was refused.
 var (
 	// ErrConflict: the transition does not apply to the rollout's current
@@ -54,6 +64,8 @@ var (
 	ErrUnknownVersion = errors.New("unknown version")
 	// ErrRetired: the version is past its deprecation window.
 	ErrRetired = errors.New("version retired")
+	// ErrTooLarge: a member of the request is past its limit.
+	ErrTooLarge = errors.New("rollout request too large")
 )
 
 func refuse(kind error, format string, args ...any) error {
@@ -62,7 +74,7 @@ func refuse(kind error, format string, args ...any) error {
 
 // Detail is a refusal's text without its kind.
 func Detail(err error) string {
-	for _, k := range []error{ErrConflict, ErrInvalid, ErrUnknownVersion, ErrRetired} {
+	for _, k := range []error{ErrConflict, ErrInvalid, ErrUnknownVersion, ErrRetired, ErrTooLarge} {
 		if errors.Is(err, k) {
 			return strings.TrimPrefix(err.Error(), k.Error()+": ")
 		}
@@ -79,16 +91,32 @@ func Mode(m ledger.RolloutMode) string {
 }
 
 // Default is the version that serves new calls naming none: the record's
-// default while the registry has it and it is not retired, else the
-// registry's default (the newest version the release policy does not
-// deprecate). fromRecord says which.
+// default while the registry has it and it is not retired, else the base
+// default (Deprecations.Base: the newest version toolgate.lock releases that
+// the release policy does not deprecate). fromRecord says which.
 func Default(t *contract.Tool, r *ledger.Rollout, d Deprecations, now time.Time) (v *contract.Version, fromRecord bool) {
 	if r != nil && r.Default != "" {
 		if v := t.Version(r.Default); v != nil && !d.Of(t, r, v.Version).RetiredAt(now) {
 			return v, true
 		}
 	}
-	return t.Default(), false
+	return d.Base(t), false
+}
+
+// Serving is the version that serves a caller's next new action naming no
+// version: the canary's candidate for a caller the canary takes
+// (ToCandidate), else the default. role is "candidate" or "default"; a
+// canary that routed nothing gives role "default" with canary true.
+func Serving(t *contract.Tool, r *ledger.Rollout, d Deprecations, now time.Time, tenant, principal string) (v *contract.Version, role string, canary bool) {
+	def, _ := Default(t, r, d, now)
+	cand := Candidate(t, r)
+	if def == nil || cand == nil || r.Mode != ledger.RolloutCanary || cand == def {
+		return def, "default", false
+	}
+	if ToCandidate(r, tenant, principal) && !d.Of(t, r, cand.Version).RetiredAt(now) {
+		return cand, "candidate", true
+	}
+	return def, "default", true
 }
 
 // Candidate is the candidate version that is being shadowed or canaried,
@@ -102,8 +130,11 @@ func Candidate(t *contract.Tool, r *ledger.Rollout) *contract.Version {
 
 // Change is an operator's (or the gateway's) transition request.
 type Change struct {
-	Action  string // ActShadow, ActCanary, ActPromote, ActRollback, ActHalt, ActAutoHalt
-	Version string // shadow: the candidate (required); canary, promote: defaults to the candidate
+	Action string // ActShadow, ActCanary, ActPromote, ActRollback, ActHalt, ActAutoHalt
+	// Version: shadow: the candidate (required); canary, promote: defaults
+	// to the candidate; rollback: the version it restores, halt: the
+	// candidate it stops (optional: refused when the record disagrees).
+	Version string
 	// Canary settings; nil keeps the current value (else the default).
 	Percent       *float64
 	Principals    []string
@@ -134,6 +165,9 @@ func Target(cur *ledger.Rollout, ch Change) string {
 // stored record (its zero value, with ToolID, when none is stored); it is
 // not modified.
 func Apply(t *contract.Tool, cur ledger.Rollout, ch Change, d Deprecations) (ledger.Rollout, ledger.RolloutEvent, error) {
+	if err := CheckLimits(ch); err != nil {
+		return cur, ledger.RolloutEvent{}, err
+	}
 	next := cur
 	next.ToolID = t.ID
 	next.CanaryPrincipals = slices.Clone(cur.CanaryPrincipals)
@@ -184,8 +218,12 @@ func Apply(t *contract.Tool, cur ledger.Rollout, ch Change, d Deprecations) (led
 		if !continuing {
 			next.Epoch = cur.Epoch + 1
 		}
-		if cur.Mode != ledger.RolloutCanary || !continuing {
-			next.CanaryBasisPoints, next.CanaryPrincipals, next.HaltMargin, next.HaltMinSample = 0, nil, 0, 0
+		// A new canary starts from the defaults; a change of a running one
+		// keeps every setting it does not name (an explicit halt_margin: 0
+		// included).
+		fresh := cur.Mode != ledger.RolloutCanary || !continuing
+		if fresh {
+			next.CanaryBasisPoints, next.CanaryPrincipals, next.HaltMargin, next.HaltMinSample = 0, nil, DefaultHaltMargin, DefaultHaltMinSample
 		}
 		next.Candidate, next.Mode = v.Version, ledger.RolloutCanary
 		if ch.Percent != nil {
@@ -209,22 +247,20 @@ func Apply(t *contract.Tool, cur ledger.Rollout, ch Change, d Deprecations) (led
 				return cur, ev, refuse(ErrInvalid, "halt_margin is a fraction from 0 to 1, not %v", m)
 			}
 			next.HaltMargin = m
-		} else if next.HaltMargin == 0 {
-			next.HaltMargin = DefaultHaltMargin
 		}
 		if ch.HaltMinSample != nil {
 			if *ch.HaltMinSample < 1 {
 				return cur, ev, refuse(ErrInvalid, "halt_min_sample must be at least 1, not %d", *ch.HaltMinSample)
 			}
 			next.HaltMinSample = *ch.HaltMinSample
-		} else if next.HaltMinSample == 0 {
+		} else if next.HaltMinSample < 1 {
 			next.HaltMinSample = DefaultHaltMinSample
 		}
 		if next.CanaryBasisPoints == 0 && len(next.CanaryPrincipals) == 0 {
 			return cur, ev, refuse(ErrInvalid, "a canary needs a percent above 0 or principals")
 		}
-		ev.Detail = fmt.Sprintf("%s takes %s of new actions%s; halts when a rate exceeds the default's by %s after %d actions each",
-			v.Version, percent(next.CanaryBasisPoints), principalsText(next.CanaryPrincipals), percentOf(next.HaltMargin), next.HaltMinSample)
+		ev.Detail = fmt.Sprintf("%s takes the new actions of %s of the callers%s; halts when a rate exceeds the default's by %s after %s each",
+			v.Version, percent(next.CanaryBasisPoints), principalsText(next.CanaryPrincipals), percentOf(next.HaltMargin), nCount(int(next.HaltMinSample), "action", "actions"))
 	case ActPromote:
 		name := Target(&cur, ch)
 		if name == "" {
@@ -241,7 +277,16 @@ func Apply(t *contract.Tool, cur ledger.Rollout, ch Change, d Deprecations) (led
 			return cur, ev, err
 		}
 		if v.Version == defName {
-			return cur, ev, refuse(ErrConflict, "%s is already the default of %s", v.Version, t.ID)
+			if cur.Default == v.Version {
+				return cur, ev, refuse(ErrConflict, "%s is already the default of %s, pinned by the rollout", v.Version, t.ID)
+			}
+			// Pinning the registry's default: the record holds it from now
+			// on, so a later deploy (a new release in the lock) cannot move it.
+			next.Default = v.Version
+			clearCandidate(&next)
+			ev.To = v.Version
+			ev.Detail = fmt.Sprintf("%s is pinned as the default; a new release does not move it until a promote", v.Version)
+			break
 		}
 		next.Previous, next.Default = defName, v.Version
 		clearCandidate(&next)
@@ -250,6 +295,9 @@ func Apply(t *contract.Tool, cur ledger.Rollout, ch Change, d Deprecations) (led
 	case ActRollback:
 		if cur.Previous == "" {
 			return cur, ev, refuse(ErrConflict, "%s has no previous default to roll back to", t.ID)
+		}
+		if want := strings.TrimPrefix(ch.Version, "v"); want != "" && want != cur.Previous {
+			return cur, ev, refuse(ErrConflict, "a rollback of %s restores %s now, not %s: read the rollout again", t.ID, cur.Previous, want)
 		}
 		v, err := version(cur.Previous, "previous")
 		if err != nil {
@@ -263,6 +311,9 @@ func Apply(t *contract.Tool, cur ledger.Rollout, ch Change, d Deprecations) (led
 		if cur.Mode != ledger.RolloutCanary && (cur.Mode != ledger.RolloutShadow || ch.Action == ActAutoHalt) {
 			return cur, ev, refuse(ErrConflict, "%s has no candidate in shadow or canary mode to halt", t.ID)
 		}
+		if want := strings.TrimPrefix(ch.Version, "v"); want != "" && want != cur.Candidate {
+			return cur, ev, refuse(ErrConflict, "the candidate of %s is %s now, not %s: read the rollout again", t.ID, cur.Candidate, want)
+		}
 		next.Mode = ledger.RolloutHalted
 		if ev.Detail == "" {
 			ev.Detail = fmt.Sprintf("%s serves nothing; every new call goes to the default %s", cur.Candidate, defName)
@@ -273,6 +324,26 @@ func Apply(t *contract.Tool, cur ledger.Rollout, ch Change, d Deprecations) (led
 	next.UpdatedAt, next.UpdatedBy = ch.Now, ch.By
 	ev.Candidate, ev.Mode = next.Candidate, next.Mode
 	return next, ev, nil
+}
+
+// CheckLimits refuses a change whose members are past the limits
+// (ErrTooLarge).
+func CheckLimits(ch Change) error {
+	if len(ch.Principals) > MaxPrincipals {
+		return refuse(ErrTooLarge, "a canary names at most %d principals, not %d", MaxPrincipals, len(ch.Principals))
+	}
+	for _, p := range ch.Principals {
+		if len(p) > MaxPrincipalBytes {
+			return refuse(ErrTooLarge, "a principal's name is at most %d bytes, not %d", MaxPrincipalBytes, len(p))
+		}
+	}
+	if len(ch.Note) > MaxNoteBytes {
+		return refuse(ErrTooLarge, "a note is at most %d bytes, not %d", MaxNoteBytes, len(ch.Note))
+	}
+	if len(ch.Approver) > MaxApproverBytes {
+		return refuse(ErrTooLarge, "an approver's name is at most %d bytes, not %d", MaxApproverBytes, len(ch.Approver))
+	}
+	return nil
 }
 
 func clearCandidate(r *ledger.Rollout) {
@@ -292,4 +363,12 @@ func principalsText(ps []string) string {
 		return ""
 	}
 	return " and every new action of " + strings.Join(ps, ", ")
+}
+
+// nCount is n with the noun in the right number: "1 day", "2 days".
+func nCount(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }

@@ -28,20 +28,58 @@ const (
 // ErrorKind is one kind of would-be failure.
 type ErrorKind struct{ Pointer, Code string }
 
-// Kinds returns the distinct error kinds of a refused verdict, pointers
-// cleaned (CleanPointer). It keeps no argument value: an error's detail is
-// dropped.
-func Kinds(errs []contract.FieldError) []ErrorKind {
+// Kinds returns the distinct error kinds of candidate v's refused verdict.
+// It keeps nothing the caller chose: an error's detail is dropped, and its
+// pointer is the schema location v declares (contract.SchemaLocation: it
+// stops before a member name the caller chose — an unknown argument is
+// reported at the object that holds it — and at a sensitive location), so
+// every pointer and code comes from the contract. An argument the candidate
+// does not know keeps its name when def, the version that accepted the call,
+// declares it as a property (not sensitive) at that place: the name is then
+// the contract's ("Unknown argument approval_channel").
+func Kinds(v, def *contract.Version, errs []contract.FieldError) []ErrorKind {
 	var out []ErrorKind
 	seen := map[ErrorKind]bool{}
 	for _, e := range errs {
-		k := ErrorKind{Pointer: CleanPointer(e.Pointer), Code: CleanPointer(e.Code)}
+		ptr := schemaPointer(v, e)
+		if e.Code == "additionalProperties" {
+			// The member's name is the caller's: "/*" under the object
+			// that holds it, unless def declares it there.
+			parent, named := ptr, false
+			if def != nil {
+				if loc, ok := def.SchemaLocation(e.Pointer); ok && loc == e.Pointer && !def.SensitiveLocation(loc) && !v.SensitiveLocation(ptr) {
+					ptr, named = loc, true
+				}
+			}
+			if !named {
+				ptr = parent + "/" + contract.AnyMember
+			}
+		}
+		k := ErrorKind{Pointer: CleanPointer(ptr), Code: CleanPointer(e.Code)}
 		if !seen[k] {
 			seen[k] = true
 			out = append(out, k)
 		}
 	}
 	return out
+}
+
+// schemaPointer is the location of e the contract declares. A missing
+// property's name comes from the schema's required list: it is kept when
+// the object holding it is a declared, non-sensitive location.
+func schemaPointer(v *contract.Version, e contract.FieldError) string {
+	switch e.Code {
+	case "required", "dependentRequired", "dependencies":
+		if i := strings.LastIndexByte(e.Pointer, '/'); i >= 0 {
+			parent, ok := v.SchemaLocation(e.Pointer[:i])
+			if ok && !v.SensitiveLocation(parent) {
+				return parent + e.Pointer[i:]
+			}
+			return parent
+		}
+	}
+	loc, _ := v.SchemaLocation(e.Pointer)
+	return loc
 }
 
 // CleanPointer makes a pointer (or code) safe to store and show: control
@@ -72,6 +110,10 @@ func Cause(pointer, code string) string {
 		return "Other errors"
 	case code == "required":
 		return "Missing " + field
+	case code == "additionalProperties" && pointer == "/"+contract.AnyMember:
+		return "Unknown argument"
+	case code == "additionalProperties" && strings.HasSuffix(pointer, "/"+contract.AnyMember):
+		return "Unknown argument in " + strings.TrimSuffix(pointer, "/"+contract.AnyMember)
 	case code == "additionalProperties":
 		return "Unknown argument " + field
 	case pointer == "" || pointer == "/":

@@ -9,7 +9,7 @@ import (
 	"strings"
 )
 
-// Contract is what the diff compares in a schema file (SPEC 1.1). Parameters and Result
+// Contract is what the diff compares in a schema file (docs/reference/files.md). Parameters and Result
 // are JSON Schema documents decoded with encoding/json (nil when absent).
 type Contract struct {
 	ToolID      string     `json:"tool_id"`

@@ -42,7 +42,7 @@ type call struct {
 
 func (c *call) facts() *Facts { return &c.ans.Facts }
 
-// Call handles one tool call (SPEC 3.1, 3.2), checking in the spec's order
+// Call handles one tool call (docs/reference/http-api.md), checking in the documented order
 // after authentication: the allow-list (403) and the tool (404), then the
 // body (Input.Body: 413, 400), the version (404) and the key (400), then the
 // ledger: an existing action with the same digest is replayed or joined
@@ -67,10 +67,12 @@ func (s *Service) Call(ctx context.Context, p *Principal, in Input) (Answer, err
 // oneShot is POST /v1/tools/{tool_id}/calls.
 func (c *call) oneShot(ctx context.Context) error {
 	id := c.in.ToolID
+	// The log line of a refused call names the tool the caller asked for.
+	c.facts().SentToolID = SentToolID(id)
 	if !c.p.Allows(id) {
 		return Errorf(CodeToolNotAllowed, "key %q may not call %s", c.p.Name, id)
 	}
-	if c.tool = c.s.cfg.Registry.Tool(id); c.tool == nil {
+	if c.tool = c.s.reg().Tool(id); c.tool == nil {
 		return c.s.toolNotFound(c.p, id)
 	}
 	c.facts().ToolID = c.tool.ID
@@ -101,7 +103,8 @@ func (c *call) forAction(ctx context.Context) error {
 	if !c.p.Allows(a.ToolID) { // answered as if it did not exist: the key learns nothing of other tools' actions
 		return Errorf(CodeActionNotFound, "no action %q; create it with PUT /v1/actions/{action_id}", id)
 	}
-	if c.tool = c.s.cfg.Registry.Tool(a.ToolID); c.tool == nil {
+	if c.tool = c.s.reg().Tool(a.ToolID); c.tool == nil {
+		c.facts().SentToolID = a.ToolID
 		return Errorf(CodeToolNotFound, "the action's tool %q is no longer in the registry", a.ToolID)
 	}
 	c.facts().ToolID = c.tool.ID

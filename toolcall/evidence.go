@@ -14,7 +14,7 @@ import (
 // actionEvidence fills what a call left out from its action: the policy
 // version (a two-phase action declares it at PUT, its calls do not repeat
 // it) and the correlation id, so that every decision-log line of the action
-// answers "which rule fired" (SPEC 1.5).
+// answers "which rule fired" (docs/reference/files.md).
 func actionEvidence(f *Facts, a *ledger.Action) {
 	if f.PolicyVersion == "" {
 		f.PolicyVersion = a.PolicyVersion
@@ -24,7 +24,7 @@ func actionEvidence(f *Facts, a *ledger.Action) {
 	}
 }
 
-// noteProviderTransition records a provider transition (SPEC 3.1) when the
+// noteProviderTransition records a provider transition (docs/reference/http-api.md) when the
 // call for existing action a came through another provider name or route
 // than the last one recorded: the history gains the entry (prior route, new
 // route, the action's state, the body's provider.reason) and the call's facts

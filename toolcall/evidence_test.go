@@ -18,7 +18,7 @@ func withBody(key string, b toolcall.Body) toolcall.Input {
 	return toolcall.Input{ToolID: refundTool, Key: key, Body: func() (toolcall.Body, error) { return b, nil }}
 }
 
-// The fallback story (SPEC 3.1): the agent's primary model route times out
+// The fallback story (docs/reference/http-api.md): the agent's primary model route times out
 // while the refund is in flight; its fallback route sends the same tool call
 // under the same key. The fallback's call joins (or, once the first answered,
 // replays) the one action: one effect downstream, one answer, and the
@@ -143,7 +143,7 @@ func waitHistory(t *testing.T, g *rig, key string, cond func(*ledger.Action) boo
 	})
 }
 
-// A one-shot body's policy_version is stored with the new action (SPEC 1.5),
+// A one-shot body's policy_version is stored with the new action (docs/reference/files.md),
 // so List finds the call by policy version and correlation id.
 func TestOneShotPolicyVersionAndCorrelationAreStored(t *testing.T) {
 	t.Parallel()

@@ -115,7 +115,7 @@ func TestDuplicateWhileRunningJoinsOrTimesOut(t *testing.T) {
 	}
 }
 
-// The order of checks (SPEC 3.1): the allow-list before the tool's
+// The order of checks (docs/reference/http-api.md): the allow-list before the tool's
 // existence, both before the body is read; the version before the key; the
 // ledger before validation.
 func TestOrderOfChecks(t *testing.T) {

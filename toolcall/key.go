@@ -23,7 +23,7 @@ func ValidKey(s string) bool {
 
 // canonicalize returns the RFC 8785 (JCS) form of a JSON value and its
 // input_hash, "sha256:<hex>". A number whose value a double cannot hold is a
-// *canon.NotExactError: canonicalizing it would change it (SPEC 1.1).
+// *canon.NotExactError: canonicalizing it would change it (docs/reference/files.md).
 func canonicalize(raw []byte) ([]byte, string, error) {
 	c, err := canon.TransformExact(raw)
 	if err != nil {

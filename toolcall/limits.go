@@ -20,7 +20,7 @@ import (
 // keywords and rule ids of validation).
 const (
 	// FieldNumberNotExact: a number whose value changes when read as an
-	// IEEE-754 double (SPEC 1.1; the rule is internal/canon's).
+	// IEEE-754 double (docs/reference/files.md; the rule is internal/canon's).
 	FieldNumberNotExact = "number_not_exact"
 	// FieldDotSegment: an argument the binding puts in a URL path segment
 	// is "." or ".." (invoke.Expand).
@@ -138,4 +138,21 @@ func CheckPrepare(spec ledger.PrepareSpec) error {
 		}
 	}
 	return nil
+}
+
+// MaxSentToolIDBytes bounds the tool id a refused call's log line records as
+// the caller sent it (an unknown id may be anything a URL path can hold).
+const MaxSentToolIDBytes = 255
+
+// SentToolID is the tool id a caller sent, as a log line records it: cut to
+// MaxSentToolIDBytes (on a UTF-8 boundary), with "…" marking the cut.
+func SentToolID(id string) string {
+	if len(id) <= MaxSentToolIDBytes {
+		return id
+	}
+	cut := MaxSentToolIDBytes
+	for cut > 0 && !utf8.RuneStart(id[cut]) {
+		cut--
+	}
+	return id[:cut] + "…"
 }

@@ -21,7 +21,7 @@ func (s *Service) Prepare(ctx context.Context, p *Principal, id string, spec led
 	if !p.Allows(spec.ToolID) {
 		return nil, false, Errorf(CodeToolNotAllowed, "key %q may not call %s", p.Name, spec.ToolID)
 	}
-	tool := s.cfg.Registry.Tool(spec.ToolID)
+	tool := s.reg().Tool(spec.ToolID)
 	if tool == nil {
 		return nil, false, s.toolNotFound(p, spec.ToolID)
 	}
@@ -244,7 +244,7 @@ func (s *Service) Approve(ctx context.Context, p *Principal, id, note string) (*
 	}
 	ap := &Approval{Action: a, s: s, p: p}
 	b, ok := s.cfg.Bindings[a.ToolID]
-	ap.tool = s.cfg.Registry.Tool(a.ToolID)
+	ap.tool = s.reg().Tool(a.ToolID)
 	if ok && ap.tool != nil && s.drifted(a.ToolID, b) == nil { // a drifted tool's action waits, pending
 		ap.b = b
 		ap.claimed = s.cfg.Ledger.Claim(ctx, a) == nil

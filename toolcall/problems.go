@@ -13,7 +13,7 @@ import (
 	"github.com/toolgate/toolgate/ledger"
 )
 
-// Code is a problem's stable code (SPEC 3). Every Code is a row of one table,
+// Code is a problem's stable code (docs/reference/http-api.md). Every Code is a row of one table,
 // codes, which also fixes its HTTP status, its title and fix (the pages at
 // /problems/{code}) and the decision-log outcome of a call refused with it.
 type Code string
@@ -73,7 +73,7 @@ const (
 	unreachable = decisionlog.OutcomeUnreachable
 )
 
-// codes is the one table of problem codes (SPEC 3).
+// codes is the one table of problem codes (docs/reference/http-api.md).
 var codes = map[Code]CodeInfo{
 	CodeInvalidArguments: {422, "Invalid arguments",
 		"The arguments do not satisfy the tool's contract. Each entry of errors[] names the argument by JSON pointer, the failing rule and what would satisfy it. Fix those fields and call again with the same Idempotency-Key: an invalid call does not consume the key.", invalid},
@@ -256,7 +256,7 @@ func (p *Problem) Error() string {
 
 func (p *Problem) Unwrap() error { return p.Cause }
 
-// Wire is the problem as an RFC 9457 body (SPEC 3).
+// Wire is the problem as an RFC 9457 body (docs/reference/http-api.md).
 func (p *Problem) Wire() api.Problem {
 	info := p.info()
 	return api.Problem{

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -51,6 +52,9 @@ type rollouts struct {
 	records atomic.Pointer[map[string]*ledger.Rollout]
 	loaded  atomic.Bool
 
+	kick chan struct{}          // Config.OnChange is due
+	sig  atomic.Pointer[string] // what served at the last tick (servingSignature)
+
 	mu       sync.Mutex
 	nextLoad time.Time               // a failed first load is retried no sooner
 	pending  []ledger.RolloutCount   // counted since the last flush
@@ -67,9 +71,63 @@ type kindSet struct {
 const maxPending = 4096
 
 func newRollouts() *rollouts {
-	r := &rollouts{kinds: map[string]*kindSet{}, seen: map[[2]string]time.Time{}}
+	r := &rollouts{kinds: map[string]*kindSet{}, seen: map[[2]string]time.Time{}, kick: make(chan struct{}, 1)}
 	r.records.Store(&map[string]*ledger.Rollout{})
 	return r
+}
+
+// watchChanges calls Config.OnChange after each change, coalesced.
+func (s *Service) watchChanges() {
+	for range s.ro.kick {
+		s.cfg.OnChange()
+	}
+}
+
+// changed tells Config.OnChange that what serves may have changed.
+func (s *Service) changed() {
+	if s.cfg.OnChange == nil {
+		return
+	}
+	select {
+	case s.ro.kick <- struct{}{}:
+	default: // one is pending already
+	}
+}
+
+// servingSignature sums up what serves every tool's new actions: each
+// default, and each canary's candidate and share. A tick that finds it
+// changed (another replica's transition, a version that retired) calls
+// Config.OnChange.
+func (s *Service) servingSignature() string {
+	var b strings.Builder
+	reg := s.reg()
+	fmt.Fprintf(&b, "%p;", reg)
+	now := s.cfg.Ledger.Time()
+	for _, t := range reg.Tools() {
+		r := s.rolloutRecord(t.ID)
+		def, _ := rollout.Default(t, r, s.deprecations(), now)
+		fmt.Fprintf(&b, "%s=", t.ID)
+		if def != nil {
+			b.WriteString(def.Version)
+		}
+		if r != nil && r.Mode == ledger.RolloutCanary {
+			fmt.Fprintf(&b, "+%s@%d%v", r.Candidate, r.CanaryBasisPoints, r.CanaryPrincipals)
+		}
+		b.WriteByte(';')
+	}
+	return b.String()
+}
+
+// noticeChange compares what serves with the last tick's and calls
+// Config.OnChange when it differs.
+func (s *Service) noticeChange() {
+	if s.cfg.OnChange == nil {
+		return
+	}
+	sig := s.servingSignature()
+	if old := s.ro.sig.Swap(&sig); old != nil && *old != sig {
+		s.changed()
+	}
 }
 
 // record returns a tool's rollout record as last read, or nil.
@@ -125,6 +183,7 @@ func (s *Service) remember(r *ledger.Rollout) {
 		cp := *r
 		m[r.ToolID] = &cp
 		if s.ro.records.CompareAndSwap(old, &m) {
+			s.changed()
 			return
 		}
 	}
@@ -134,7 +193,7 @@ func (s *Service) remember(r *ledger.Rollout) {
 func (s *Service) RolloutRecords() []ledger.Rollout {
 	m := *s.ro.records.Load()
 	out := make([]ledger.Rollout, 0, len(m))
-	for _, t := range s.cfg.Registry.Tools() {
+	for _, t := range s.reg().Tools() {
 		if r := m[t.ID]; r != nil {
 			out = append(out, *r)
 		}
@@ -145,7 +204,7 @@ func (s *Service) RolloutRecords() []ledger.Rollout {
 // RolloutDefault is the version that serves a tool's new calls naming none,
 // as this replica last read its rollout; "" for an unknown tool.
 func (s *Service) RolloutDefault(toolID string) string {
-	t := s.cfg.Registry.Tool(toolID)
+	t := s.reg().Tool(toolID)
 	if t == nil {
 		return ""
 	}
@@ -156,7 +215,18 @@ func (s *Service) RolloutDefault(toolID string) string {
 }
 
 func (s *Service) deprecations() rollout.Deprecations {
-	return rollout.Deprecations{Locked: s.cfg.DeprecatedAt, Seen: s.seenDeprecation}
+	t := s.tools.Load()
+	return rollout.Deprecations{Locked: t.DeprecatedAt, Seen: s.seenDeprecation, Released: t.Released}
+}
+
+// Serving is the version that serves p's next new action of tool t naming
+// no version, as this replica last read the rollout: the canary's candidate
+// for a caller the canary takes, else the default (rollout.Serving). The
+// doors that hand an agent a definition (export, MCP tools/list) describe
+// this version.
+func (s *Service) Serving(p *Principal, t *contract.Tool) *contract.Version {
+	v, _, _ := rollout.Serving(t, s.rolloutRecord(t.ID), s.deprecations(), s.cfg.Ledger.Time(), p.Tenant, p.Name)
+	return v
 }
 
 // seenDeprecation dates a deprecation no record stamps yet by when this
@@ -196,24 +266,12 @@ type shadowed struct {
 // route is the version a new action that names none binds: the canary's
 // candidate for the actions it takes, else the default.
 func (c *call) route() *contract.Version {
-	def := c.s.defaultVersion(c.tool)
 	r := c.s.rolloutRecord(c.tool.ID)
-	cand := rollout.Candidate(c.tool, r)
-	if def == nil || cand == nil || r.Mode != ledger.RolloutCanary || cand == def {
-		return def
+	v, role, canary := rollout.Serving(c.tool, r, c.s.deprecations(), c.s.cfg.Ledger.Time(), c.p.Tenant, c.p.Name)
+	if canary {
+		c.routed = &routed{version: v, role: role, epoch: r.Epoch}
 	}
-	id := c.key
-	if id == "" { // a read-only call: its key if it has one, else its arguments
-		if id = c.in.Key; id == "" {
-			id = c.digest
-		}
-	}
-	if rollout.ToCandidate(r, c.p.Tenant, c.p.Name, id) && !c.s.deprecations().Of(c.tool, r, cand.Version).RetiredAt(c.s.cfg.Ledger.Time()) {
-		c.routed = &routed{version: cand, role: "candidate", epoch: r.Epoch}
-		return cand
-	}
-	c.routed = &routed{version: def, role: "default", epoch: r.Epoch}
-	return def
+	return v
 }
 
 // retired is the 410 for a new action on v when v is past its deprecation
@@ -228,8 +286,8 @@ func (s *Service) retired(t *contract.Tool, v *contract.Version) *Problem {
 		return nil
 	}
 	def := s.defaultVersion(t)
-	p := Errorf(CodeVersionRetired, "%s %s was retired at %s, %d days after its deprecation on %s; call the default version %s (or omit version)",
-		t.ID, v.Version, dep.Sunset().UTC().Format(time.RFC3339), int(dep.Window/rollout.Day), dep.Since.UTC().Format(time.RFC3339), def.Version)
+	p := Errorf(CodeVersionRetired, "%s %s was retired at %s, %s after its deprecation on %s; call the default version %s (or omit version)",
+		t.ID, v.Version, dep.Sunset().UTC().Format(time.RFC3339), fmt.Sprintf("%d %s", int(dep.Window/rollout.Day), plural(int(dep.Window/rollout.Day), "day", "days")), dep.Since.UTC().Format(time.RFC3339), def.Version)
 	p.DefaultVersion = def.Version
 	return p
 }
@@ -245,7 +303,7 @@ func (c *call) shadow(v *contract.Version) {
 	if c.version != nil && c.version != v || c.s.defaultVersion(c.tool) != v {
 		return // a call for another version than the default: promotion does not move it
 	}
-	c.shadowed = &shadowed{candidate: cand.Version, epoch: r.Epoch, kinds: rollout.Kinds(cand.Validate(c.args).Errors)}
+	c.shadowed = &shadowed{candidate: cand.Version, epoch: r.Epoch, kinds: rollout.Kinds(cand, v, cand.Validate(c.args).Errors)}
 }
 
 // afterCall counts what a call did for the rollout and marks the answer of a
@@ -373,8 +431,9 @@ func (s *Service) RolloutTick(ctx context.Context) error {
 	if err := s.refreshRollouts(ctx); err != nil {
 		return errors.Join(append(errs, fmt.Errorf("read rollouts: %w", err))...)
 	}
+	defer s.noticeChange()
 	now := s.cfg.Ledger.Time()
-	for _, t := range s.cfg.Registry.Tools() {
+	for _, t := range s.reg().Tools() {
 		r := (*s.ro.records.Load())[t.ID]
 		if vs := s.deprecations().Unstamped(t, r); len(vs) > 0 {
 			cur := ledger.Rollout{ToolID: t.ID}

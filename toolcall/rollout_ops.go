@@ -3,6 +3,7 @@ package toolcall
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 
 	"github.com/toolgate/toolgate/api"
@@ -22,7 +23,7 @@ func (s *Service) rolloutTool(p *Principal, toolID string) (*contract.Tool, erro
 	if !p.Allows(toolID) {
 		return nil, Errorf(CodeToolNotAllowed, "key %q may not see %s", p.Name, toolID)
 	}
-	t := s.cfg.Registry.Tool(toolID)
+	t := s.reg().Tool(toolID)
 	if t == nil {
 		return nil, s.toolNotFound(p, toolID)
 	}
@@ -71,7 +72,7 @@ func (s *Service) Rollouts(ctx context.Context, p *Principal, history int) (api.
 		s.log().Warn("flush rollout counts", "component", "rollouts", "error", err.Error())
 	}
 	out := api.RolloutList{Rollouts: []api.Rollout{}}
-	for _, t := range s.cfg.Registry.Tools() {
+	for _, t := range s.reg().Tools() {
 		if !p.Allows(t.ID) {
 			continue
 		}
@@ -101,6 +102,7 @@ func (s *Service) ChangeRollout(ctx context.Context, p *Principal, toolID string
 		return api.Rollout{}, err
 	}
 	ch.By = p.Name
+	var first *ledger.Rollout // the record the request was decided on first
 	for try := 0; ; try++ {
 		cur, err := s.cfg.Ledger.Store.GetRollout(ctx, t.ID)
 		switch {
@@ -111,6 +113,15 @@ func (s *Service) ChangeRollout(ctx context.Context, p *Principal, toolID string
 		}
 		if ch.Revision != nil && *ch.Revision != cur.Rev {
 			return api.Rollout{}, Errorf(CodeRolloutChanged, "the rollout of %s is at revision %d, not %d", t.ID, cur.Rev, *ch.Revision)
+		}
+		if first == nil {
+			first = cur
+		} else if !sameIntent(first, cur) {
+			// Lost the compare-and-set to another transition: deciding
+			// again on the new record could undo it (two rollbacks would
+			// cancel out). Only a change that leaves what the request was
+			// decided on alone (a deprecation stamp) is retried.
+			return api.Rollout{}, Errorf(CodeRolloutChanged, "the rollout of %s changed while this request was applied (now revision %d, default %s): read it again", t.ID, cur.Rev, s.recordDefault(t, cur))
 		}
 		ch.Now = s.cfg.Ledger.Time()
 		if ch.Action == rollout.ActPromote {
@@ -132,27 +143,50 @@ func (s *Service) ChangeRollout(ctx context.Context, p *Principal, toolID string
 		case ch.Revision != nil || try == 3:
 			return api.Rollout{}, Errorf(CodeRolloutChanged, "the rollout of %s changed while this request was applied; read it again", t.ID)
 		}
-		// Changed meanwhile (another operator, or a replica's stamp): decide again on the new record.
 	}
 }
 
+// sameIntent reports whether b leaves what a transition decided on a
+// unchanged: the default, the previous default, the candidate, its mode and
+// its canary settings (b may have more deprecation stamps).
+func sameIntent(a, b *ledger.Rollout) bool {
+	return a.Default == b.Default && a.Previous == b.Previous && a.Candidate == b.Candidate && a.Mode == b.Mode &&
+		a.Epoch == b.Epoch && a.CanaryBasisPoints == b.CanaryBasisPoints && slices.Equal(a.CanaryPrincipals, b.CanaryPrincipals) &&
+		a.HaltMargin == b.HaltMargin && a.HaltMinSample == b.HaltMinSample
+}
+
+func (s *Service) recordDefault(t *contract.Tool, r *ledger.Rollout) string {
+	if v, _ := rollout.Default(t, r, s.deprecations(), s.cfg.Ledger.Time()); v != nil {
+		return v.Version
+	}
+	return "none"
+}
+
 // approvePromotion finds the approval a promotion needs, as the release gate
-// does, and records it in ch.
+// does, and records it in ch. The approval is an approvals/ file naming the
+// version (one written for an earlier promotion of it counts again), else the
+// request's approver, which means what the gate's --approval NAME means: an
+// approval by NAME, now. When a file approves, its approver is what the audit
+// history records; the request's approver does not override it. Pinning the
+// current default changes nothing that serves and needs no approval.
 func (s *Service) approvePromotion(t *contract.Tool, cur *ledger.Rollout, ch *rollout.Change) error {
 	to := t.Version(rollout.Target(cur, *ch))
 	from := s.defaultVersion(t)
-	if to == nil || from == nil || s.cfg.PromotionApproval == nil {
+	if to == nil || from == nil || to == from || s.cfg.PromotionApproval == nil {
 		return nil // Apply says what is wrong with the version
 	}
 	approver, source, err := s.cfg.PromotionApproval(t, from, to, ch.Now)
-	if err != nil {
-		return Errorf(CodeApprovalRequired, "promoting %s %s: %v", t.ID, to.Version, err)
+	switch {
+	case err == nil && source != "":
+		ch.Approver, ch.ApprovalSource = approver, source
+		return nil
+	case err == nil:
+		return nil // none needed: the request's approver, if any, is recorded as given
+	case strings.TrimSpace(ch.Approver) != "":
+		ch.Approver, ch.ApprovalSource = strings.TrimSpace(ch.Approver), "--approver"
+		return nil
 	}
-	if ch.Approver == "" {
-		ch.Approver = approver
-	}
-	ch.ApprovalSource = source
-	return nil
+	return Errorf(CodeApprovalRequired, "promoting %s %s: %v (or name the approver: --approver NAME, as the gate's --approval)", t.ID, to.Version, err)
 }
 
 // rolloutRefusal maps a refused transition to its problem.
@@ -160,7 +194,9 @@ func (s *Service) rolloutRefusal(t *contract.Tool, err error) *Problem {
 	detail := rollout.Detail(err)
 	switch {
 	case errors.Is(err, rollout.ErrUnknownVersion):
-		return Errorf(CodeVersionNotFound, "%s", detail)
+		return Errorf(CodeVersionNotFound, "%s; a version file added since the gateway loaded its tools serves after a reload (SIGHUP, or the tools_reload_interval poll: docs/release-gate.md)", detail)
+	case errors.Is(err, rollout.ErrTooLarge):
+		return Errorf(CodeRequestTooLarge, "%s", detail)
 	case errors.Is(err, rollout.ErrRetired):
 		p := Errorf(CodeVersionRetired, "%s", detail)
 		if d := s.defaultVersion(t); d != nil {

@@ -1,5 +1,5 @@
 // Package toolcall is toolgate's call path, once, for every front end: the
-// order of checks of SPEC 3.1 after authentication, the ledger protocol
+// order of checks of docs/reference/http-api.md after authentication, the ledger protocol
 // (claim, join, replay, finish), lease renewal, the downstream invoke, the
 // operator's moves (prepare, approve and run, deny, resolve, reconcile) and
 // the facts each call leaves for the decision log, the metrics and the trace.
@@ -16,6 +16,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/toolgate/toolgate/contract"
@@ -92,12 +93,46 @@ type Config struct {
 	PromotionApproval func(t *contract.Tool, from, to *contract.Version, now time.Time) (approver, source string, err error)
 	// RolloutObserver hears what the rollouts do, for metrics. Default: none.
 	RolloutObserver RolloutObserver
+	// Released reports whether toolgate.lock releases a version: with no
+	// rollout record, the default is the newest released version the
+	// release policy does not deprecate. Default nil: no lock, every
+	// version is released.
+	Released func(toolID, version string) bool
+	// OnChange is called (on its own goroutine, never twice at once) when
+	// what serves a new action may have changed: a rollout record changed
+	// (here or, read on a tick, on another replica), a version retired, or
+	// the tools were reloaded (SetTools). Default: none.
+	OnChange func()
 }
 
 // Service is the call path. It is safe for concurrent use.
 type Service struct {
-	cfg Config
-	ro  *rollouts // rollout.go
+	cfg   Config
+	ro    *rollouts // rollout.go
+	tools atomic.Pointer[Tools]
+}
+
+// Tools is what a Service serves from a tools directory: the registry, and
+// what toolgate.lock says of its versions (Config.DeprecatedAt, Released).
+type Tools struct {
+	Registry     *contract.Registry
+	DeprecatedAt func(toolID, version string) (time.Time, bool)
+	Released     func(toolID, version string) bool
+}
+
+// reg is the registry being served.
+func (s *Service) reg() *contract.Registry { return s.tools.Load().Registry }
+
+// Registry returns the registry being served (it changes with SetTools).
+func (s *Service) Registry() *contract.Registry { return s.reg() }
+
+// SetTools serves t from now on: a reload of the tools directory. A call
+// already under way keeps the tool it looked up, and an existing action
+// keeps the version it bound (its ledger row names it); only new actions
+// see the new registry's default.
+func (s *Service) SetTools(t Tools) {
+	s.tools.Store(&t)
+	s.changed()
 }
 
 // New returns a Service with cfg's defaults filled in.
@@ -114,7 +149,12 @@ func New(cfg Config) *Service {
 	if cfg.Tracer == nil {
 		cfg.Tracer = noopTracer
 	}
-	return &Service{cfg: cfg, ro: newRollouts()}
+	s := &Service{cfg: cfg, ro: newRollouts()}
+	s.tools.Store(&Tools{Registry: cfg.Registry, DeprecatedAt: cfg.DeprecatedAt, Released: cfg.Released})
+	if cfg.OnChange != nil {
+		go s.watchChanges()
+	}
+	return s
 }
 
 func (s *Service) log() *slog.Logger { return s.cfg.Logger }
@@ -207,7 +247,7 @@ func (p *Principal) Visible() func(toolID string) bool {
 // toolNotFound is the tool_not_found problem for id, naming the nearest tools
 // the principal may call (never one outside its allow-list).
 func (s *Service) toolNotFound(p *Principal, id string) *Problem {
-	return Errorf(CodeToolNotFound, "%s", s.cfg.Registry.ToolNotFoundDetailFor(id, p.Visible()))
+	return Errorf(CodeToolNotFound, "%s", s.reg().ToolNotFoundDetailFor(id, p.Visible()))
 }
 
 // versionNotFound is the version_not_found problem for version v of tool t,
@@ -241,13 +281,13 @@ type Input struct {
 	Body func() (Body, error)
 }
 
-// Body is what a call carries besides its tool and key (SPEC 3.1's body).
+// Body is what a call carries besides its tool and key (the call body in docs/reference/http-api.md).
 type Body struct {
 	Arguments     json.RawMessage // a JSON object
 	Version       string          // "" for the tool's default
 	CorrelationID string
 	// PolicyVersion is the policy the rule that made the call belongs to
-	// (SPEC 1.5); stored with a new action, evidence on a later call.
+	// (docs/reference/files.md); stored with a new action, evidence on a later call.
 	PolicyVersion string
 	Provider      *ledger.ProviderCall // evidence only; nil for none
 	// ProviderReason is the body's provider.reason: why the call came
@@ -280,13 +320,17 @@ type Answer struct {
 	Facts Facts
 }
 
-// Facts are what one call did, for its decision-log line (SPEC 5), its
+// Facts are what one call did, for its decision-log line (docs/decision-log.md), its
 // metrics and its span.
 type Facts struct {
 	Principal string
 	Tenant    string
 	ToolID    string // set once the tool is known to exist
-	Version   string // the version that served (or would serve) the call
+	// SentToolID is the tool id the caller sent, cut to MaxSentToolIDBytes:
+	// the decision log names it when ToolID is empty (an unknown tool, one
+	// the key may not call). Never a metric label.
+	SentToolID string
+	Version    string // the version that served (or would serve) the call
 	// ArgsVersion is the version the call's arguments were sent for: the
 	// one they were validated against, or the stored action's when they are
 	// its arguments. "" when that is unknown or ambiguous (refused before a

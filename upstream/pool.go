@@ -1,5 +1,5 @@
 // Package upstream reaches the tools of upstream MCP servers, the bindings
-// with `mcp: {url, tool}` (SPEC 2), for the call path: Invoker sends each
+// with `mcp: {url, tool}` (docs/configuration.md), for the call path: Invoker sends each
 // attempt's tools/call exactly once and says what it proves (answered, not
 // started, unknown), and runs the binding's lookup tool for the reconciler.
 // Watcher reads each bound server's tools/list at start-up, on an interval

@@ -61,7 +61,7 @@ func runActions(ctx context.Context, e env) int {
 func actionsUsage(w io.Writer, subs []actionsSub) {
 	fmt.Fprintln(w, "Usage: toolgate actions <subcommand> [flags]")
 	fmt.Fprintln(w, "\nThe operator client of a running gateway. The address comes from --gateway or")
-	fmt.Fprintf(w, "$%s (default %s), the API key from --key or $%s.\n\nSubcommands:\n", envGatewayURL, defaultURL, envGatewayKey)
+	fmt.Fprintf(w, "$%s, else the listen of ./toolgate.yaml (or --config), else %s; the API key from\n--key or $%s.\n\nSubcommands:\n", envGatewayURL, defaultURL, envGatewayKey)
 	for _, s := range subs {
 		fmt.Fprintf(w, "  %-10s %s\n", s.name, s.summary)
 	}
@@ -77,13 +77,16 @@ type conn struct {
 	key     *string
 	timeout *time.Duration
 	format  *string
+	config  *string // operator_config.go
+	from    string  // where the gateway's address came from
 }
 
 // newActionsFlags returns the subcommand's FlagSet with the shared flags.
 func newActionsFlags(e env, name, synopsis string) (*flag.FlagSet, *conn) {
 	fs := newFlagSet(e, "actions "+name, synopsis)
 	c := &conn{name: name}
-	c.gateway = fs.String("gateway", "", "gateway base URL (default $"+envGatewayURL+", else "+defaultURL+")")
+	c.gateway = fs.String("gateway", "", "gateway base URL (default $"+envGatewayURL+", else the listen of ./toolgate.yaml, else "+defaultURL+")")
+	c.config = fs.String("config", "", "the gateway's `toolgate.yaml`, for its listen address (default ./toolgate.yaml when present)")
 	c.key = fs.String("key", "", "API key, sent as a bearer token (default $"+envGatewayKey+"); never printed")
 	c.timeout = fs.Duration("timeout", 60*time.Second, "give up on the gateway after this long")
 	c.format = fs.String("format", "text", "output: text (for people) or json (for scripts)")
@@ -113,12 +116,12 @@ func (c *conn) parse(e env, fs *flag.FlagSet, args []string, positional int) ([]
 		c.usageErr(e, fs, "the action id is empty")
 		return nil, exitUsage, false
 	}
-	base, err := gatewayBase(*c.gateway, os.Getenv(envGatewayURL))
+	base, from, err := c.resolveGateway()
 	if err != nil {
 		c.usageErr(e, fs, "%v", err)
 		return nil, exitUsage, false
 	}
-	*c.gateway = base
+	*c.gateway, c.from = base, from
 	return pos, exitOK, true
 }
 
@@ -191,7 +194,7 @@ func (c *conn) fail(e env, base string, err error) int {
 	if errors.As(err, &ue) {
 		err = ue.Err // the URL is printed already
 	}
-	fmt.Fprintf(e.Stderr, "toolgate %s: gateway %s: %v\n", c.label(), base, err)
+	fmt.Fprintf(e.Stderr, "toolgate %s: gateway %s: %v %s\n", c.label(), base, err, c.unreachableHint())
 	return exitUsage
 }
 

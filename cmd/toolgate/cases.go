@@ -114,7 +114,7 @@ func runCases(ctx context.Context, e env) int {
 		}
 		written++
 	}
-	fmt.Fprintf(e.Stdout, "%d records: %d skipped, %d duplicate shapes, %d left out by --sample; %d cases", sum.Records, sum.Skipped, sum.Duplicates, sum.Sampled, sum.Cases)
+	fmt.Fprintf(e.Stdout, "%s: %d skipped, %s, %d left out by --sample; %s", count(sum.Records, "record"), sum.Skipped, count(sum.Duplicates, "duplicate shape"), sum.Sampled, count(sum.Cases, "case"))
 	if !*dryRun {
 		fmt.Fprintf(e.Stdout, ", %d written to %s, %d already there", written, out, existing)
 	}

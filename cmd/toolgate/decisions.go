@@ -20,7 +20,7 @@ func init() {
 
 const decisionsSynopsis = `list|show ID [DIR] [--format text|json]
 
-Prints the rule records of a tools directory (decisions/<id>.yaml, SPEC 1.5) with their
+Prints the rule records of a tools directory (decisions/<id>.yaml, docs/reference/files.md) with their
 status: live, or superseded by the record that replaced it. list prints one line per
 record; show prints one record in full, with the chain of records it supersedes and
 whether toolgate.lock pins it. Exit 0, 1 when show names no record, 2 on usage or load

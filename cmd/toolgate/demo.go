@@ -83,7 +83,7 @@ func runDemo(ctx context.Context, e env) int {
 	fmt.Fprintf(e.Stdout, "toolgate demo: gateway %s, sandbox refund API http://%s, ledger %s\n", rt.URL(), sln.Addr(), cfg.Ledger)
 	fmt.Fprintf(e.Stdout, "Tool payments.issue_refund v1.0.0 on order ord_8Xk2Lm9Q (EUR 5000.00). The sandbox does NOT deduplicate: a second send would be a second refund.\n")
 	d.run()
-	fmt.Fprintf(e.Stdout, "\n%d of %d scenarios came out as told; the sandbox applied %d refunds for %d intended actions.\n", d.passed, d.total, sb.EffectCount(), d.intended)
+	fmt.Fprintf(e.Stdout, "\n%d of %s came out as told; the sandbox applied %s for %s.\n", d.passed, count(d.total, "scenario"), count(sb.EffectCount(), "refund"), count(d.intended, "intended action"))
 	if *keep {
 		fmt.Fprintf(e.Stdout, "Still running: try  curl -s %s/v1/actions | head  (Ctrl-C to stop)\n", rt.URL())
 		<-ctx.Done()

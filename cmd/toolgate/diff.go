@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/toolgate/toolgate/contract"
@@ -31,7 +32,8 @@ func runDiff(_ context.Context, e env) int {
 	dir := fs.String("dir", "./agent-tools", "tools directory for the ID@VERSION form")
 	direction := fs.String("direction", "", "input|output: how to read two plain JSON Schema documents")
 	format := fs.String("format", "text", "output format: "+strings.Join(schemadiff.Formats, "|"))
-	consumers := fs.Int("consumers", -1, "number of consumers (default: owner.yaml's consumers when found)")
+	var consumers unsetInt
+	fs.Var(&consumers, "consumers", "`number` of consumers (default: owner.yaml's consumers when found)")
 	args, code, ok := parseFlags(fs, e.Args)
 	if !ok {
 		return code
@@ -49,7 +51,7 @@ func runDiff(_ context.Context, e env) int {
 		fmt.Fprintf(e.Stderr, "toolgate diff: --direction must be input or output, not %q\n", *direction)
 		return exitUsage
 	}
-	report, err := diffArgs(args[0], args[1], *dir, schemadiff.Direction(*direction), *consumers)
+	report, err := diffArgs(args[0], args[1], *dir, schemadiff.Direction(*direction), consumers.value())
 	if err != nil {
 		fmt.Fprintf(e.Stderr, "toolgate diff: %v\n", err)
 		return exitUsage
@@ -241,4 +243,35 @@ func ownerConsumers(schemaFile string) int {
 		return 0
 	}
 	return len(owner.Consumers)
+}
+
+// unsetInt is an int flag whose default is "not given", so that --help prints
+// the usage's own words on the default and no "(default -1)" after them.
+type unsetInt struct {
+	n   int
+	set bool
+}
+
+// value is the number given, or -1 when the flag was not.
+func (u *unsetInt) value() int {
+	if !u.set {
+		return -1
+	}
+	return u.n
+}
+
+func (u *unsetInt) String() string {
+	if u == nil || !u.set {
+		return ""
+	}
+	return strconv.Itoa(u.n)
+}
+
+func (u *unsetInt) Set(s string) error {
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 {
+		return fmt.Errorf("want a whole number, 0 or more")
+	}
+	u.n, u.set = n, true
+	return nil
 }

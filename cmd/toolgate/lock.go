@@ -187,9 +187,9 @@ func lockSummary(r lockResult) string {
 	case len(r.Violations) > 0:
 		return fmt.Sprintf("%s: %s; %s", r.Lock, nounCount(len(r.Violations), "released version changed in place", "released versions changed in place"), r.Advice)
 	case r.Written:
-		return fmt.Sprintf("wrote %s: %d released versions (%d new)%s", r.Lock, r.Released, r.Added, recordsNote(r))
+		return fmt.Sprintf("wrote %s: %s (%d new)%s", r.Lock, nounCount(r.Released, "released version", "released versions"), r.Added, recordsNote(r))
 	case r.UpToDate:
-		return fmt.Sprintf("%s is up to date (%d released versions%s)", r.Lock, r.Released, recordsNote(r))
+		return fmt.Sprintf("%s is up to date (%s%s)", r.Lock, nounCount(r.Released, "released version", "released versions"), recordsNote(r))
 	}
 	return fmt.Sprintf("%s is missing or out of date: %s", r.Lock, r.Advice)
 }

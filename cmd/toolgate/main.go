@@ -21,7 +21,7 @@ import (
 	"github.com/toolgate/toolgate/internal/suggest"
 )
 
-// Exit codes shared by every subcommand (SPEC 6).
+// Exit codes shared by every subcommand (docs/reference/commands.md).
 const (
 	exitOK       = 0
 	exitNegative = 1 // a negative verdict: invalid, blocked, breaking

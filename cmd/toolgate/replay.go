@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/replay"
 )
 
@@ -54,7 +53,7 @@ func runReplay(ctx context.Context, e env) int {
 	var allow stringsFlag
 	fs.Var(&allow, "allow-target", "allow a target `HOST` that is not loopback (repeatable); only ever a sandbox")
 	kind := fs.String("target-kind", string(replay.KindAuto), "what the target is: auto, downstream or gateway")
-	cfgPath := fs.String("config", "", "toolgate.yaml whose bindings reach tools the records name no request for")
+	cfgPath := fs.String("config", "", "toolgate.yaml whose bindings reach tools the records name no request for (default for --from-ledger: ./toolgate.yaml when present)")
 	key := fs.String("key", "", "API key for a gateway target (default $TOOLGATE_KEY); never printed")
 	tool := fs.String("tool", "", "replay only this tool's calls")
 	since := fs.String("since", "", "replay only records from this time: RFC 3339, or a duration back from now (24h)")
@@ -104,16 +103,20 @@ func runReplay(ctx context.Context, e env) int {
 		filter.Since = t
 	}
 	cfg := replay.Config{Target: *target, Kind: replay.Kind(*kind), Compare: replay.Compare(*compare), Key: *key, Timeout: *timeout, AllowTargets: allow}
-	if *cfgPath != "" {
-		data, err := os.ReadFile(*cfgPath)
+	// The bindings: --config, else (for --from-ledger) ./toolgate.yaml when
+	// present, as serve reads it.
+	if *cfgPath != "" || *dsn != "" {
+		path, explicit := *cfgPath, *cfgPath != ""
+		if !explicit {
+			path = defaultConfigFile
+		}
+		c, err := readOptionalConfig(path, explicit)
 		if err != nil {
 			return usage("%v", err)
 		}
-		c, err := config.ParseFile(*cfgPath, data)
-		if err != nil {
-			return usage("%v", err)
+		if c != nil {
+			cfg.Bindings = invokeBindings(c.Bindings)
 		}
-		cfg.Bindings = invokeBindings(c.Bindings)
 	}
 	if cfg.Kind == replay.KindAuto {
 		k, err := replay.ProbeKind(ctx, *target, replay.GuardedClient(allow, nil, 5*time.Second))

@@ -51,21 +51,29 @@ func rolloutSubs() []rolloutSub {
 			func(fs *flag.FlagSet) func(context.Context, *client.Client, string) (*client.Rollout, error) {
 				version, note, rev := fs.String("version", "", "the candidate version"), noteFlag(fs), revisionFlag(fs)
 				return func(ctx context.Context, cl *client.Client, tool string) (*client.Rollout, error) {
-					return cl.Shadow(ctx, tool, client.ShadowRequest{Version: *version, Note: *note, Revision: rev.value()})
+					r, err := readRevision(ctx, cl, tool, rev)
+					if err != nil {
+						return nil, err
+					}
+					return cl.Shadow(ctx, tool, client.ShadowRequest{Version: *version, Note: *note, Revision: r})
 				}
 			}},
 		{"canary", "--tool ID [--version V] [--percent P] [--principal NAME]... [--halt-margin F] [--halt-min-sample N] [--note TEXT] [--revision N]",
-			"route a share of new actions naming no version to the candidate; halt on its outcomes", true,
+			"route the new actions (naming no version) of a share of the callers to the candidate; halt on its outcomes", true,
 			func(fs *flag.FlagSet) func(context.Context, *client.Client, string) (*client.Rollout, error) {
 				version := fs.String("version", "", "the candidate version (default: the current candidate)")
-				percent := optFloat(fs, "percent", "share of new actions for the candidate, 0 to 100")
+				percent := optFloat(fs, "percent", "`percent` of the callers (API keys, by a hash of the name) whose new actions go to the candidate, 0 to 100")
 				var principals stringsFlag
-				fs.Var(&principals, "principal", "an API key name whose new actions all go to the candidate (repeatable)")
-				margin := optFloat(fs, "halt-margin", "halt when a rate of the candidate exceeds the default's by more than this fraction (default 0.05)")
-				sample := optInt(fs, "halt-min-sample", "routed actions each version needs before rates are compared (default 50)")
+				fs.Var(&principals, "principal", "an API key `name` whose new actions all go to the candidate (repeatable)")
+				margin := optFloat(fs, "halt-margin", "halt when a rate of the candidate exceeds the default's by more than this `fraction` (default 0.05)")
+				sample := optInt(fs, "halt-min-sample", "the `number` of routed actions each version needs before rates are compared (default 50)")
 				note, rev := noteFlag(fs), revisionFlag(fs)
 				return func(ctx context.Context, cl *client.Client, tool string) (*client.Rollout, error) {
-					req := client.CanaryRequest{Version: *version, Percent: percent.value(), HaltMargin: margin.value(), Note: *note, Revision: rev.value()}
+					r, err := readRevision(ctx, cl, tool, rev)
+					if err != nil {
+						return nil, err
+					}
+					req := client.CanaryRequest{Version: *version, Percent: percent.value(), HaltMargin: margin.value(), Note: *note, Revision: r}
 					if len(principals) > 0 {
 						req.Principals = principals
 					}
@@ -75,39 +83,81 @@ func rolloutSubs() []rolloutSub {
 					return cl.Canary(ctx, tool, req)
 				}
 			}},
-		{"promote", "--tool ID [--version V] [--approver NAME] [--note TEXT] [--revision N]", "make the candidate (or V) the default; a high-risk tool needs a recorded approval", true,
+		{"promote", "--tool ID [--version V] [--approver NAME] [--note TEXT] [--revision N]", "make the candidate (or V) the default (V the default already: pin it); a high-risk or major change needs an approval", true,
 			func(fs *flag.FlagSet) func(context.Context, *client.Client, string) (*client.Rollout, error) {
-				version := fs.String("version", "", "the version to promote (default: the candidate)")
-				approver := fs.String("approver", "", "who signed the promotion off (default: the approval's approver, else the key's name)")
+				version := fs.String("version", "", "the version to promote (default: the candidate); the current default pins it")
+				approver := fs.String("approver", "", "record an approval by `NAME` for this promotion, as the gate's --approval does (an approvals/ file that names the version wins)")
+				fs.Var(aliasFlag{fs.Lookup("approver")}, "approval", "the same as --approver `NAME` (the gate's spelling)")
 				note, rev := noteFlag(fs), revisionFlag(fs)
 				return func(ctx context.Context, cl *client.Client, tool string) (*client.Rollout, error) {
-					return cl.Promote(ctx, tool, client.PromoteRequest{Version: *version, Approver: *approver, Note: *note, Revision: rev.value()})
+					r, err := readRevision(ctx, cl, tool, rev)
+					if err != nil {
+						return nil, err
+					}
+					return cl.Promote(ctx, tool, client.PromoteRequest{Version: *version, Approver: *approver, Note: *note, Revision: r})
 				}
 			}},
-		{"rollback", "--tool ID [--note TEXT] [--revision N]", "restore the previous default at once", true, noteOnly(func(cl *client.Client) func(context.Context, string, client.RolloutNoteRequest) (*client.Rollout, error) {
+		{"rollback", "--tool ID [--note TEXT] [--revision N]", "restore the previous default at once (no approval needed)", true, noteOnly(func(cl *client.Client) func(context.Context, string, client.RolloutNoteRequest) (*client.Rollout, error) {
 			return cl.Rollback
-		})},
+		}, func(r *client.Rollout) string { return r.Previous })},
 		{"halt", "--tool ID [--note TEXT] [--revision N]", "stop the shadow or canary candidate; every new call goes to the default", true, noteOnly(func(cl *client.Client) func(context.Context, string, client.RolloutNoteRequest) (*client.Rollout, error) {
 			return cl.Halt
-		})},
+		}, func(r *client.Rollout) string { return r.Candidate })},
 	}
 }
 
-func noteOnly(pick func(cl *client.Client) func(context.Context, string, client.RolloutNoteRequest) (*client.Rollout, error)) func(fs *flag.FlagSet) func(context.Context, *client.Client, string) (*client.Rollout, error) {
+// noteOnly is a transition of a note only (rollback, halt). It reads the
+// rollout first and sends the revision it read and the version it means
+// (meant: the previous default a rollback restores, the candidate a halt
+// stops), so that two operators doing the same at once do not undo each
+// other: the second is refused (rollout_changed) and reads again.
+func noteOnly(pick func(cl *client.Client) func(context.Context, string, client.RolloutNoteRequest) (*client.Rollout, error), meant func(*client.Rollout) string) func(fs *flag.FlagSet) func(context.Context, *client.Client, string) (*client.Rollout, error) {
 	return func(fs *flag.FlagSet) func(context.Context, *client.Client, string) (*client.Rollout, error) {
 		note, rev := noteFlag(fs), revisionFlag(fs)
 		return func(ctx context.Context, cl *client.Client, tool string) (*client.Rollout, error) {
-			return pick(cl)(ctx, tool, client.RolloutNoteRequest{Note: *note, Revision: rev.value()})
+			req := client.RolloutNoteRequest{Note: *note, Revision: rev.value()}
+			if req.Revision == nil {
+				cur, err := cl.Rollout(ctx, tool)
+				if err != nil {
+					return nil, err
+				}
+				req.Revision, req.Version = &cur.Revision, meant(cur)
+			}
+			return pick(cl)(ctx, tool, req)
 		}
 	}
 }
+
+// readRevision is --revision when given, else the rollout's revision as read
+// now: a transition then applies only over what the operator's command saw.
+func readRevision(ctx context.Context, cl *client.Client, tool string, rev *optionalInt) (*int64, error) {
+	if v := rev.value(); v != nil {
+		return v, nil
+	}
+	cur, err := cl.Rollout(ctx, tool)
+	if err != nil {
+		return nil, err
+	}
+	return &cur.Revision, nil
+}
+
+// aliasFlag is a second name of a flag.
+type aliasFlag struct{ f *flag.Flag }
+
+func (a aliasFlag) String() string {
+	if a.f == nil {
+		return ""
+	}
+	return a.f.Value.String()
+}
+func (a aliasFlag) Set(s string) error { return a.f.Value.Set(s) }
 
 func noteFlag(fs *flag.FlagSet) *string {
 	return fs.String("note", "", "why, recorded in the rollout's audit history")
 }
 
 func revisionFlag(fs *flag.FlagSet) *optionalInt {
-	return optInt(fs, "revision", "apply only over this revision of the rollout (from status); refused with rollout_changed otherwise")
+	return optInt(fs, "revision", "apply only over this `revision` of the rollout (from status); refused with rollout_changed otherwise")
 }
 
 // optionalInt and optionalFloat are flags that tell "not given" from zero.
@@ -179,7 +229,7 @@ func runRollout(ctx context.Context, e env) int {
 func rolloutUsage(w io.Writer, subs []rolloutSub) {
 	fmt.Fprintln(w, "Usage: toolgate rollout <subcommand> --tool ID [flags]")
 	fmt.Fprintln(w, "\nWhich version of a tool serves calls that name none, at a running gateway (operator")
-	fmt.Fprintf(w, "key). The address comes from --gateway or $%s (default %s),\nthe key from --key or $%s.\n\nSubcommands:\n", envGatewayURL, defaultURL, envGatewayKey)
+	fmt.Fprintf(w, "key). The address comes from --gateway or $%s, else the listen of ./toolgate.yaml\n(or --config), else %s; the key from --key or $%s.\n\nSubcommands:\n", envGatewayURL, defaultURL, envGatewayKey)
 	for _, s := range subs {
 		fmt.Fprintf(w, "  %-9s %s\n", s.name, s.summary)
 	}
@@ -190,7 +240,8 @@ func rolloutUsage(w io.Writer, subs []rolloutSub) {
 func runRolloutSub(ctx context.Context, e env, s rolloutSub, args []string) int {
 	fs := newFlagSet(e, "rollout "+s.name, s.synopsis)
 	c := &conn{name: s.name, command: "rollout"}
-	c.gateway = fs.String("gateway", "", "gateway base URL (default $"+envGatewayURL+", else "+defaultURL+")")
+	c.gateway = fs.String("gateway", "", "gateway base URL (default $"+envGatewayURL+", else the listen of ./toolgate.yaml, else "+defaultURL+")")
+	c.config = fs.String("config", "", "the gateway's `toolgate.yaml`, for its listen address (default ./toolgate.yaml when present)")
 	c.key = fs.String("key", "", "API key of an operator, sent as a bearer token (default $"+envGatewayKey+"); never printed")
 	c.timeout = fs.Duration("timeout", 60*time.Second, "give up on the gateway after this long")
 	c.format = fs.String("format", "text", "output: "+strings.Join(rolloutFormats, "|"))
@@ -211,12 +262,12 @@ func runRolloutSub(ctx context.Context, e env, s rolloutSub, args []string) int 
 		c.usageErr(e, fs, "--tool is required")
 		return exitUsage
 	}
-	base, err := gatewayBase(*c.gateway, os.Getenv(envGatewayURL))
+	base, from, err := c.resolveGateway()
 	if err != nil {
 		c.usageErr(e, fs, "%v", err)
 		return exitUsage
 	}
-	*c.gateway = base
+	*c.gateway, c.from = base, from
 	cl, base := c.client()
 	var rs []client.Rollout
 	if *tool == "" {
@@ -294,7 +345,7 @@ func writeRolloutText(w io.Writer, r *client.Rollout) {
 	fmt.Fprintf(w, "%s: %s (revision %d)\n", r.ToolID, r.Mode, r.Revision)
 	src := "set by the rollout"
 	if r.DefaultSource != "rollout" {
-		src = "the registry's newest supported version"
+		src = "the newest released version (toolgate.lock) the policy does not deprecate"
 	}
 	fmt.Fprintf(w, "  default:   %s (%s)\n", dash(r.Default), src)
 	if r.Candidate != "" {
@@ -308,7 +359,7 @@ func writeRolloutText(w io.Writer, r *client.Rollout) {
 		if len(c.Principals) > 0 {
 			who = ", and every new action of " + strings.Join(c.Principals, ", ")
 		}
-		fmt.Fprintf(w, "  canary:    %g%% of new actions%s; halts when a rate exceeds the default's by %s after %d actions each\n",
+		fmt.Fprintf(w, "  canary:    the new actions of %g%% of the callers%s; halts when a rate exceeds the default's by %s after %d actions each\n",
 			c.Percent, who, pctText(c.HaltMargin), c.HaltMinSample)
 	}
 	if r.UpdatedAt != nil {
@@ -324,7 +375,7 @@ func writeRolloutText(w io.Writer, r *client.Rollout) {
 			fmt.Fprintln(w, "Top would-be failures:")
 			for i, f := range sh.Failures {
 				if i == rolloutTop {
-					fmt.Fprintf(w, "  … %d more kinds\n", len(sh.Failures)-rolloutTop)
+					fmt.Fprintf(w, "  … %s more\n", count(len(sh.Failures)-rolloutTop, "kind"))
 					break
 				}
 				fmt.Fprintf(w, "  %d. %s: %s\n", i+1, f.Cause, callsFrom(*r, i))
@@ -404,7 +455,7 @@ func writeRolloutMarkdown(w io.Writer, r *client.Rollout) {
 		if len(c.Principals) > 0 {
 			who = " and every new action of " + strings.Join(c.Principals, ", ")
 		}
-		fmt.Fprintf(w, "| canary | %g%% of new actions%s; halt margin %s after %d actions |\n", c.Percent, mdCell(who), pctText(c.HaltMargin), c.HaltMinSample)
+		fmt.Fprintf(w, "| canary | the new actions of %g%% of the callers%s; halt margin %s after %d actions |\n", c.Percent, mdCell(who), pctText(c.HaltMargin), c.HaltMinSample)
 	}
 	fmt.Fprintln(w, "\n| version | role | deprecation |\n|---|---|---|")
 	for _, v := range r.Versions {
@@ -459,16 +510,33 @@ func count(n int, noun string) string {
 // lock ships with the tools) and a reader of approvals/*.yaml (read at each
 // promotion, so an approval deployed later counts).
 func rolloutSources(fsys fs.FS) (func(tool, version string) (time.Time, bool), func() ([]gate.Approval, error), error) {
+	deprecatedAt, _, approvals, err := lockSources(fsys)
+	return deprecatedAt, approvals, err
+}
+
+// lockSources is rolloutSources with the lock's released versions too:
+// released reports whether toolgate.lock locks a version (nil without a
+// lock: every version is released).
+func lockSources(fsys fs.FS) (deprecatedAt func(tool, version string) (time.Time, bool), released func(tool, version string) bool, approvals func() ([]gate.Approval, error), err error) {
+	deprecatedAt, approvals, released, err = readLockSources(fsys)
+	return
+}
+
+func readLockSources(fsys fs.FS) (func(tool, version string) (time.Time, bool), func() ([]gate.Approval, error), func(tool, version string) bool, error) {
 	var lock *lockfile.Lock
 	data, err := fs.ReadFile(fsys, lockfile.FileName)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:
-		return nil, nil, fmt.Errorf("read %s: %w", lockfile.FileName, err)
+		return nil, nil, nil, fmt.Errorf("read %s: %w", lockfile.FileName, err)
 	default:
 		if lock, err = lockfile.Parse(data); err != nil {
-			return nil, nil, fmt.Errorf("read %s: %w", lockfile.FileName, err)
+			return nil, nil, nil, fmt.Errorf("read %s: %w", lockfile.FileName, err)
 		}
+	}
+	var released func(tool, version string) bool
+	if lock != nil {
+		released = func(tool, version string) bool { return lock.Find(tool, version) != nil }
 	}
 	deprecatedAt := func(tool, version string) (time.Time, bool) {
 		if e := lock.Find(tool, version); e != nil && e.DeprecatedAt != nil {
@@ -502,7 +570,7 @@ func rolloutSources(fsys fs.FS) (func(tool, version string) (time.Time, bool), f
 		}
 		return out, nil
 	}
-	return deprecatedAt, approvals, nil
+	return deprecatedAt, approvals, released, nil
 }
 
 // ledgerUses opens an existing ledger (sqlite://PATH, which must exist, or

@@ -17,7 +17,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/toolgate/toolgate/config"
-	"github.com/toolgate/toolgate/contract"
 	"github.com/toolgate/toolgate/gateway"
 	"github.com/toolgate/toolgate/invoke"
 	"github.com/toolgate/toolgate/ledger"
@@ -82,21 +81,19 @@ func startGatewayLogged(ctx context.Context, cfg *config.Config, tools fs.FS, lo
 		return nil, fmt.Errorf("listen %q bound %s, which is not loopback: without an auth section toolgate serves loopback only", cfg.Listen, ta)
 	}
 	toolsName := cfg.ToolsDir
-	var reg *contract.Registry
 	if tools != nil {
 		toolsName = "the bundled examples"
-		reg, err = contract.LoadFS(tools)
-	} else {
-		reg, err = contract.Load(cfg.ToolsDir)
 	}
+	loaded, err := loadTools(cfg, tools)
 	if err != nil {
-		return nil, fmt.Errorf("load tools from %s: %w", toolsName, err)
+		return nil, err
 	}
+	reg := loaded.Registry
 	toolsFS := tools
 	if toolsFS == nil {
 		toolsFS = os.DirFS(cfg.ToolsDir)
 	}
-	deprecatedAt, approvals, err := rolloutSources(toolsFS)
+	_, approvals, err := rolloutSources(toolsFS)
 	if err != nil {
 		return nil, fmt.Errorf("tools %s: %w", toolsName, err)
 	}
@@ -123,7 +120,7 @@ func startGatewayLogged(ctx context.Context, cfg *config.Config, tools fs.FS, lo
 		CacheSize: cfg.ReplayCache.Entries, CacheBytes: cfg.ReplayCache.Bytes, CacheEntryBytes: cfg.ReplayCache.MaxEntryBytes}
 	if ld.Kind == "sqlite" {
 		// An embedded ledger has one gateway: whatever is running was orphaned
-		// by the previous process (SPEC 4).
+		// by the previous process (docs/reference/states.md).
 		n, err := svc.ExpireLeases(ctx, true, 0)
 		if err != nil {
 			store.Close()
@@ -164,9 +161,9 @@ func startGatewayLogged(ctx context.Context, cfg *config.Config, tools fs.FS, lo
 		Tracer: tracer, Prometheus: prom,
 		Upstream: up.invoker(), Drift: up.drift(), ReadyDetail: up.readyLines(), Redact: secrets.Scrub,
 		Registry: reg, Ledger: svc, Invoker: &invoke.Client{}, Bindings: bindings,
-		JoinTimeout: cfg.JoinTimeout, MaxBodyBytes: cfg.MaxBodyBytes, Keys: keys, Logger: logger,
+		PublicURL: cfg.HTTP.PublicURL, JoinTimeout: cfg.JoinTimeout, MaxBodyBytes: cfg.MaxBodyBytes, Keys: keys, Logger: logger,
 		DecisionLog: dlog.writer, Retention: cfg.Retention, TombstoneRetention: cfg.TombstoneRetention,
-		DeprecatedAt: deprecatedAt, Approvals: approvals,
+		DeprecatedAt: loaded.DeprecatedAt, Released: loaded.Released, Approvals: approvals,
 		MaxInFlightPerKey: cfg.Limits.InFlightPerKey, MaxInFlightPerTenant: cfg.Limits.InFlightPerTenant,
 	})
 	if err != nil {
@@ -191,6 +188,13 @@ func startGatewayLogged(ctx context.Context, cfg *config.Config, tools fs.FS, lo
 		go func() {
 			defer bg.Done()
 			up.watcher.Run(rctx)
+		}()
+	}
+	if tools == nil { // the bundled examples do not change
+		bg.Add(1)
+		go func() {
+			defer bg.Done()
+			watchTools(rctx, cfg, srv)
 		}()
 	}
 	bg.Add(2)

@@ -82,8 +82,8 @@ func runSandbox(ctx context.Context, e env) int {
 	srv := &http.Server{Handler: sb, ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
-	fmt.Fprintf(e.Stdout, "toolgate sandbox: listening on http://%s (dedupe %v, auto-create orders %v, %d seeded orders)\n",
-		ln.Addr(), *dedupe, *auto, len(orders))
+	fmt.Fprintf(e.Stdout, "toolgate sandbox: listening on http://%s (dedupe %v, auto-create orders %v, %s)\n",
+		ln.Addr(), *dedupe, *auto, count(len(orders), "seeded order"))
 	if ta, ok := ln.Addr().(*net.TCPAddr); ok && !ta.IP.IsLoopback() {
 		fmt.Fprintln(e.Stderr, "toolgate sandbox: warning: listening beyond loopback; the sandbox has no authentication and its /_sandbox/ endpoints reset and fault it")
 	}

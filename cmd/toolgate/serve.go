@@ -47,7 +47,14 @@ func runServe(ctx context.Context, e env) int {
 	}
 	explicit := false
 	flags.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "config" })
-	cfg, tools, cleanup, err := loadServeConfig(report, *cfgPath, explicit)
+	// What serve notes while it loads (the embedded defaults, the bundled
+	// tools, the built-in sandbox) are log lines like every later one, in the
+	// chosen format.
+	notes := e
+	var noted bytes.Buffer
+	notes.Stderr = &noted
+	cfg, tools, cleanup, err := loadServeConfig(notes, *cfgPath, explicit)
+	logLines(logger, slog.LevelInfo, strings.ReplaceAll(noted.String(), "toolgate: ", ""))
 	if err != nil {
 		reportStartError(report, err)
 		flush()

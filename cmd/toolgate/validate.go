@@ -29,7 +29,7 @@ document, held to the same keyword rules as a contract (a toolgate contract file
 --schema is refused: use --tool). Exit 0 when valid, 1 when invalid, 2 on usage, load or
 malformed-JSON errors.`
 
-// validateReport is the --format json output: the problem+json shape of SPEC 3 when
+// validateReport is the --format json output: the problem+json shape of docs/reference/http-api.md when
 // invalid, plus the tool, version and any review rules that fired.
 type validateReport struct {
 	Type    string                `json:"type,omitempty"`
@@ -73,7 +73,7 @@ func runValidate(_ context.Context, e env) int {
 	if err != nil {
 		return fail("%v", err)
 	}
-	// As the gateway does (SPEC 1.1): a tool's arguments are judged in
+	// As the gateway does (docs/reference/files.md): a tool's arguments are judged in
 	// their canonical form, and a number a double cannot hold is refused.
 	var notExact []contract.FieldError
 	if *tool != "" {

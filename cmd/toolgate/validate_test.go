@@ -67,7 +67,7 @@ func TestValidateCommand(t *testing.T) {
 }
 
 // validate --tool gives the gateway's verdict on numbers too: one a double
-// cannot hold is number_not_exact at its pointer (SPEC 1.1).
+// cannot hold is number_not_exact at its pointer (docs/reference/files.md).
 func TestValidateRefusesNumbersNoDoubleHolds(t *testing.T) {
 	t.Parallel()
 	in := `{"order_id":"ord_12345678","amount_minor":9007199254740993,"currency":"EUR","reason":"customer_request"}`

@@ -308,7 +308,7 @@ async function pageActions(root, query) {
     STATES.map(s => el('option', { value: s, selected: s === query.get('state') }, s)));
   const tool = el('select', { id: 'filter-tool', 'aria-label': 'tool' }, el('option', { value: '' }, 'any tool'),
     reg.tools.map(t => el('option', { value: t.tool_id, selected: t.tool_id === query.get('tool_id') }, t.tool_id)));
-  // A rule's firing and the calls it caused are one query (SPEC 1.5).
+  // A rule's firing and the calls it caused are one query (docs/reference/files.md).
   const policy = el('input', { id: 'filter-policy', 'aria-label': 'policy version', placeholder: 'policy version',
     value: query.get('policy_version') || '', size: 16 });
   const corr = el('input', { id: 'filter-correlation', 'aria-label': 'correlation id', placeholder: 'correlation id',
@@ -560,10 +560,10 @@ function rolloutSection(r) {
   const add = (k, v) => { if (v !== '' && v !== undefined && v !== null) dl.append(el('dt', {}, k), el('dd', {}, v)); };
   add('Mode', rolloutCell(r));
   add('Default', [el('span', { class: 'mono', id: 'rollout-default' }, r.default || '–'),
-    el('span', { class: 'muted' }, r.default_source === 'rollout' ? ' set by the rollout' : ' the registry\'s newest supported version')]);
+    el('span', { class: 'muted' }, r.default_source === 'rollout' ? ' set by the rollout' : ' the newest released version (toolgate.lock) the policy does not deprecate')]);
   add('Previous', r.previous ? el('span', { class: 'mono' }, r.previous + ' (rollback restores it)') : '');
   if (r.canary) {
-    add('Canary', r.canary.percent + '% of new actions' + (r.canary.principals && r.canary.principals.length ? ' and every new action of ' + r.canary.principals.join(', ') : '') +
+    add('Canary', 'the new actions of ' + r.canary.percent + '% of the callers' + (r.canary.principals && r.canary.principals.length ? ' and every new action of ' + r.canary.principals.join(', ') : '') +
       '; halts when a rate exceeds the default\'s by ' + (r.canary.halt_margin * 100).toFixed(1) + '% after ' + r.canary.halt_min_sample + ' actions each');
   }
   add('Revision', String(r.revision) + (r.updated_at ? ' · ' + utc(r.updated_at) + ' by ' + (r.updated_by || '–') : ''));

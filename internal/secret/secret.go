@@ -108,24 +108,29 @@ func (s *Set) Scrub(t string) string {
 		return t
 	}
 	if s.replacer == nil {
-		forms := make([]string, 0, len(s.forms))
-		for f := range s.forms {
-			forms = append(forms, f)
-		}
-		// Longer forms first: a value that contains another is replaced whole.
-		sort.Slice(forms, func(i, j int) bool {
-			if len(forms[i]) != len(forms[j]) {
-				return len(forms[i]) > len(forms[j])
-			}
-			return forms[i] < forms[j]
-		})
-		pairs := make([]string, 0, 2*len(forms))
-		for _, f := range forms {
-			pairs = append(pairs, f, Mask)
-		}
-		s.replacer = strings.NewReplacer(pairs...)
+		s.replacer = Replacer(s.forms, Mask)
 	}
 	r := s.replacer
 	s.mu.Unlock()
 	return r.Replace(t)
+}
+
+// Replacer returns a replacer of every value of values by mask, the longer
+// values first, so that a value that contains another is replaced whole.
+func Replacer(values map[string]bool, mask string) *strings.Replacer {
+	forms := make([]string, 0, len(values))
+	for f := range values {
+		forms = append(forms, f)
+	}
+	sort.Slice(forms, func(i, j int) bool {
+		if len(forms[i]) != len(forms[j]) {
+			return len(forms[i]) > len(forms[j])
+		}
+		return forms[i] < forms[j]
+	})
+	pairs := make([]string, 0, 2*len(forms))
+	for _, f := range forms {
+		pairs = append(pairs, f, mask)
+	}
+	return strings.NewReplacer(pairs...)
 }

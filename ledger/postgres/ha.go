@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/toolgate/toolgate/internal/plural"
 	"reflect"
 	"strings"
 	"time"
@@ -505,7 +506,7 @@ func (s *Store) logDurability(d ledger.Durability) {
 	if s.cfg.Logf == nil {
 		return
 	}
-	standbys := fmt.Sprintf("%d synchronous standby(s) connected", d.SyncStandbys)
+	standbys := plural.N(d.SyncStandbys, "synchronous standby", "synchronous standbys") + " connected"
 	if d.SyncStandbys < 0 {
 		standbys = "synchronous standbys connected: not visible to this role (grant pg_read_all_stats to see them)"
 	}

@@ -334,7 +334,7 @@ func testLargeBody(t *testing.T, s ledger.Store) {
 }
 
 // oddIDs are ids and tenants a store must keep as given: every visible ASCII
-// character an Idempotency-Key may hold (SPEC 3.1: 0x21-0x7E, up to 255),
+// character an Idempotency-Key may hold (docs/reference/http-api.md: 0x21-0x7E, up to 255),
 // separators, quotes, SQL and cursor metacharacters, and some UTF-8 (valid
 // UTF-8 without NUL is all a store may assume).
 var oddIDs = []string{

@@ -101,7 +101,7 @@ func testListFilters(t *testing.T, s ledger.Store) {
 }
 
 // testListByPolicyAndCorrelation: a rule's firing and the calls it caused are
-// one query (SPEC 1.5): List filters by policy version and correlation id,
+// one query (docs/reference/files.md): List filters by policy version and correlation id,
 // each alone, together and with the other filters, exactly (no prefix match),
 // and pages through them.
 func testListByPolicyAndCorrelation(t *testing.T, s ledger.Store) {

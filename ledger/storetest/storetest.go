@@ -73,6 +73,7 @@ func Exercise(t *testing.T, newDB NewDatabase) {
 		{"RolloutHistoryKeep", testRolloutHistoryKeep},
 		{"RolloutCounts", testRolloutCounts},
 		{"VersionUse", testVersionUse},
+		{"Streams", testStreams},
 		{"AssignRoundTrip", testAssignRoundTrip},
 		{"AssignRace", testAssignRace},
 	}

@@ -1,4 +1,4 @@
--- 003: List by policy version and by correlation id (SPEC 1.5, 3.2): "the rule
+-- 003: List by policy version and by correlation id (docs/reference/files.md, docs/reference/http-api.md): "the rule
 -- fired" and "the refunds it caused" are one query. Partial indexes: rows
 -- that carry '' cost no index entry on insert. The store's query repeats the
 -- "<> ''" term so that a generic plan (a bound parameter) may still use them.

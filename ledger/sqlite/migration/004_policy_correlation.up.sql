@@ -1,4 +1,4 @@
--- 004: List by policy version and by correlation id (SPEC 1.5, 3.2): "the rule
+-- 004: List by policy version and by correlation id (docs/reference/files.md, docs/reference/http-api.md): "the rule
 -- fired" and "the refunds it caused" are one query. Partial indexes: most
 -- actions of a deployment that does not use one of the two carry '', and
 -- those rows cost no index entry on insert. The store's query repeats the

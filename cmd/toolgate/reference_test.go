@@ -1,0 +1,95 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// referenceSubcommands are the subcommands whose --help the command
+// reference shows beside their command's.
+var referenceSubcommands = map[string][]string{
+	"actions":   {"list", "show", "reconcile", "resolve", "approve", "deny"},
+	"rollout":   {"status", "shadow", "canary", "promote", "rollback", "halt"},
+	"upstream":  {"diff", "accept"},
+	"decisions": {"list", "show"},
+	"cases":     {"capture"},
+	"import":    {"mcp", "openapi"},
+}
+
+const referenceHead = `# Commands
+
+Every command of ` + "`toolgate`" + `, with the help it prints. This page is generated from the
+commands themselves (` + "`go test ./cmd/toolgate -run TestCommandReference -update`" + `), so it
+is what the binary says.
+
+Conventions shared by every command:
+
+- ` + "`--help`" + ` prints the command's help on standard output and exits 0; a usage error
+  goes to standard error and exits 2. ` + "`toolgate --version`" + ` prints the module version
+  and VCS revision.
+- **Exit codes:** 0 success; 1 a negative verdict (invalid, blocked, breaking, problems
+  found, a call that differs, a refusal of the gateway); 2 usage or load errors (a file that
+  cannot be read or parsed, an unreachable gateway).
+- Every command that reads a tools directory takes ` + "`--dir DIR`" + ` (default
+  ` + "`./agent-tools`" + `); those shown with ` + "`[DIR]`" + ` also take it as their first argument.
+- Report commands offer ` + "`--format`" + ` (` + "`text`" + `, ` + "`json`" + `, ` + "`junit`" + `, ` + "`markdown`" + ` where a CI would
+  use them; each command's help lists its own).
+- The operator clients (` + "`actions`" + `, ` + "`rollout`" + `) read the gateway address from
+  ` + "`--gateway`" + ` or ` + "`$TOOLGATE_URL`" + ` and the key from ` + "`--key`" + ` or ` + "`$TOOLGATE_KEY`" + `.
+
+More on: ` + "`serve`" + ` and ` + "`check`" + ` [../configuration.md](../configuration.md); ` + "`actions`" + `
+[../operator-cli.md](../operator-cli.md); ` + "`lint`" + `, ` + "`validate`" + `, ` + "`export`" + `
+[../contracts.md](../contracts.md); ` + "`diff`" + ` [../schemadiff.md](../schemadiff.md); ` + "`test`" + `,
+` + "`gate`" + `, ` + "`lock`" + `, ` + "`rollout`" + ` [../release-gate.md](../release-gate.md); ` + "`replay`" + `
+[../replay.md](../replay.md); ` + "`import`" + `, ` + "`upstream`" + ` [../upstreams.md](../upstreams.md);
+` + "`sandbox`" + ` [../sandbox.md](../sandbox.md); ` + "`bench`" + ` [../performance.md](../performance.md).
+`
+
+// TestCommandReference: docs/reference/commands.md is every command's --help,
+// as the binary prints it.
+func TestCommandReference(t *testing.T) {
+	t.Parallel()
+	var b strings.Builder
+	b.WriteString(referenceHead)
+	top := runCLI(t, "", "--help")
+	b.WriteString("\n## toolgate\n\n```text\n" + top.stdout + top.stderr + "```\n")
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		runs := [][]string{{n}}
+		for _, sub := range referenceSubcommands[n] {
+			runs = append(runs, []string{n, sub})
+		}
+		for i, args := range runs {
+			r := runCLI(t, "", append(args, "--help")...)
+			if r.code != exitOK {
+				t.Fatalf("toolgate %s --help: exit %d", strings.Join(args, " "), r.code)
+			}
+			level := "##"
+			if i > 0 {
+				level = "###"
+			}
+			b.WriteString("\n" + level + " toolgate " + strings.Join(args, " ") + "\n\n```text\n" + r.stdout + "```\n")
+		}
+	}
+	path := filepath.Join("..", "..", "docs", "reference", "commands.md")
+	if *update {
+		if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(want) != b.String() {
+		t.Errorf("docs/reference/commands.md is not what the commands print; go test ./cmd/toolgate -run TestCommandReference -update rewrites it")
+	}
+}

@@ -1,0 +1,42 @@
+package config
+
+import (
+	"strings"
+	"testing"
+)
+
+// http.public_url is checked like every other key: a value the gateway could not
+// name as its address is an error with the line and what to write.
+func TestPublicURL(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, value, want string
+	}{
+		{"https", "https://tools.example.com", ""},
+		{"with a path prefix", "https://example.com/toolgate", ""},
+		{"http with a port", "http://10.0.0.7:8080", ""},
+		{"no scheme", "tools.example.com", "must start with http:// or https://"},
+		{"another scheme", "ftp://tools.example.com", "must start with http:// or https://"},
+		{"no host", "https:///v1", "names no host"},
+		{"a user", "https://me:pw@tools.example.com", "must not hold a user or password"},
+		{"a query", "https://tools.example.com/?a=1", "must not have a query or a fragment"},
+		{"a fragment", "https://tools.example.com/#top", "must not have a query or a fragment"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c, err := Parse([]byte("http:\n  public_url: " + tc.value + "\n"))
+			if tc.want == "" {
+				if err != nil || c.HTTP.PublicURL != tc.value {
+					t.Fatalf("%q: %v (PublicURL %q)", tc.value, err, c.HTTP.PublicURL)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "http.public_url") {
+				t.Fatalf("%q: error %v, want one naming public_url and %q", tc.value, err, tc.want)
+			}
+		})
+	}
+	if _, err := Parse([]byte("http:\n  public_ulr: https://x.example\n")); err == nil || !strings.Contains(err.Error(), `did you mean "public_url"`) {
+		t.Errorf("a misspelt public_url: %v", err)
+	}
+}
