@@ -97,6 +97,87 @@ var metaSchema2020 = sync.OnceValue(func() *jsonschema.Schema {
 	return jsonschema.NewCompiler().MustCompile(Draft2020) // bundled with the library: nothing is fetched
 })
 
+// metaRest2020 is the part of the 2020-12 meta-schema that its default
+// vocabularies (core, applicator, unevaluated, validation) leave out: the
+// meta-data, format-annotation and content vocabularies' meta-schemas and the
+// top level's own keywords (type, and definitions, dependencies,
+// $recursiveAnchor and $recursiveRef as the full meta-schema has them).
+//
+// With the sensitive vocabulary on, the compiler checks a schema against the
+// allOf of the active vocabularies' meta-schemas, the sensitive one's
+// included. A schema of the 2020-12 dialect with its default vocabularies is
+// checked against core, applicator, unevaluated and validation already, so
+// giving the sensitive vocabulary the full meta-schema (which repeats those
+// four) checks nothing more, but walks every subschema twice per level of
+// nesting, since each $dynamicRef "#meta" goes back to the top of both: a
+// schema nested twenty levels deep was walked 2^20 times. The two
+// meta-schemas accept and refuse the same documents with the same failures
+// (TestMetaRestSameVerdicts); a document that names another dialect or its
+// own vocabularies ($schema) keeps the full one.
+var metaRest2020 = sync.OnceValue(func() *jsonschema.Schema {
+	const url = "urn:toolgate:meta:rest-2020-12"
+	const meta = "https://json-schema.org/draft/2020-12/"
+	doc := map[string]any{
+		"$schema":        Draft2020,
+		"$id":            url,
+		"$dynamicAnchor": "meta",
+		"allOf": []any{
+			map[string]any{"$ref": meta + "meta/meta-data"},
+			map[string]any{"$ref": meta + "meta/format-annotation"},
+			map[string]any{"$ref": meta + "meta/content"},
+		},
+		"type": []any{"object", "boolean"},
+		"properties": map[string]any{
+			"definitions": map[string]any{
+				"type":                 "object",
+				"additionalProperties": map[string]any{"$dynamicRef": "#meta"},
+			},
+			"dependencies": map[string]any{
+				"type": "object",
+				"additionalProperties": map[string]any{"anyOf": []any{
+					map[string]any{"$dynamicRef": "#meta"},
+					map[string]any{"$ref": meta + "meta/validation#/$defs/stringArray"},
+				}},
+			},
+			"$recursiveAnchor": map[string]any{"$ref": meta + "meta/core#/$defs/anchorString"},
+			"$recursiveRef":    map[string]any{"$ref": meta + "meta/core#/$defs/uriReferenceString"},
+		},
+	}
+	c := jsonschema.NewCompiler() // as metaSchema2020: formats not asserted, nothing fetched
+	if err := c.AddResource(url, doc); err != nil {
+		panic(err)
+	}
+	return c.MustCompile(url)
+})
+
+// only2020 reports whether a schema document is read as 2020-12 with its
+// default vocabularies throughout: no "$schema" anywhere names anything but
+// the 2020-12 meta-schema. (A "$schema" property name counts too: that only
+// costs the fast path.)
+func only2020(v any, depth int) bool {
+	if depth > 2*maxSchemaDepth {
+		return false
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		if s, ok := x["$schema"]; ok && s != Draft2020 && s != Draft2020+"#" {
+			return false
+		}
+		for _, e := range x {
+			if !only2020(e, depth+1) {
+				return false
+			}
+		}
+	case []any:
+		for _, e := range x {
+			if !only2020(e, depth+1) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 func compileSchemaValue(doc any, url string) (*Schema, error) {
 	return compileWith(doc, url, true)
 }
@@ -105,6 +186,15 @@ func compileSchemaValue(doc any, url string) (*Schema, error) {
 // it also records the x-sensitive marks (a vocabulary whose meta-schema is
 // 2020-12's, so only a contract's 2020-12 schemas take it).
 func compileWith(doc any, url string, withNotes bool) (*Schema, error) {
+	meta := metaSchema2020()
+	if withNotes && only2020(doc, 0) {
+		meta = metaRest2020()
+	}
+	return compileMeta(doc, url, withNotes, meta)
+}
+
+// compileMeta is compileWith with the sensitive vocabulary's meta-schema given.
+func compileMeta(doc any, url string, withNotes bool, meta *jsonschema.Schema) (*Schema, error) {
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
 	jsonschemax.Configure(c) // ECMA-262 patterns with a time limit, formats by their RFCs
@@ -112,7 +202,7 @@ func compileWith(doc any, url string, withNotes bool) (*Schema, error) {
 	var n *notes
 	if withNotes {
 		n = &notes{bySchema: map[*jsonschema.Schema]*schemaNote{}, dynamic: map[string][]*jsonschema.Schema{}}
-		c.RegisterVocabulary(sensitiveVocabulary(n, metaSchema2020()))
+		c.RegisterVocabulary(sensitiveVocabulary(n, meta))
 		c.AssertVocabs()
 	}
 	if err := c.AddResource(url, doc); err != nil {

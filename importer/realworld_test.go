@@ -93,7 +93,7 @@ func githubDescription(t *testing.T) (string, []byte) {
 	return file, data
 }
 
-var fullGitHub = flag.Bool("realworld.full", false, "import all of GitHub's description (1,223 operations; about 35 s of CPU) instead of its issues/ and pulls/ operations")
+var fullGitHub = flag.Bool("realworld.full", false, "import all of GitHub's description (1,223 operations; about 8 s of CPU) instead of its issues/ and pulls/ operations")
 
 // GitHub's description (13 MB, 1,223 operations, two pairs of path templates
 // kin-openapi refuses as conflicting) imports operation by operation:
