@@ -181,6 +181,7 @@ func Sort(fs []Finding) {
 type checker struct {
 	tool     *contract.Tool
 	findings []Finding
+	lines    map[*contract.Version]map[string]int // JSONLines of each version's file, read once
 }
 
 func (c *checker) add(id, version, file string, line int, pointer, msg string) {

@@ -22,7 +22,7 @@ func (c *checker) checkToolID() {
 	for i := 1; i < len(t.Versions); i++ {
 		prev, v := t.Versions[i-1], t.Versions[i]
 		if v.Name != prev.Name {
-			c.add("name-changed", v.Version, v.File, lineOf(v, "/name"), "/name",
+			c.add("name-changed", v.Version, v.File, c.lineOf(v, "/name"), "/name",
 				fmt.Sprintf("name changed from %q (v%s) to %q: agents and prompts refer to it", prev.Name, prev.Version, v.Name))
 		}
 	}
@@ -46,8 +46,16 @@ func (c *checker) checkOwner() {
 	}
 }
 
-func lineOf(v *contract.Version, ptr string) int {
-	lines := contract.JSONLines(v.Raw)
+func (c *checker) lineOf(v *contract.Version, ptr string) int {
+	lines, ok := c.lines[v]
+	if !ok {
+		// read once per version: a schema's every property asks for its line
+		lines = contract.JSONLines(v.Raw)
+		if c.lines == nil {
+			c.lines = map[*contract.Version]map[string]int{}
+		}
+		c.lines[v] = lines
+	}
 	for {
 		if l, ok := lines[ptr]; ok {
 			return l
@@ -62,7 +70,7 @@ func lineOf(v *contract.Version, ptr string) int {
 
 func (c *checker) checkVersion(v *contract.Version) {
 	if strings.TrimSpace(v.Description) == "" {
-		c.add("description-missing", v.Version, v.File, lineOf(v, "/name"), "/description", "v"+v.Version+" has no description")
+		c.add("description-missing", v.Version, v.File, c.lineOf(v, "/name"), "/description", "v"+v.Version+" has no description")
 	}
 	if params, err := contract.DecodeJSON(v.Parameters); err == nil {
 		c.walkSchema(v, params, "/parameters", "", true, 0)
@@ -78,14 +86,14 @@ func (c *checker) checkVersion(v *contract.Version) {
 		ptr := fmt.Sprintf("/errors/%d", i)
 		switch {
 		case e.Category == "":
-			c.add("error-category-missing", v.Version, v.File, lineOf(v, ptr), ptr, "error "+e.Code+" has no category")
+			c.add("error-category-missing", v.Version, v.File, c.lineOf(v, ptr), ptr, "error "+e.Code+" has no category")
 		case !contains(contract.ErrorCategories, e.Category):
-			c.add("error-category-invalid", v.Version, v.File, lineOf(v, ptr+"/category"), ptr+"/category",
+			c.add("error-category-invalid", v.Version, v.File, c.lineOf(v, ptr+"/category"), ptr+"/category",
 				fmt.Sprintf("error %s has category %q; use one of %s", e.Code, e.Category, strings.Join(contract.ErrorCategories, ", ")))
 		}
 	}
 	if v.Mutating() && len(v.Errors) == 0 {
-		c.add("errors-missing", v.Version, v.File, lineOf(v, "/effect"), "/errors", "mutating v"+v.Version+" lists no error codes")
+		c.add("errors-missing", v.Version, v.File, c.lineOf(v, "/effect"), "/errors", "mutating v"+v.Version+" lists no error codes")
 	}
 }
 
@@ -112,7 +120,7 @@ func (c *checker) walkSchema(v *contract.Version, s any, ptr, prop string, param
 		_, ap := m["additionalProperties"]
 		_, up := m["unevaluatedProperties"]
 		if !ap && !up {
-			c.add("object-not-closed", v.Version, v.File, lineOf(v, ptr), ptr,
+			c.add("object-not-closed", v.Version, v.File, c.lineOf(v, ptr), ptr,
 				"object at "+ptr+" does not set additionalProperties: close it with false, or set true to declare it open on purpose")
 		}
 	}
@@ -162,14 +170,14 @@ func (c *checker) checkProperty(v *contract.Version, m map[string]any, types map
 		id := "property-undescribed"
 		msg := "property " + prop + " (" + ptr + ") has no description"
 		if params {
-			c.add(id, v.Version, v.File, lineOf(v, ptr), ptr, msg)
+			c.add(id, v.Version, v.File, c.lineOf(v, ptr), ptr, msg)
 		} else {
 			c.findings = append(c.findings, Finding{ID: id, Severity: Warning, Tool: c.tool.ID, Version: v.Version,
-				File: v.File, Line: lineOf(v, ptr), Pointer: ptr, Message: msg})
+				File: v.File, Line: c.lineOf(v, ptr), Pointer: ptr, Message: msg})
 		}
 	}
 	if types["number"] && moneyRE.MatchString(prop) {
-		c.add("money-not-integer", v.Version, v.File, lineOf(v, ptr+"/type"), ptr+"/type",
+		c.add("money-not-integer", v.Version, v.File, c.lineOf(v, ptr+"/type"), ptr+"/type",
 			"money field "+prop+" is a number: use an integer in minor units (e.g. amount_minor: 1999 for 19.99)")
 	}
 	if enum, ok := m["enum"].([]any); ok {
@@ -188,7 +196,7 @@ func (c *checker) checkProperty(v *contract.Version, m map[string]any, types map
 			}
 		}
 		if len(missing) > 0 {
-			c.add("enum-undescribed", v.Version, v.File, lineOf(v, ptr+"/enum"), ptr+"/enum",
+			c.add("enum-undescribed", v.Version, v.File, c.lineOf(v, ptr+"/enum"), ptr+"/enum",
 				"enum "+prop+": the description does not explain "+strings.Join(missing, ", ")+
 					"; name each value in the description, or describe it in x-enum-descriptions (a map from value to text)")
 		}
@@ -224,7 +232,7 @@ func (c *checker) checkRules(v *contract.Version, params any) {
 		top = strings.ReplaceAll(strings.ReplaceAll(top, "~1", "/"), "~0", "~")
 		if _, ok := props[top]; !ok {
 			ptr := fmt.Sprintf("/rules/%d/field", i)
-			c.add("rule-field-unknown", v.Version, v.File, lineOf(v, ptr), ptr,
+			c.add("rule-field-unknown", v.Version, v.File, c.lineOf(v, ptr), ptr,
 				"rule "+r.ID+" points at "+r.Field+", which is not a declared parameter")
 		}
 	}
@@ -238,7 +246,7 @@ func (c *checker) checkIdempotencyKey(v *contract.Version, params any) {
 	props, _ := asMap(params)["properties"].(map[string]any)
 	if t := typesOf(asMap(props[key])); len(t) != 1 || !t["string"] {
 		ptr := "/parameters/properties/" + escape(key)
-		c.add("idempotency-key-not-string", v.Version, v.File, lineOf(v, ptr), ptr,
+		c.add("idempotency-key-not-string", v.Version, v.File, c.lineOf(v, ptr), ptr,
 			"x-idempotency-key property "+key+" must have type string")
 	}
 }
