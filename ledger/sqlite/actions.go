@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"fmt"
 	"math"
 	"time"
@@ -11,25 +10,29 @@ import (
 	"github.com/toolgate/toolgate/ledger"
 )
 
-// columns lists the actions columns in the order row.args and scan use.
-const columns = `tenant, id, tool_id, version, state, needs_operator, args_digest, arguments,
-	attempts, lease_owner, lease_until, last_sent_at, unknown_since, next_check_at, checks,
-	result_status, result_content_type, result_body, provider_calls,
-	correlation_id, scope, policy_version, created_at, updated_at, history, rev`
+// columns lists what a read selects, in the order scan reads it (row.go,
+// migration 007).
+const columns = `tenant, id, tool_id, state, created_at, rev, lease_until, next_check_at,
+	policy_version, correlation_id, doc, arguments, result_body, evidence, history`
+
+// countSQL is CountByState: two covering scans of the partial state
+// indexes (migration 007), not of the table with its payloads.
+const countSQL = `SELECT state, COUNT(*) FROM action_rows
+		WHERE state IN ('succeeded', 'rejected') GROUP BY state
+	UNION ALL SELECT state, COUNT(*) FROM action_rows
+		WHERE state NOT IN ('succeeded', 'rejected') GROUP BY state`
 
 // The statements every call runs, prepared once per connection.
 const (
-	insertSQL = `INSERT INTO actions (` + columns + `)
-		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
+	insertSQL = `INSERT INTO action_rows (tenant, id, tool_id, state, created_at, rev, lease_until, next_check_at,
+		policy_version, correlation_id, doc, arguments, result_body, evidence, history)
+		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
 		ON CONFLICT (tenant, id) DO NOTHING`
-	getSQL    = `SELECT ` + columns + ` FROM actions WHERE tenant = ? AND id = ?`
-	revSQL    = `SELECT rev FROM actions WHERE tenant = ? AND id = ?`
-	updateSQL = `UPDATE actions SET
-		version = ?, state = ?, needs_operator = ?, args_digest = ?, arguments = ?,
-		attempts = ?, lease_owner = ?, lease_until = ?, last_sent_at = ?, unknown_since = ?,
-		next_check_at = ?, checks = ?, result_status = ?, result_content_type = ?, result_body = ?,
-		provider_calls = ?, correlation_id = ?, scope = ?, policy_version = ?,
-		updated_at = ?, history = ?, rev = ?
+	getSQL    = `SELECT ` + columns + ` FROM action_rows WHERE tenant = ? AND id = ?`
+	revSQL    = `SELECT rev FROM action_rows WHERE tenant = ? AND id = ?`
+	updateSQL = `UPDATE action_rows SET
+		state = ?, lease_until = ?, next_check_at = ?, policy_version = ?, correlation_id = ?,
+		doc = ?, arguments = ?, result_body = ?, evidence = ?, history = ?, rev = ?
 		WHERE tenant = ? AND id = ? AND rev = ?`
 )
 
@@ -43,11 +46,17 @@ func (s *Store) Insert(ctx context.Context, a *ledger.Action) error {
 	if a.CreatedAt.IsZero() {
 		return fmt.Errorf("insert action %s: created_at is required", a.ID)
 	}
-	vals, err := values(a, 1)
+	vals, err := values(a)
 	if err != nil {
 		return fmt.Errorf("insert action %s: %w", a.ID, err)
 	}
-	if err := s.gc.do(ctx, &write{kind: writeInsert, id: a.ID, tenant: a.Tenant, args: vals}); err != nil {
+	created, err := nanos(a.CreatedAt)
+	if err != nil {
+		return fmt.Errorf("insert action %s: %w", a.ID, err)
+	}
+	args := []any{a.Tenant, a.ID, a.ToolID, vals[0], created, int64(1), vals[1], vals[2], vals[3], vals[4],
+		vals[5], vals[6], vals[7], vals[8], vals[9]}
+	if err := s.gc.do(ctx, &write{kind: writeInsert, id: a.ID, tenant: a.Tenant, args: args}); err != nil {
 		return err
 	}
 	a.Rev = 1
@@ -66,19 +75,17 @@ func (s *Store) Get(ctx context.Context, tenant, id string) (*ledger.Action, err
 
 // Update writes every field of a except Tenant, ID, ToolID and CreatedAt
 // (fixed at Insert: leaving tool_id out of the SET list spares SQLite
-// rewriting its index entry on every update), in one
+// rewriting its index entry on every update), its whole history replacing
+// the stored one, in one
 // conditional statement that matches only the stored revision a.Rev, and then
 // increments a.Rev. It returns ledger.ErrStale (and writes nothing) when the
 // stored revision differs, ledger.ErrNotFound when there is no such action.
 func (s *Store) Update(ctx context.Context, a *ledger.Action) error {
-	vals, err := values(a, a.Rev+1)
+	vals, err := values(a)
 	if err != nil {
 		return fmt.Errorf("update action %s: %w", a.ID, err)
 	}
-	// values order: tenant, id, tool_id, then the updatable fields, created_at at 22.
-	set := vals[3:22:22]
-	set = append(set, vals[23:]...)
-	args := append(set, a.Tenant, a.ID, a.Rev)
+	args := append(vals[:], a.Rev+1, a.Tenant, a.ID, a.Rev)
 	if err := s.gc.do(ctx, &write{kind: writeUpdate, id: a.ID, tenant: a.Tenant, rev: a.Rev, args: args}); err != nil {
 		return err
 	}
@@ -89,7 +96,7 @@ func (s *Store) Update(ctx context.Context, a *ledger.Action) error {
 // Expired returns up to limit (default 50) running actions of any tenant whose
 // lease ends at or before now, oldest lease first.
 func (s *Store) Expired(ctx context.Context, now time.Time, limit int) ([]*ledger.Action, error) {
-	as, err := s.query(ctx, `SELECT `+columns+` FROM actions
+	as, err := s.query(ctx, `SELECT `+columns+` FROM action_rows
 		WHERE state = 'running' AND (lease_until IS NULL OR lease_until <= ?)
 		ORDER BY lease_until, tenant, id LIMIT ?`, bound(now), defaultLimit(limit))
 	if err != nil {
@@ -101,7 +108,7 @@ func (s *Store) Expired(ctx context.Context, now time.Time, limit int) ([]*ledge
 // DueChecks returns up to limit (default 50) unknown actions of any tenant
 // whose NextCheckAt is at or before now, most overdue first.
 func (s *Store) DueChecks(ctx context.Context, now time.Time, limit int) ([]*ledger.Action, error) {
-	as, err := s.query(ctx, `SELECT `+columns+` FROM actions
+	as, err := s.query(ctx, `SELECT `+columns+` FROM action_rows
 		WHERE state = 'unknown' AND (next_check_at IS NULL OR next_check_at <= ?)
 		ORDER BY next_check_at, tenant, id LIMIT ?`, bound(now), defaultLimit(limit))
 	if err != nil {
@@ -113,7 +120,7 @@ func (s *Store) DueChecks(ctx context.Context, now time.Time, limit int) ([]*led
 // CountByState counts the actions of all tenants per state. Every state of
 // ledger.States is in the map, with 0 when no action is in it.
 func (s *Store) CountByState(ctx context.Context) (map[ledger.State]int64, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT state, COUNT(*) FROM actions GROUP BY state`)
+	rows, err := s.r.QueryContext(ctx, countSQL)
 	if err != nil {
 		return nil, fmt.Errorf("count by state: %w", translate(err))
 	}
@@ -163,40 +170,44 @@ func (s *Store) query(ctx context.Context, q string, args ...any) ([]*ledger.Act
 	return out, nil
 }
 
-// values returns a's column values in columns order, with rev as the revision.
-func values(a *ledger.Action, rev int64) ([]any, error) {
+// values returns what Update sets of a, in updateSQL's order up to history:
+// state, lease_until, next_check_at, policy_version, correlation_id, doc,
+// arguments, result_body, evidence, history.
+func values(a *ledger.Action) ([10]any, error) {
+	var v [10]any
 	if !a.State.Valid() {
-		return nil, fmt.Errorf("state %q is not a ledger state", a.State)
+		return v, fmt.Errorf("state %q is not a ledger state", a.State)
 	}
-	var times [6]any
-	for i, t := range []time.Time{a.LeaseUntil, a.LastSentAt, a.UnknownSince, a.NextCheckAt, a.CreatedAt, a.UpdatedAt} {
-		v, err := nanos(t)
-		if err != nil {
-			return nil, err
-		}
-		times[i] = v
+	lease, err := nanos(a.LeaseUntil)
+	if err != nil {
+		return v, err
 	}
-	var status, ctype, body any = nil, "", nil
-	if a.Result != nil {
-		status, ctype, body = a.Result.StatusCode, a.Result.ContentType, nonNilBytes(a.Result.Body)
+	next, err := nanos(a.NextCheckAt)
+	if err != nil {
+		return v, err
 	}
-	var calls, hist any // NULL when empty
-	if len(a.ProviderCalls) > 0 || a.ProviderCallsOmitted > 0 {
-		calls = string(ledger.AppendEvidenceJSON(make([]byte, 0, 128*len(a.ProviderCalls)+32), a.ProviderCalls, a.ProviderCallsOmitted))
+	d, err := appendDoc(make([]byte, 0, 192), a)
+	if err != nil {
+		return v, err
 	}
-	if len(a.History) > 0 {
-		hist = string(ledger.AppendHistoryJSON(make([]byte, 0, 160*len(a.History)), a.History))
-	}
-	var args any
+	v[0], v[1], v[2], v[3], v[4], v[5] = string(a.State), lease, next, a.PolicyVersion, a.CorrelationID, string(d)
 	if a.Arguments != nil {
-		args = a.Arguments
+		v[6] = a.Arguments
 	}
-	return []any{
-		a.Tenant, a.ID, a.ToolID, a.Version, string(a.State), a.NeedsOperator, a.ArgsDigest, args,
-		a.Attempts, a.LeaseOwner, times[0], times[1], times[2], times[3], a.Checks,
-		status, ctype, body, calls,
-		a.CorrelationID, a.Scope, a.PolicyVersion, times[4], times[5], hist, rev,
-	}, nil
+	if a.Result != nil {
+		v[7] = nonNilBytes(a.Result.Body)
+	}
+	v[8] = evidence(a)
+	v[9] = historyTail(a.History)
+	return v, nil
+}
+
+// evidence is the stored provider evidence of a, NULL when it has none.
+func evidence(a *ledger.Action) any {
+	if len(a.ProviderCalls) == 0 && a.ProviderCallsOmitted == 0 {
+		return nil
+	}
+	return string(ledger.AppendEvidenceJSON(make([]byte, 0, 128*len(a.ProviderCalls)+32), a.ProviderCalls, a.ProviderCallsOmitted))
 }
 
 func nonNilBytes(b []byte) []byte {
@@ -244,43 +255,39 @@ type scanner interface{ Scan(dest ...any) error }
 // scan reads one row of columns into an Action.
 func scan(row scanner) (*ledger.Action, error) {
 	var (
-		a                                             ledger.Action
-		state                                         string
-		leaseUntil, lastSent, unknownSince, nextCheck sql.NullInt64
-		createdAt, updatedAt, status                  sql.NullInt64
-		args, body                                    []byte
-		calls, hist                                   sql.NullString
-		ctype                                         string
+		a                       ledger.Action
+		state                   string
+		createdAt               int64
+		leaseUntil, nextCheck   sql.NullInt64
+		d, args, body, ev, hist []byte
 	)
-	err := row.Scan(&a.Tenant, &a.ID, &a.ToolID, &a.Version, &state, &a.NeedsOperator, &a.ArgsDigest, &args,
-		&a.Attempts, &a.LeaseOwner, &leaseUntil, &lastSent, &unknownSince, &nextCheck, &a.Checks,
-		&status, &ctype, &body, &calls,
-		&a.CorrelationID, &a.Scope, &a.PolicyVersion, &createdAt, &updatedAt, &hist, &a.Rev)
+	err := row.Scan(&a.Tenant, &a.ID, &a.ToolID, &state, &createdAt, &a.Rev, &leaseUntil, &nextCheck,
+		&a.PolicyVersion, &a.CorrelationID, &d, &args, &body, &ev, &hist)
 	if err != nil {
 		return nil, translate(err)
 	}
 	a.State = ledger.State(state)
+	a.CreatedAt = time.Unix(0, createdAt).UTC()
+	a.LeaseUntil, a.NextCheckAt = fromNanos(leaseUntil), fromNanos(nextCheck)
+	if err := readDoc(&a, d); err != nil {
+		return nil, fmt.Errorf("decode action %s: %w", a.ID, err)
+	}
 	if len(args) > 0 {
 		a.Arguments = args
 	}
-	a.LeaseUntil, a.LastSentAt = fromNanos(leaseUntil), fromNanos(lastSent)
-	a.UnknownSince, a.NextCheckAt = fromNanos(unknownSince), fromNanos(nextCheck)
-	a.CreatedAt, a.UpdatedAt = fromNanos(createdAt), fromNanos(updatedAt)
-	if status.Valid {
-		a.Result = &ledger.Result{StatusCode: int(status.Int64), ContentType: ctype, Body: body}
+	if a.Result != nil {
+		a.Result.Body = body
 		if a.Result.Body == nil {
 			a.Result.Body = []byte{}
 		}
 	}
-	if calls.Valid {
-		if a.ProviderCalls, a.ProviderCallsOmitted, err = ledger.DecodeEvidenceJSON([]byte(calls.String)); err != nil {
+	if ev != nil {
+		if a.ProviderCalls, a.ProviderCallsOmitted, err = ledger.DecodeEvidenceJSON(ev); err != nil {
 			return nil, fmt.Errorf("decode provider calls of %s: %w", a.ID, err)
 		}
 	}
-	if hist.Valid {
-		if err := json.Unmarshal([]byte(hist.String), &a.History); err != nil {
-			return nil, fmt.Errorf("decode history of %s: %w", a.ID, err)
-		}
+	if a.History, err = readHistory(hist); err != nil {
+		return nil, fmt.Errorf("decode history of %s: %w", a.ID, err)
 	}
 	return &a, nil
 }

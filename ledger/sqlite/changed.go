@@ -15,49 +15,35 @@ import (
 
 // Narrow updates.
 //
-// A completion changes a handful of columns (state, lease, result, history,
-// updated_at, rev) of a row of 26. Update binds every updatable column, so
-// SQLite copies the arguments blob into the statement and re-evaluates the
-// entries of every index over a column in the SET list (the policy and
-// correlation indexes among them) although nothing there moved.
-// UpdateChanged sets only the columns on which the new action differs from
-// the one stored at its revision: one prepared statement per set of changed
-// columns, made the first time it is needed. The lifecycle of an action uses
+// A completion changes a handful of fields (state, lease, result, history,
+// updated_at, rev). Update binds every column and replaces the whole
+// history. UpdateChanged sets only the columns on which the new action
+// differs from the one stored at its revision, and appends the transitions
+// added since to the stored history text (history || ',' || the new ones)
+// instead of encoding every transition again: one prepared statement per
+// set of changed columns, made the first time it is needed. The lifecycle of an action uses
 // a few such sets; past maxNarrow of them a write falls back to the full
 // Update statement, so the cache stays bounded.
 
-// setCols are the columns Update sets, in updateSQL's order; bit i of a
-// change mask stands for setCols[i].
+// setCols are the columns UpdateChanged may set; bit i of a change mask
+// stands for setCols[i]: "col = ?". colHistoryAppend appends to history.
 var setCols = [...]string{
-	"version", "state", "needs_operator", "args_digest", "arguments",
-	"attempts", "lease_owner", "lease_until", "last_sent_at", "unknown_since",
-	"next_check_at", "checks", "result_status", "result_content_type", "result_body",
-	"provider_calls", "correlation_id", "scope", "policy_version",
-	"updated_at", "history", "rev",
+	"state = ?", "lease_until = ?", "next_check_at = ?", "policy_version = ?", "correlation_id = ?",
+	"doc = ?", "arguments = ?", "result_body = ?", "evidence = ?", "history = ?", "history = history || ?", "rev = ?",
 }
 
 const (
-	colVersion = iota
-	colState
-	colNeedsOperator
-	colArgsDigest
-	colArguments
-	colAttempts
-	colLeaseOwner
+	colState = iota
 	colLeaseUntil
-	colLastSentAt
-	colUnknownSince
 	colNextCheckAt
-	colChecks
-	colResultStatus
-	colResultContentType
-	colResultBody
-	colProviderCalls
-	colCorrelationID
-	colScope
 	colPolicyVersion
-	colUpdatedAt
+	colCorrelationID
+	colDoc
+	colArguments
+	colResultBody
+	colEvidence
 	colHistory
+	colHistoryAppend
 	colRev
 	nSetCols
 )
@@ -81,14 +67,19 @@ func (s *Store) UpdateChanged(ctx context.Context, prev, a *ledger.Action) error
 	if !a.State.Valid() {
 		return fmt.Errorf("update action %s: state %q is not a ledger state", a.ID, a.State)
 	}
-	mask := changed(prev, a)
+	mask, from := changed(prev, a)
 	st := s.narrow(ctx, mask)
 	if st == nil {
 		return s.Update(ctx, a) // past maxNarrow distinct masks, or closed
 	}
-	args := make([]any, 0, bits.OnesCount32(mask)+3)
+	args := make([]any, 0, bits.OnesCount32(mask)+4)
 	for m := mask; m != 0; m &= m - 1 {
-		v, err := setValue(a, bits.TrailingZeros32(m))
+		col := bits.TrailingZeros32(m)
+		if col == colHistoryAppend {
+			args = append(args, ","+historyTail(a.History[from:]).(string))
+			continue
+		}
+		v, err := setValue(a, col)
 		if err != nil {
 			return fmt.Errorf("update action %s: %w", a.ID, err)
 		}
@@ -115,14 +106,13 @@ func (s *Store) narrow(ctx context.Context, mask uint32) *sql.Stmt {
 		return nil
 	}
 	var q strings.Builder
-	q.WriteString("UPDATE actions SET ")
+	q.WriteString("UPDATE action_rows SET ")
 	for m, first := mask, true; m != 0; m &= m - 1 {
 		if !first {
 			q.WriteString(", ")
 		}
 		first = false
 		q.WriteString(setCols[bits.TrailingZeros32(m)])
-		q.WriteString(" = ?")
 	}
 	q.WriteString(" WHERE tenant = ? AND id = ? AND rev = ?")
 	st, err := s.w.PrepareContext(ctx, q.String())
@@ -146,38 +136,48 @@ func (s *Store) closeNarrow() {
 	}
 }
 
-// changed returns the mask of the columns on which a differs from prev; rev
-// is always in it. A field compared as different although it is equal only
-// costs a column written needlessly, never one skipped.
-func changed(prev, a *ledger.Action) uint32 {
+// changed returns the mask of the columns on which a differs from prev (rev
+// is always in it) and, when a's history extends prev's non-empty one, the
+// index of its first new transition (colHistoryAppend); any other change
+// of the history is colHistory, which writes it whole. A field compared as different although it
+// is equal only costs a column written needlessly, never one skipped.
+func changed(prev, a *ledger.Action) (mask uint32, from int) {
 	m := uint32(1) << colRev
 	set := func(col int, diff bool) {
 		if diff {
 			m |= 1 << col
 		}
 	}
-	set(colVersion, prev.Version != a.Version)
 	set(colState, prev.State != a.State)
-	set(colNeedsOperator, prev.NeedsOperator != a.NeedsOperator)
-	set(colArgsDigest, prev.ArgsDigest != a.ArgsDigest)
-	set(colArguments, (prev.Arguments == nil) != (a.Arguments == nil) || !bytes.Equal(prev.Arguments, a.Arguments))
-	set(colAttempts, prev.Attempts != a.Attempts)
-	set(colLeaseOwner, prev.LeaseOwner != a.LeaseOwner)
 	set(colLeaseUntil, !sameTime(prev.LeaseUntil, a.LeaseUntil))
-	set(colLastSentAt, !sameTime(prev.LastSentAt, a.LastSentAt))
-	set(colUnknownSince, !sameTime(prev.UnknownSince, a.UnknownSince))
 	set(colNextCheckAt, !sameTime(prev.NextCheckAt, a.NextCheckAt))
-	set(colChecks, prev.Checks != a.Checks)
-	if !sameResult(prev.Result, a.Result) {
-		m |= 1<<colResultStatus | 1<<colResultContentType | 1<<colResultBody
-	}
-	set(colProviderCalls, prev.ProviderCallsOmitted != a.ProviderCallsOmitted || !sameCalls(prev.ProviderCalls, a.ProviderCalls))
-	set(colCorrelationID, prev.CorrelationID != a.CorrelationID)
-	set(colScope, prev.Scope != a.Scope)
 	set(colPolicyVersion, prev.PolicyVersion != a.PolicyVersion)
-	set(colUpdatedAt, !sameTime(prev.UpdatedAt, a.UpdatedAt))
-	set(colHistory, !sameHistory(prev.History, a.History))
-	return m
+	set(colCorrelationID, prev.CorrelationID != a.CorrelationID)
+	set(colDoc, prev.Version != a.Version || prev.NeedsOperator != a.NeedsOperator || prev.ArgsDigest != a.ArgsDigest ||
+		prev.Attempts != a.Attempts || prev.LeaseOwner != a.LeaseOwner || !sameTime(prev.LastSentAt, a.LastSentAt) ||
+		!sameTime(prev.UnknownSince, a.UnknownSince) || prev.Checks != a.Checks || prev.Scope != a.Scope ||
+		!sameTime(prev.UpdatedAt, a.UpdatedAt) || !sameResultHead(prev.Result, a.Result))
+	set(colArguments, (prev.Arguments == nil) != (a.Arguments == nil) || !bytes.Equal(prev.Arguments, a.Arguments))
+	set(colResultBody, !sameResult(prev.Result, a.Result))
+	set(colEvidence, prev.ProviderCallsOmitted != a.ProviderCallsOmitted || !sameCalls(prev.ProviderCalls, a.ProviderCalls))
+	switch n := len(prev.History); {
+	case len(a.History) == n && sameHistory(prev.History, a.History):
+	case n > 0 && len(a.History) > n && sameHistory(prev.History, a.History[:n]):
+		m |= 1 << colHistoryAppend
+		from = n
+	default:
+		m |= 1 << colHistory
+	}
+	return m, from
+}
+
+// sameResultHead compares what doc keeps of a result: its presence, status
+// and content type.
+func sameResultHead(x, y *ledger.Result) bool {
+	if x == nil || y == nil {
+		return x == y
+	}
+	return x.StatusCode == y.StatusCode && x.ContentType == y.ContentType
 }
 
 // sameTime is equality as stored: both zero (NULL) or the same instant.
@@ -222,69 +222,40 @@ func sameHistory(x, y []ledger.Transition) bool {
 	return true
 }
 
-// setValue is the stored value of setCols[col] for a, as values gives it.
+// setValue is the stored value of setCols[col] for a, as values gives it
+// (colHistoryAppend is bound by its caller).
 func setValue(a *ledger.Action, col int) (any, error) {
 	switch col {
-	case colVersion:
-		return a.Version, nil
 	case colState:
 		return string(a.State), nil
-	case colNeedsOperator:
-		return a.NeedsOperator, nil
-	case colArgsDigest:
-		return a.ArgsDigest, nil
+	case colLeaseUntil:
+		return nanos(a.LeaseUntil)
+	case colNextCheckAt:
+		return nanos(a.NextCheckAt)
+	case colPolicyVersion:
+		return a.PolicyVersion, nil
+	case colCorrelationID:
+		return a.CorrelationID, nil
+	case colDoc:
+		d, err := appendDoc(make([]byte, 0, 192), a)
+		if err != nil {
+			return nil, err
+		}
+		return string(d), nil
 	case colArguments:
 		if a.Arguments == nil {
 			return nil, nil
 		}
 		return a.Arguments, nil
-	case colAttempts:
-		return a.Attempts, nil
-	case colLeaseOwner:
-		return a.LeaseOwner, nil
-	case colLeaseUntil:
-		return nanos(a.LeaseUntil)
-	case colLastSentAt:
-		return nanos(a.LastSentAt)
-	case colUnknownSince:
-		return nanos(a.UnknownSince)
-	case colNextCheckAt:
-		return nanos(a.NextCheckAt)
-	case colChecks:
-		return a.Checks, nil
-	case colResultStatus:
-		if a.Result == nil {
-			return nil, nil
-		}
-		return a.Result.StatusCode, nil
-	case colResultContentType:
-		if a.Result == nil {
-			return "", nil
-		}
-		return a.Result.ContentType, nil
 	case colResultBody:
 		if a.Result == nil {
 			return nil, nil
 		}
 		return nonNilBytes(a.Result.Body), nil
-	case colProviderCalls:
-		if len(a.ProviderCalls) == 0 && a.ProviderCallsOmitted == 0 {
-			return nil, nil
-		}
-		return string(ledger.AppendEvidenceJSON(make([]byte, 0, 128*len(a.ProviderCalls)+32), a.ProviderCalls, a.ProviderCallsOmitted)), nil
-	case colCorrelationID:
-		return a.CorrelationID, nil
-	case colScope:
-		return a.Scope, nil
-	case colPolicyVersion:
-		return a.PolicyVersion, nil
-	case colUpdatedAt:
-		return nanos(a.UpdatedAt)
+	case colEvidence:
+		return evidence(a), nil
 	case colHistory:
-		if len(a.History) == 0 {
-			return nil, nil
-		}
-		return string(ledger.AppendHistoryJSON(make([]byte, 0, 160*len(a.History)), a.History)), nil
+		return historyTail(a.History), nil
 	case colRev:
 		return a.Rev + 1, nil
 	}

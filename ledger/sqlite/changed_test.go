@@ -177,7 +177,7 @@ func TestUpdateChangedWritesWhatUpdateWrites(t *testing.T) {
 	full.Close()
 	rows := func(name string) [][]any {
 		db := rawDB(t, filepath.Join(dir, name))
-		q, err := db.Query(`SELECT * FROM actions ORDER BY tenant, id`)
+		q, err := db.Query(`SELECT * FROM action_rows ORDER BY tenant, id`)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -12,11 +12,11 @@ import (
 // terminal actions created before cutoff, in one statement (one short write
 // transaction, so calls interleave between batches).
 func (s *Store) Purge(ctx context.Context, cutoff time.Time, limit int) (int, error) {
-	res, err := s.w.ExecContext(ctx, `UPDATE actions
-		SET arguments = NULL, result_body = NULL, provider_calls = NULL, rev = rev + 1
-		WHERE rowid IN (SELECT rowid FROM actions
+	res, err := s.w.ExecContext(ctx, `UPDATE action_rows
+		SET arguments = NULL, result_body = NULL, evidence = NULL, rev = rev + 1
+		WHERE rid IN (SELECT rid FROM action_rows
 			WHERE state IN ('succeeded', 'rejected') AND created_at < ?
-			  AND (arguments IS NOT NULL OR result_body IS NOT NULL OR provider_calls IS NOT NULL)
+			  AND (arguments IS NOT NULL OR result_body IS NOT NULL OR evidence IS NOT NULL)
 			LIMIT ?)`, bound(cutoff), defaultLimit(limit))
 	if err != nil {
 		return 0, fmt.Errorf("purge actions: %w", translate(err))
@@ -27,7 +27,7 @@ func (s *Store) Purge(ctx context.Context, cutoff time.Time, limit int) (int, er
 
 // Forget deletes up to limit terminal actions created before cutoff.
 func (s *Store) Forget(ctx context.Context, cutoff time.Time, limit int) (int, error) {
-	res, err := s.w.ExecContext(ctx, `DELETE FROM actions WHERE rowid IN (SELECT rowid FROM actions
+	res, err := s.w.ExecContext(ctx, `DELETE FROM action_rows WHERE rid IN (SELECT rid FROM action_rows
 			WHERE state IN ('succeeded', 'rejected') AND created_at < ? LIMIT ?)`, bound(cutoff), defaultLimit(limit))
 	if err != nil {
 		return 0, fmt.Errorf("forget actions: %w", translate(err))
@@ -38,7 +38,7 @@ func (s *Store) Forget(ctx context.Context, cutoff time.Time, limit int) (int, e
 
 // Delete removes one action at revision rev.
 func (s *Store) Delete(ctx context.Context, tenant, id string, rev int64) error {
-	res, err := s.w.ExecContext(ctx, `DELETE FROM actions WHERE tenant = ? AND id = ? AND rev = ?`, tenant, id, rev)
+	res, err := s.w.ExecContext(ctx, `DELETE FROM action_rows WHERE tenant = ? AND id = ? AND rev = ?`, tenant, id, rev)
 	if err != nil {
 		return fmt.Errorf("delete action %s: %w", id, translate(err))
 	}

@@ -35,10 +35,10 @@ func TestCleanupOfManyExpiredActionsKeepsCallsFlowing(t *testing.T) {
 	old := time.Now().Add(-48 * time.Hour).UnixNano()
 	db := rawDB(t, path)
 	if _, err := db.Exec(`WITH RECURSIVE seq(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM seq WHERE i < ?)
-		INSERT INTO actions (tenant, id, tool_id, version, state, args_digest, arguments, attempts,
-			result_status, result_content_type, result_body, created_at, updated_at, history, rev)
-		SELECT 'acme', 'old-' || i, 'payments.issue_refund', '1.0.0', 'succeeded', 'sha256:00', '{"amount_minor":1}', 1,
-			201, 'application/json', '{"refund_id":"re_000001"}', ? + i, ? + i, '[]', 1 FROM seq`, n, old, old); err != nil {
+		INSERT INTO action_rows (tenant, id, tool_id, state, created_at, rev, doc, arguments, result_body)
+		SELECT 'acme', 'old-' || i, 'payments.issue_refund', 'succeeded', ? + i, 1,
+			json_object('v', '1.0.0', 'd', 'sha256:00', 'n', 1, 'rs', 201, 'rt', 'application/json', 'ua', ? + i),
+			'{"amount_minor":1}', '{"refund_id":"re_000001"}' FROM seq`, n, old, old); err != nil {
 		t.Fatal(err)
 	}
 

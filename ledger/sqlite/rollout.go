@@ -195,9 +195,10 @@ func (s *Store) RolloutCounts(ctx context.Context, toolID string, epoch int64) (
 // VersionUse counts one tool's actions of every tenant per version. It scans
 // the tool's actions: an offline check's query (lint, gate), not the call path's.
 func (s *Store) VersionUse(ctx context.Context, toolID string) ([]ledger.VersionUse, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT version,
+	// The version is a field of doc (row.go), absent when empty.
+	rows, err := s.r.QueryContext(ctx, `SELECT COALESCE(json_extract(doc, '$.v'), '') AS v,
 			SUM(CASE WHEN state IN ('succeeded', 'rejected') THEN 0 ELSE 1 END), COUNT(*), MAX(created_at)
-		FROM actions WHERE tool_id = ? GROUP BY version ORDER BY version`, toolID)
+		FROM action_rows WHERE tool_id = ? GROUP BY v ORDER BY v`, toolID)
 	if err != nil {
 		return nil, fmt.Errorf("version use %s: %w", toolID, translate(err))
 	}

@@ -169,7 +169,7 @@ func TestOpenRefusesBadConfig(t *testing.T) {
 }
 
 // latestMigration is the number of the newest file in migration/.
-const latestMigration = 6
+const latestMigration = 7
 
 func TestMigrationsIdempotent(t *testing.T) {
 	t.Parallel()
@@ -406,7 +406,7 @@ func TestRelativePath(t *testing.T) {
 }
 
 // CountByState (run on every metrics scrape) reads an index, not the table
-// with its result bodies, now that actions_state is gone (migration 003).
+// with its result bodies, now that actions_state is gone (migration 003; action_rows since 007).
 func TestCountByStateReadsACoveringIndex(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "ledger.db")
@@ -414,8 +414,8 @@ func TestCountByStateReadsACoveringIndex(t *testing.T) {
 	if _, err := s.CountByState(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	plan := queryPlan(t, path, `SELECT state, COUNT(*) FROM actions GROUP BY state`)
-	if !strings.Contains(strings.Join(plan, "\n"), "USING COVERING INDEX") {
+	plan := queryPlan(t, path, sqlite.CountSQL)
+	if p := strings.Join(plan, "\n"); strings.Count(p, "USING COVERING INDEX") != 2 || strings.Contains(p, "SCAN action_rows\n") || strings.HasSuffix(p, "SCAN action_rows") {
 		t.Fatalf("CountByState's plan reads the table: %q", plan)
 	}
 }
@@ -427,10 +427,10 @@ func TestListByPolicyOrCorrelationUsesItsIndex(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "ledger.db")
 	open(t, sqlite.Config{Path: path})
 	for _, c := range []struct{ column, index string }{
-		{"policy_version", "actions_tenant_policy_created"},
-		{"correlation_id", "actions_tenant_correlation_created"},
+		{"policy_version", "action_rows_tenant_policy_created"},
+		{"correlation_id", "action_rows_tenant_correlation_created"},
 	} {
-		plan := queryPlan(t, path, `SELECT id FROM actions WHERE tenant = ? AND `+
+		plan := queryPlan(t, path, `SELECT id FROM action_rows WHERE tenant = ? AND `+
 			c.column+` <> '' AND `+c.column+` = ? ORDER BY created_at DESC, id ASC LIMIT 51`, "t", "v")
 		if !strings.Contains(strings.Join(plan, "\n"), c.index) {
 			t.Errorf("listing by %s does not use %s: %q", c.column, c.index, plan)

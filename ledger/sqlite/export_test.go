@@ -1,0 +1,4 @@
+package sqlite
+
+// CountSQL is CountByState's query, for its plan's test.
+const CountSQL = countSQL
