@@ -76,7 +76,7 @@ func (s *Store) UpdateChanged(ctx context.Context, prev, a *ledger.Action) error
 	for m := mask; m != 0; m &= m - 1 {
 		col := bits.TrailingZeros32(m)
 		if col == colHistoryAppend {
-			args = append(args, ","+historyTail(a.History[from:]).(string))
+			args = append(args, historyText(a.History[from:], true))
 			continue
 		}
 		v, err := setValue(a, col)

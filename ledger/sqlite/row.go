@@ -64,11 +64,12 @@ func appendDoc(dst []byte, a *ledger.Action) ([]byte, error) {
 		if t.IsZero() {
 			return nil
 		}
-		n, err := nanos(t)
-		if err != nil {
+		n := t.UnixNano()
+		if !time.Unix(0, n).Equal(t) {
+			_, err := nanos(t)
 			return err
 		}
-		num(k, n.(int64))
+		num(k, n)
 		return nil
 	}
 	str("v", a.Version)
@@ -161,8 +162,18 @@ func historyTail(h []ledger.Transition) any {
 	if len(h) == 0 {
 		return nil
 	}
-	b := ledger.AppendHistoryJSON(make([]byte, 0, 160*len(h)), h)
-	return string(b[1 : len(b)-1])
+	return historyText(h, false)
+}
+
+// historyText is h as historyTail gives it, after a comma when comma is
+// set: what an append adds to the stored text.
+func historyText(h []ledger.Transition, comma bool) string {
+	b := ledger.AppendHistoryJSON(make([]byte, 1, 1+160*len(h)), h) // "?[...]"
+	if comma {
+		b[1] = ','
+		return string(b[1 : len(b)-1])
+	}
+	return string(b[2 : len(b)-1])
 }
 
 // readHistory decodes the history column.
