@@ -12,9 +12,11 @@
 // arrive together share one transaction and one fsync, and each caller still
 // returns only once its own write is durable (see groupcommit.go).
 //
-// Rows: history and provider calls are JSON text, the result body a BLOB kept
-// byte for byte. Insert requires CreatedAt (List pages by it) and Update never
-// changes it.
+// Rows (migration 007, row.go): the columns queries filter and sort on, the
+// payloads Purge drops (arguments and result body as BLOBs kept byte for
+// byte, provider calls as JSON), one JSON doc for every other field, and the
+// history as JSON text that a narrow write appends to. Insert requires
+// CreatedAt (List pages by it) and Update never changes it.
 //
 // Times are stored as integer unix nanoseconds in UTC, so they round-trip at
 // nanosecond precision and come back in UTC without a monotonic reading. The
