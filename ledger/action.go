@@ -161,9 +161,9 @@ type Page struct {
 // and a agree, since the stored row already holds it. When prev.Rev differs
 // from a.Rev it must write every field, as Update does. Changes(prev, a)
 // names the field groups to write (ChangeAll in that case) and
-// AppendedHistory the history entries to append. Service uses it for its
-// writes when the store has it; a write that skips a field is as durable as
-// one that rewrites it.
+// AppendedHistory the history entries to append. Service uses it for every
+// write when the store has it (Service.write lists what each changes); a
+// write that skips a field is as durable as one that rewrites it.
 type ChangeUpdater interface {
 	UpdateChanged(ctx context.Context, prev, a *Action) error
 }

@@ -171,7 +171,7 @@ func (s *Service) settleOwn(ctx context.Context, oc ownClaim) (done bool, err er
 	if err != nil {
 		return true, nil // no such move from this state: nothing to record
 	}
-	err = s.store(ctx, a, b, false)
+	err = s.write(ctx, a, b)
 	switch {
 	case err == nil:
 		return true, nil

@@ -214,22 +214,43 @@ func (s *Service) claimInMemory(a *Action, now time.Time) error {
 	return nil
 }
 
-// Bind attaches the first call's arguments to a prepared action and then
-// claims it (or parks it, with hold). It returns ErrStale when another call
-// moved the action first: re-read and handle the call as a duplicate.
-func (s *Service) Bind(ctx context.Context, a *Action, version, digest string, args []byte, hold bool, reason string) error {
+// BindSpec is what the first call of a prepared action adds to it.
+type BindSpec struct {
+	// Version is the contract version the arguments were bound under; ""
+	// keeps the one the action was prepared with.
+	Version    string
+	ArgsDigest string
+	Arguments  []byte
+	// Provider, when set, is the call's provider evidence (its At set by
+	// the caller), recorded by the same write.
+	Provider *ProviderCall
+	// Hold parks the action in awaiting_approval instead of claiming it;
+	// Reason says why.
+	Hold   bool
+	Reason string
+}
+
+// Bind attaches the first call's arguments (and provider evidence) to a
+// prepared action and then claims it (or parks it, with Hold), in one
+// write. a is left as it was unless the write succeeds. It returns ErrStale
+// when another call moved the action first: re-read and handle the call as
+// a duplicate.
+func (s *Service) Bind(ctx context.Context, a *Action, sp BindSpec) error {
 	now := s.now()
 	b := a.clone()
-	if version != "" {
-		b.Version = version
+	if sp.Version != "" {
+		b.Version = sp.Version
 	}
-	b.ArgsDigest, b.Arguments = digest, args
+	b.ArgsDigest, b.Arguments = sp.ArgsDigest, sp.Arguments
+	if sp.Provider != nil {
+		b.AddProviderCall(*sp.Provider)
+	}
 	if err := b.Move(Pending, ByGateway, "", "first call bound the arguments", now); err != nil {
 		return err
 	}
 	var err error
-	if hold {
-		err = b.Move(AwaitingApproval, ByGateway, "", reason, now)
+	if sp.Hold {
+		err = b.Move(AwaitingApproval, ByGateway, "", sp.Reason, now)
 	} else {
 		err = s.claimInMemory(b, now)
 	}
@@ -314,7 +335,7 @@ func (s *Service) Finish(ctx context.Context, a *Action, o Outcome, res *Result,
 		if done || err != nil {
 			return err
 		}
-		err = s.store(ctx, a, b, true)
+		err = s.write(ctx, a, b)
 		if !errors.Is(err, ErrStale) || try > 3 {
 			return err
 		}
@@ -388,21 +409,35 @@ func (s *Service) AddProviderCall(ctx context.Context, a *Action, pc ProviderCal
 }
 
 // write stores b over a (compare-and-set on a.Rev); on success a becomes b and
-// anyone waiting for the action is woken.
+// anyone waiting for the action is woken. It goes through the store's
+// ChangeUpdater when it has one, with a as the action stored at b.Rev:
+// every Service write makes b from a clone of a, and a is what the store
+// returned or last wrote (no caller changes an action before handing it to
+// a Service write; Bind takes what it adds).
+//
+// What each write changes (Changes' groups; every write also appends to
+// History unless noted, and moves UpdatedAt unless noted):
+//
+//	Bind                   Binding, State, Lease (claim), Provider (evidence)
+//	Claim                  State, Lease, Check (cleared)
+//	Renew                  Lease (LeaseUntil only); no history, no UpdatedAt
+//	Finish                 State, Lease, Check, Result (answered)
+//	AddProviderCall        Provider only; no history, no UpdatedAt
+//	NoteProviderTransition history (a provider entry) only
+//	Assign                 history (an assignment entry) only
+//	Resolve, Approve, Deny State, Lease (attempts reset), Check, Result
+//	ApplyLookup            found: State, Check, Result; not found: State, Check;
+//	                       no answer yet: Check, no history (past HoldAfter also
+//	                       State, NeedsOperator, with an entry)
+//	ExpireLeases, ExpireOwn State, Lease, Check
+//	claimCheck             Check (NextCheckAt only); no history, no UpdatedAt
+//	SettleOwn              as Finish
+//
+// Start and Prepare insert; Delete and retention (Cleaner) are the store's
+// own statements.
 func (s *Service) write(ctx context.Context, a, b *Action) error {
-	return s.store(ctx, a, b, false)
-}
-
-// store is write; with changed, through the store's ChangeUpdater when it
-// has one, with a as the action stored at b.Rev. Only Finish passes
-// changed: between the claim and the finish an action is the Service's own
-// (the caller holds the lease and hands back what Start, Claim or Renew
-// returned), while a caller may annotate an action before other writes
-// (the first call's provider evidence before Bind) and count on the write
-// to store it.
-func (s *Service) store(ctx context.Context, a, b *Action, changed bool) error {
 	var err error
-	if cu, ok := s.Store.(ChangeUpdater); ok && changed {
+	if cu, ok := s.Store.(ChangeUpdater); ok {
 		err = cu.UpdateChanged(ctx, a, b)
 	} else {
 		err = s.Store.Update(ctx, b)

@@ -498,11 +498,9 @@ func (c *call) bind(ctx context.Context, a *ledger.Action) error {
 	if err != nil {
 		return err
 	}
-	if c.body.Provider != nil {
-		a.AddProviderCall(*stamp(c.body.Provider))
-	}
 	_, claimSpan := c.s.child(ctx, "ledger.claim", trace.SpanKindInternal, attrActionID.String(a.ID))
-	err = c.s.cfg.Ledger.Bind(ctx, a, adm.v.Version, c.digest, c.canon, adm.hold, adm.reason)
+	err = c.s.cfg.Ledger.Bind(ctx, a, ledger.BindSpec{Version: adm.v.Version, ArgsDigest: c.digest, Arguments: c.canon,
+		Provider: stamp(c.body.Provider), Hold: adm.hold, Reason: adm.reason})
 	endClaimSpan(claimSpan, err == nil, err)
 	if err != nil {
 		if !errors.Is(err, ledger.ErrStale) {
