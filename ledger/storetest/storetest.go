@@ -76,6 +76,8 @@ func Exercise(t *testing.T, newDB NewDatabase) {
 		{"Streams", testStreams},
 		{"AssignRoundTrip", testAssignRoundTrip},
 		{"AssignRace", testAssignRace},
+		{"NarrowWritesRandom", testNarrowWritesRandom},
+		{"NarrowWritesService", testNarrowWritesService},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
