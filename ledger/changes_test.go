@@ -51,6 +51,7 @@ func TestChanges(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			prev := base()
 			b := prev.clone()
+			b.History = append([]Transition(nil), prev.History...) // the cases change entries in place
 			tt.change(b)
 			if got := Changes(prev, b); got != tt.want {
 				t.Errorf("Changes = %b, want %b", got, tt.want)

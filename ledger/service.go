@@ -57,10 +57,10 @@ type Service struct {
 	CacheEntryBytes int64
 
 	mu      sync.Mutex
-	waiters map[string]chan struct{}
+	waiters map[actionKey]chan struct{}
 
 	ownMu   sync.Mutex
-	own     map[string]ownClaim // own.go: claims whose outcome this process knows and could not record
+	own     map[actionKey]ownClaim // own.go: claims whose outcome this process knows and could not record
 	ownKick chan struct{}
 
 	ownExpired atomic.Bool // ExpireOwn's work is done
@@ -164,7 +164,8 @@ func (s *Service) Start(ctx context.Context, tenant, id string, sp StartSpec) (a
 		Tenant: tenant, ID: id, ToolID: sp.ToolID, Version: sp.Version, State: Pending,
 		ArgsDigest: sp.ArgsDigest, Arguments: sp.Arguments, CorrelationID: sp.CorrelationID, PolicyVersion: sp.PolicyVersion,
 		CreatedAt: now, UpdatedAt: now,
-		History: []Transition{{To: Pending, Reason: "first call bound the arguments", By: string(ByGateway), At: now}},
+		History: append(make([]Transition, 0, 2), // the claim (or hold) is the second entry
+			Transition{To: Pending, Reason: "first call bound the arguments", By: string(ByGateway), At: now}),
 	}
 	if sp.Provider != nil {
 		a.AddProviderCall(*sp.Provider)
@@ -204,7 +205,7 @@ func (s *Service) Start(ctx context.Context, tenant, id string, sp StartSpec) (a
 }
 
 func (s *Service) claimInMemory(a *Action, now time.Time) error {
-	if err := a.Move(Running, ByGateway, "", fmt.Sprintf("claimed for attempt %d", a.Attempts+1), now); err != nil {
+	if err := a.Move(Running, ByGateway, "", claimReason(a.Attempts+1), now); err != nil {
 		return err
 	}
 	a.Attempts++
@@ -212,6 +213,22 @@ func (s *Service) claimInMemory(a *Action, now time.Time) error {
 	a.LeaseUntil = now.Add(s.lease())
 	a.LastSentAt = now
 	return nil
+}
+
+// claimReasons are the claims' history reasons of the first attempts,
+// made once.
+var claimReasons = func() (r [8]string) {
+	for i := range r {
+		r[i] = fmt.Sprintf("claimed for attempt %d", i)
+	}
+	return r
+}()
+
+func claimReason(attempt int) string {
+	if attempt >= 0 && attempt < len(claimReasons) {
+		return claimReasons[attempt]
+	}
+	return fmt.Sprintf("claimed for attempt %d", attempt)
 }
 
 // BindSpec is what the first call of a prepared action adds to it.
@@ -242,6 +259,7 @@ func (s *Service) Bind(ctx context.Context, a *Action, sp BindSpec) error {
 		b.Version = sp.Version
 	}
 	b.ArgsDigest, b.Arguments = sp.ArgsDigest, sp.Arguments
+	b.History = append(make([]Transition, 0, len(a.History)+2), a.History...) // the two moves below
 	if sp.Provider != nil {
 		b.AddProviderCall(*sp.Provider)
 	}
@@ -455,15 +473,16 @@ func (s *Service) write(ctx context.Context, a, b *Action) error {
 	return nil
 }
 
-// clone copies a deeply enough that changing the copy's slices leaves a alone.
+// clone copies a so that appending to the copy's slices (History,
+// ProviderCalls) or setting its Result leaves a alone: the copy shares a's
+// arrays and Result, capped at their length, so its first append makes its
+// own array. Nothing changes a history entry, a provider call or a result
+// in place (they are replaced or appended), which makes the sharing safe and
+// a clone one allocation.
 func (a *Action) clone() *Action {
 	b := *a
-	b.History = append([]Transition(nil), a.History...)
-	b.ProviderCalls = append([]ProviderCall(nil), a.ProviderCalls...)
-	if a.Result != nil {
-		r := *a.Result
-		b.Result = &r
-	}
+	b.History = a.History[:len(a.History):len(a.History)]
+	b.ProviderCalls = a.ProviderCalls[:len(a.ProviderCalls):len(a.ProviderCalls)]
 	return &b
 }
 
@@ -497,15 +516,17 @@ func (s *Service) Wait(ctx context.Context, tenant, id string, timeout, poll tim
 	}
 }
 
-func waitKey(tenant, id string) string { return tenant + "\x00" + id }
+// actionKey names one action in the Service's maps (waiters, own claims,
+// the replay cache) without building a string.
+type actionKey struct{ tenant, id string }
 
 func (s *Service) waiter(tenant, id string) chan struct{} {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.waiters == nil {
-		s.waiters = map[string]chan struct{}{}
+		s.waiters = map[actionKey]chan struct{}{}
 	}
-	k := waitKey(tenant, id)
+	k := actionKey{tenant, id}
 	ch, ok := s.waiters[k]
 	if !ok {
 		ch = make(chan struct{})
@@ -517,7 +538,7 @@ func (s *Service) waiter(tenant, id string) chan struct{} {
 func (s *Service) wake(tenant, id string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	k := waitKey(tenant, id)
+	k := actionKey{tenant, id}
 	if ch, ok := s.waiters[k]; ok {
 		close(ch)
 		delete(s.waiters, k)
