@@ -437,7 +437,7 @@ func (s *Service) AddProviderCall(ctx context.Context, a *Action, pc ProviderCal
 // History unless noted, and moves UpdatedAt unless noted):
 //
 //	Bind                   Binding, State, Lease (claim), Provider (evidence)
-//	Claim                  State, Lease, Check (cleared)
+//	Claim                  State, Lease
 //	Renew                  Lease (LeaseUntil only); no history, no UpdatedAt
 //	Finish                 State, Lease, Check, Result (answered)
 //	AddProviderCall        Provider only; no history, no UpdatedAt
