@@ -537,3 +537,229 @@ func NarrowService(ctx context.Context, s ledger.Store, seed uint64, steps int) 
 	}
 	return m.checkAll(ctx, "at the end")
 }
+
+// testNarrowWritesReference runs one random sequence of Service operations,
+// reconciler passes included, on the store under test and on a second
+// store of the same kind written only with full Updates, and compares the
+// two stores' reads after every step.
+func testNarrowWritesReference(t *testing.T, newDB NewDatabase) {
+	s, ref := newDB(t)(t), newDB(t)(t)
+	for seed := uint64(1); seed <= 2; seed++ {
+		if err := NarrowReference(t.Context(), s, FullUpdates(ref), seed, narrowSteps(120)); err != nil {
+			t.Fatalf("seed %d: %v", seed, err)
+		}
+	}
+}
+
+// FullUpdates returns st without its optional methods: every write of a
+// Service on it is a full Update.
+func FullUpdates(st ledger.Store) ledger.Store { return fullUpdates{st} }
+
+type fullUpdates struct{ ledger.Store }
+
+// NarrowReference drives steps random Service operations and reconciler
+// passes (lease expiry, check holds, lookups) in lockstep on s and on ref,
+// both Services on one clock, and compares every read of s (Get after each
+// step; List, Expired and DueChecks now and then) with the same read of
+// ref. It returns the first difference, in outcomes or in reads. Exercise
+// runs it with ref a fresh store of the same kind behind FullUpdates.
+func NarrowReference(ctx context.Context, s, ref ledger.Store, seed uint64, steps int) error {
+	r := rand.New(rand.NewPCG(seed, 0x726566))
+	clock := at(0)
+	now := func() time.Time { return clock }
+	tenant := fmt.Sprintf("narrow-reference-%d", seed)
+	stores := [2]ledger.Store{s, ref}
+	var svcs [2]*ledger.Service
+	var recs [2]*ledger.Reconciler
+	for i, st := range stores {
+		svcs[i] = &ledger.Service{Store: st, Now: now, CacheSize: -1, Owner: "narrow-reference"}
+		recs[i] = &ledger.Reconciler{Service: svcs[i], Batch: 50,
+			Lookup: func(_ context.Context, a *ledger.Action) ledger.LookupAnswer {
+				switch (len(a.History) + a.Checks) % 3 {
+				case 0:
+					return ledger.LookupAnswer{Found: true, Result: &ledger.Result{StatusCode: 200, ContentType: "application/json", Body: []byte(`{"found":true}`)}}
+				case 1:
+					return ledger.LookupAnswer{NotFound: true}
+				}
+				return ledger.LookupAnswer{Err: errors.New("lookup unreachable")}
+			},
+			Policy: func(*ledger.Action) ledger.ReconcilePolicy {
+				return ledger.ReconcilePolicy{SettleAfter: 10 * time.Second, HoldAfter: 40 * time.Second}
+			}}
+	}
+	var ids []string
+	compare := func(what, id string) error {
+		var got [2]*ledger.Action
+		for i, st := range stores {
+			a, err := st.Get(ctx, tenant, id)
+			if err != nil {
+				return fmt.Errorf("%s: Get(%s) on store %d: %w", what, id, i, err)
+			}
+			got[i] = a
+		}
+		if d := diff(got[1], got[0]); len(d) > 0 {
+			return fmt.Errorf("%s: %s differs from the store written with full Updates:\n%s", what, id, joinLines(d))
+		}
+		return nil
+	}
+	compareAll := func(what string) error {
+		far := at(1000 * time.Hour)
+		var reads [2][]*ledger.Action
+		for i, st := range stores {
+			page, err := st.List(ctx, ledger.Filter{Tenant: tenant, Limit: ledger.MaxListLimit})
+			if err != nil {
+				return fmt.Errorf("%s: List on store %d: %w", what, i, err)
+			}
+			exp, err := st.Expired(ctx, far, 1000)
+			if err != nil {
+				return fmt.Errorf("%s: Expired on store %d: %w", what, i, err)
+			}
+			due, err := st.DueChecks(ctx, far, 1000)
+			if err != nil {
+				return fmt.Errorf("%s: DueChecks on store %d: %w", what, i, err)
+			}
+			reads[i] = append(append(page.Actions, exp...), due...)
+		}
+		if len(reads[0]) != len(reads[1]) {
+			return fmt.Errorf("%s: the list reads return %d actions, %d on the store written with full Updates", what, len(reads[0]), len(reads[1]))
+		}
+		for j := range reads[0] {
+			if d := diff(reads[1][j], reads[0][j]); len(d) > 0 {
+				return fmt.Errorf("%s: list read %d (%s) differs from the store written with full Updates:\n%s", what, j, reads[1][j].ID, joinLines(d))
+			}
+		}
+		return nil
+	}
+	for step := range steps {
+		clock = clock.Add(time.Duration(1 + r.Int64N(int64(15*time.Second))))
+		k := r.IntN(12)
+		if len(ids) < 3 || k == 0 {
+			id := fmt.Sprintf("r%d", len(ids))
+			ids = append(ids, id)
+			prepare, hold := r.IntN(3) == 0, r.IntN(4) == 0
+			p := ledger.ProviderCall{Name: "openai", Route: randText(r), CallID: "call_0", At: clock}
+			for i, svc := range svcs {
+				var err error
+				if prepare {
+					_, _, err = svc.Prepare(ctx, tenant, id, ledger.PrepareSpec{ToolID: "refunds.create", Version: "1.0.0", Scope: "s"})
+				} else {
+					_, _, err = svc.Start(ctx, tenant, id, ledger.StartSpec{ToolID: "refunds.create", Version: "1.0.0", ArgsDigest: "sha256:01",
+						Arguments: []byte(`{"amount":1}`), Provider: &p, Hold: hold, Reason: "review rule"})
+				}
+				if err != nil {
+					return fmt.Errorf("step %d: creating %s on store %d: %w", step, id, i, err)
+				}
+			}
+			if err := compare(fmt.Sprintf("step %d: create", step), id); err != nil {
+				return err
+			}
+			continue
+		}
+		if k == 1 {
+			var moved [2]int
+			for i, rec := range recs {
+				n, err := rec.RunOnce(ctx)
+				if err != nil {
+					return fmt.Errorf("step %d: reconciler pass on store %d: %w", step, i, err)
+				}
+				moved[i] = n
+			}
+			if moved[0] != moved[1] {
+				return fmt.Errorf("step %d: the reconciler moved %d actions, %d on the store written with full Updates", step, moved[0], moved[1])
+			}
+			if err := compareAll(fmt.Sprintf("step %d: reconciler pass", step)); err != nil {
+				return err
+			}
+			continue
+		}
+		id := ids[r.IntN(len(ids))]
+		// One operation, its parameters drawn once and applied to both.
+		pick, outcome, status, text := r.IntN(4), r.IntN(3), []int{201, 409}[r.IntN(2)], randText(r)
+		p := ledger.ProviderCall{Name: []string{"openai", "anthropic"}[r.IntN(2)], Route: randText(r), CallID: fmt.Sprintf("call_%d", r.IntN(20)), At: clock}
+		evidence := r.IntN(5) == 0
+		op := func(svc *ledger.Service, a *ledger.Action) (string, error) {
+			if evidence {
+				if pick%2 == 0 {
+					_, err := svc.NoteProviderTransition(ctx, a, p, text)
+					return "NoteProviderTransition", err
+				}
+				return "AddProviderCall", svc.AddProviderCall(ctx, a, p)
+			}
+			switch a.State {
+			case ledger.Prepared:
+				return "Bind", svc.Bind(ctx, a, ledger.BindSpec{ArgsDigest: "sha256:02", Arguments: []byte(`{"amount":2}`), Provider: &p, Hold: pick == 0, Reason: text})
+			case ledger.Pending:
+				if pick == 0 {
+					return "Resolve", svc.Resolve(ctx, a, ledger.Resolution{Outcome: "rejected", Principal: "oncall", Note: text}, 1)
+				}
+				return "Claim", svc.Claim(ctx, a)
+			case ledger.Running:
+				if pick == 0 {
+					return "Renew", svc.Renew(ctx, a)
+				}
+				o := []ledger.Outcome{ledger.Answered, ledger.NotStarted, ledger.Lost}[outcome]
+				var res *ledger.Result
+				if o == ledger.Answered {
+					res = &ledger.Result{StatusCode: status, ContentType: "application/json", Body: []byte(text)}
+				}
+				return "Finish", svc.Finish(ctx, a, o, res, text)
+			case ledger.Unknown:
+				switch pick {
+				case 0:
+					_, err := svc.Assign(ctx, a, ledger.AssignRequest{Assignee: []string{"", "ann", "bob"}[outcome], Principal: "ann", TakeOver: true})
+					return "Assign", err
+				case 1:
+					return "Resolve", svc.Resolve(ctx, a, ledger.Resolution{Outcome: []string{"succeeded", "rejected", "not_started"}[outcome], Principal: "oncall"}, 3)
+				}
+				return "ApplyLookup", nil // left to the reconciler's passes
+			case ledger.AwaitingApproval:
+				switch pick {
+				case 0:
+					_, err := svc.Assign(ctx, a, ledger.AssignRequest{Assignee: "ann", Principal: "ann"})
+					return "Assign", err
+				case 1:
+					return "Deny", svc.Deny(ctx, a, "oncall", text, nil)
+				}
+				return "Approve", svc.Approve(ctx, a, "oncall", text)
+			}
+			return "AddProviderCall", svc.AddProviderCall(ctx, a, p)
+		}
+		var names [2]string
+		var errs [2]string
+		for i, st := range stores {
+			a, err := st.Get(ctx, tenant, id)
+			if err != nil {
+				return fmt.Errorf("step %d: Get(%s) on store %d: %w", step, id, i, err)
+			}
+			name, err := op(svcs[i], a)
+			names[i], errs[i] = name, fmt.Sprint(err)
+		}
+		what := fmt.Sprintf("step %d: %s of %s", step, names[0], id)
+		if names[0] != names[1] || errs[0] != errs[1] {
+			return fmt.Errorf("%s: %s returned %s; on the store written with full Updates %s returned %s", what, names[0], errs[0], names[1], errs[1])
+		}
+		if err := compare(what, id); err != nil {
+			return err
+		}
+		if step%10 == 9 {
+			if err := compareAll(what); err != nil {
+				return err
+			}
+		}
+	}
+	if err := compareAll("at the end"); err != nil {
+		return err
+	}
+	page, err := s.List(ctx, ledger.Filter{Tenant: tenant, Limit: ledger.MaxListLimit})
+	if err != nil {
+		return fmt.Errorf("at the end: List: %w", err)
+	}
+	updates := 0
+	for _, a := range page.Actions {
+		updates += int(a.Rev - 1)
+	}
+	if updates < steps/4 {
+		return fmt.Errorf("only %d updates in %d steps: the run checked too little", updates, steps)
+	}
+	return nil
+}

@@ -89,13 +89,18 @@ func openSQLite(t *testing.T) ledger.Store {
 // both checks, which proves Changes and AppendedHistory name every change.
 func TestNarrowChecksPass(t *testing.T) {
 	t.Parallel()
-	s := &narrowSim{Store: openSQLite(t)}
+	// The reference run's reconciler passes read every tenant: its stores
+	// hold nothing else.
+	s, sr, ref := &narrowSim{Store: openSQLite(t)}, &narrowSim{Store: openSQLite(t)}, storetest.FullUpdates(openSQLite(t))
 	for seed := uint64(1); seed <= 3; seed++ {
 		if err := storetest.NarrowRandom(t.Context(), s, seed, 150); err != nil {
 			t.Errorf("NarrowRandom: %v", err)
 		}
 		if err := storetest.NarrowService(t.Context(), s, seed, 150); err != nil {
 			t.Errorf("NarrowService: %v", err)
+		}
+		if err := storetest.NarrowReference(t.Context(), sr, ref, seed, 150); err != nil {
+			t.Errorf("NarrowReference: %v", err)
 		}
 	}
 }
@@ -129,6 +134,10 @@ func TestNarrowChecksFail(t *testing.T) {
 			}
 			if g.service && storetest.NarrowService(t.Context(), s, 1, 150) == nil {
 				t.Error("NarrowService passed")
+			}
+			fresh := &narrowSim{Store: openSQLite(t), drop: g.c}
+			if g.service && storetest.NarrowReference(t.Context(), fresh, storetest.FullUpdates(openSQLite(t)), 1, 150) == nil {
+				t.Error("NarrowReference passed")
 			}
 		})
 	}

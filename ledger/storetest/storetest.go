@@ -89,6 +89,10 @@ func Exercise(t *testing.T, newDB NewDatabase) {
 		t.Parallel()
 		testReopen(t, newDB(t))
 	})
+	t.Run("NarrowWritesReference", func(t *testing.T) {
+		t.Parallel()
+		testNarrowWritesReference(t, newDB)
+	})
 	t.Run("RolloutReopen", func(t *testing.T) {
 		t.Parallel()
 		testRolloutReopen(t, newDB(t))
