@@ -28,6 +28,7 @@ type Stage struct {
 	Name string  `json:"name"`
 	P50  float64 `json:"p50_ms"`
 	P99  float64 `json:"p99_ms"`
+	Max  float64 `json:"max_ms"`
 	Mean float64 `json:"mean_ms"`
 	// SlowMean is the mean over the slowest 1% of requests (by the sum of
 	// the stages): where the tail waits.
@@ -146,11 +147,22 @@ type stageDef struct {
 	from, to func(*reqTrace) time.Time
 }
 
+// idle is when the committer became free for ct's write: when it had
+// finished the batch in progress at ct.Queued, or ct.Queued when it was
+// already free (or had not finished a batch yet).
+func idle(ct sqlite.CommitTrace) time.Time {
+	if ct.Idle.After(ct.Queued) {
+		return ct.Idle
+	}
+	return ct.Queued
+}
+
 // Stages of a gateway's new action on SQLite, in order.
 var sqliteStages = []stageDef{
 	{"client to handler (connection, net/http)", func(r *reqTrace) time.Time { return r.sent }, func(r *reqTrace) time.Time { return r.handlerIn }},
 	{"handler before the claim (validate, encode)", func(r *reqTrace) time.Time { return r.handlerIn }, func(r *reqTrace) time.Time { return r.claim.Queued }},
-	{"claim: committer queue", func(r *reqTrace) time.Time { return r.claim.Queued }, func(r *reqTrace) time.Time { return r.claim.Taken }},
+	{"claim: queue, earlier batches committing", func(r *reqTrace) time.Time { return r.claim.Queued }, func(r *reqTrace) time.Time { return idle(r.claim) }},
+	{"claim: queue, committer between batches", func(r *reqTrace) time.Time { return idle(r.claim) }, func(r *reqTrace) time.Time { return r.claim.Taken }},
 	{"claim: batch formation", func(r *reqTrace) time.Time { return r.claim.Taken }, func(r *reqTrace) time.Time { return r.claim.Began }},
 	{"claim: batch statements", func(r *reqTrace) time.Time { return r.claim.Began }, func(r *reqTrace) time.Time { return r.claim.Committing }},
 	{"claim: commit (fsync)", func(r *reqTrace) time.Time { return r.claim.Committing }, func(r *reqTrace) time.Time { return r.claim.Committed }},
@@ -158,7 +170,8 @@ var sqliteStages = []stageDef{
 	{"handler between claim and downstream", func(r *reqTrace) time.Time { return r.claim.Returned }, func(r *reqTrace) time.Time { return r.downIn }},
 	{"downstream call", func(r *reqTrace) time.Time { return r.downIn }, func(r *reqTrace) time.Time { return r.downOut }},
 	{"handler between downstream and result", func(r *reqTrace) time.Time { return r.downOut }, func(r *reqTrace) time.Time { return r.result.Queued }},
-	{"result: committer queue", func(r *reqTrace) time.Time { return r.result.Queued }, func(r *reqTrace) time.Time { return r.result.Taken }},
+	{"result: queue, earlier batches committing", func(r *reqTrace) time.Time { return r.result.Queued }, func(r *reqTrace) time.Time { return idle(r.result) }},
+	{"result: queue, committer between batches", func(r *reqTrace) time.Time { return idle(r.result) }, func(r *reqTrace) time.Time { return r.result.Taken }},
 	{"result: batch formation", func(r *reqTrace) time.Time { return r.result.Taken }, func(r *reqTrace) time.Time { return r.result.Began }},
 	{"result: batch statements", func(r *reqTrace) time.Time { return r.result.Began }, func(r *reqTrace) time.Time { return r.result.Committing }},
 	{"result: commit (fsync)", func(r *reqTrace) time.Time { return r.result.Committing }, func(r *reqTrace) time.Time { return r.result.Committed }},
@@ -223,7 +236,7 @@ func summarizeTraces(traces []*reqTrace, defs []stageDef, withCommits bool) *Bre
 			ds[i] = f(rt)
 		}
 		slices.Sort(ds)
-		return Stage{Name: name, P50: ms(quantile(ds, 0.5)), P99: ms(quantile(ds, 0.99)), Mean: mean(traces, f), SlowMean: mean(slow, f)}
+		return Stage{Name: name, P50: ms(quantile(ds, 0.5)), P99: ms(quantile(ds, 0.99)), Max: ms(ds[len(ds)-1]), Mean: mean(traces, f), SlowMean: mean(slow, f)}
 	}
 	for _, d := range defs {
 		b.Stages = append(b.Stages, stage(d.name, func(rt *reqTrace) time.Duration { return d.to(rt).Sub(d.from(rt)) }))

@@ -102,9 +102,9 @@ func writeBreakdown(w io.Writer, row Row) error {
 			b.ClaimBatchP50, b.ClaimBatchP99, b.ResultBatchP50, b.ResultBatchP99)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "stage\tp50 ms\tp99 ms\tmean ms\tmean of slowest 1% ms\t")
+	fmt.Fprintln(tw, "stage\tp50 ms\tp99 ms\tmax ms\tmean ms\tmean of slowest 1% ms\t")
 	for _, s := range b.Stages {
-		fmt.Fprintf(tw, "%s\t%.3f\t%.3f\t%.3f\t%.3f\t\n", s.Name, s.P50, s.P99, s.Mean, s.SlowMean)
+		fmt.Fprintf(tw, "%s\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t\n", s.Name, s.P50, s.P99, s.Max, s.Mean, s.SlowMean)
 	}
 	return tw.Flush()
 }

@@ -77,8 +77,10 @@ type write struct {
 // CommitTrace is one write's way through the committer, reported by
 // ObserveCommits: when it was queued, taken into a batch, when that batch
 // began its transaction, began to commit and had committed, and when the
-// caller woke up again. Queue wait is Taken-Queued (the committer was busy
-// with earlier batches), batch formation Began-Taken, the batch's statements
+// caller woke up again. Queue wait is Taken-Queued: until Idle the
+// committer was still busy with earlier batches (Idle is when it had woken
+// the callers of the batch before this write's), from then on it was
+// between batches (taking, or not yet running again); batch formation Began-Taken, the batch's statements
 // Committing-Began, the commit with its fsync Committed-Committing, the
 // hand-back to the caller Returned-Committed.
 type CommitTrace struct {
@@ -87,7 +89,7 @@ type CommitTrace struct {
 	Batch  int    // writes in its batch
 	Err    bool   // the write returned an error
 
-	Queued, Taken, Began, Committing, Committed, Returned time.Time
+	Queued, Idle, Taken, Began, Committing, Committed, Returned time.Time
 }
 
 // ObserveCommits has every later Insert and Update call f, on the caller's
@@ -116,6 +118,9 @@ type committer struct {
 	// beforeCommit, when set (tests only, before any write), runs in the
 	// committer just before each batch commits: tests hold a commit there.
 	beforeCommit func(batch int)
+	// idle is when the committer last finished a batch (woke its callers),
+	// kept while an observer is set; only the committer's goroutine uses it.
+	idle time.Time
 }
 
 func newCommitter(s *Store) *committer {
@@ -215,7 +220,7 @@ func (c *committer) run() {
 func (c *committer) take(batch []*write, w *write) []*write {
 	if w.state.CompareAndSwap(0, 1) {
 		if w.tr != nil {
-			w.tr.Taken = time.Now()
+			w.tr.Taken, w.tr.Idle = time.Now(), c.idle
 		}
 		batch = append(batch, w)
 	}
@@ -260,6 +265,9 @@ func (c *committer) commit(batch []*write) {
 	}
 	for _, w := range batch {
 		close(w.done)
+	}
+	if traced || c.observer.Load() != nil {
+		c.idle = time.Now()
 	}
 	if c.s.cp != nil {
 		c.s.cp.committed(len(batch))
