@@ -1,11 +1,13 @@
 package postgres_test
 
 import (
+	"context"
 	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/toolgate/toolgate/internal/pgtest"
 	"github.com/toolgate/toolgate/ledger"
 	"github.com/toolgate/toolgate/ledger/postgres"
@@ -145,4 +147,77 @@ func BenchmarkGet(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkCompleteLargeArguments measures the completion of an action
+// whose arguments are large enough to be stored out of line (TOAST): with
+// Update, which sends the arguments again, and with UpdateChanged, which
+// leaves them as stored. wal-B/op is the WAL the server wrote per
+// completion (pg_current_wal_lsn before and after; other writers of the
+// same server count too, so run it alone for exact figures).
+func BenchmarkCompleteLargeArguments(b *testing.B) {
+	args := make([]byte, 0, 8<<10+16)
+	args = append(args, `{"blob":"`...)
+	for i := 0; len(args) < 8<<10; i++ {
+		// Incompressible enough that PostgreSQL stores it out of line
+		// rather than compressing it inline.
+		args = fmt.Appendf(args, "%016x", uint64(i)*0x9e3779b97f4a7c15)
+	}
+	args = append(args, `"}`...)
+	for _, narrow := range []bool{false, true} {
+		name := "update"
+		if narrow {
+			name = "changed"
+		}
+		b.Run(name, func(b *testing.B) {
+			s := benchStore(b, postgres.Config{NoNotify: true})
+			now := time.Now()
+			b.StopTimer()
+			as := make([]*ledger.Action, b.N)
+			for i := range as {
+				as[i] = benchAction(fmt.Sprint("l-", i), now)
+				as[i].State, as[i].Arguments = ledger.Running, args
+				if err := s.Insert(b.Context(), as[i]); err != nil {
+					b.Fatal(err)
+				}
+			}
+			wal0 := walLSN(b)
+			b.StartTimer()
+			b.ReportAllocs()
+			for i := range b.N {
+				a := as[i]
+				prev := *a
+				if err := a.Move(ledger.Succeeded, ledger.ByGateway, "", "201", now); err != nil {
+					b.Fatal(err)
+				}
+				a.Result = &ledger.Result{StatusCode: 201, ContentType: "application/json", Body: []byte(`{"refund":"r-1","status":"ok"}`)}
+				var err error
+				if narrow {
+					err = s.UpdateChanged(b.Context(), &prev, a)
+				} else {
+					err = s.Update(b.Context(), a)
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(walLSN(b)-wal0)/float64(b.N), "wal-B/op")
+		})
+	}
+}
+
+// walLSN is the server's current WAL position in bytes.
+func walLSN(b *testing.B) int64 {
+	b.Helper()
+	conn, err := pgx.Connect(b.Context(), pgtest.DSN(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var n int64
+	if err := conn.QueryRow(b.Context(), `SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::bigint`).Scan(&n); err != nil {
+		b.Fatal(err)
+	}
+	return n
 }
