@@ -149,16 +149,25 @@ func rawRows(t *testing.T, dsn string) []string {
 
 // A write through UpdateChanged leaves the store exactly as Update does: the
 // same action read back and the same raw row, after every one of many random
-// changes, batched and alone.
+// changes, batched and alone, and with the simple protocol (parameters
+// written into the statement text by pgx) as with prepared statements.
 func TestUpdateChangedWritesWhatUpdateWrites(t *testing.T) {
 	t.Parallel()
-	for _, noBatch := range []bool{false, true} {
-		t.Run(fmt.Sprintf("nobatch=%v", noBatch), func(t *testing.T) {
+	for _, tc := range []struct {
+		noBatch bool
+		mode    string
+	}{{false, ""}, {true, ""}, {false, "simple_protocol"}} {
+		t.Run(fmt.Sprintf("nobatch=%v/mode=%s", tc.noBatch, tc.mode), func(t *testing.T) {
 			t.Parallel()
 			ndsn, _ := pgtest.Schema(t)
 			fdsn, _ := pgtest.Schema(t)
-			narrow := open(t, postgres.Config{DSN: ndsn, NoBatch: noBatch})
-			full := open(t, postgres.Config{DSN: fdsn, NoBatch: noBatch})
+			nopen, fopen := ndsn, fdsn
+			if tc.mode != "" {
+				nopen = pgtest.WithParam(ndsn, "default_query_exec_mode", tc.mode)
+				fopen = pgtest.WithParam(fdsn, "default_query_exec_mode", tc.mode)
+			}
+			narrow := open(t, postgres.Config{DSN: nopen, NoBatch: tc.noBatch})
+			full := open(t, postgres.Config{DSN: fopen, NoBatch: tc.noBatch})
 			ctx := t.Context()
 			r := rand.New(rand.NewPCG(23, 5))
 			for n := range 12 {
