@@ -13,7 +13,9 @@ import (
 // does not read that way (whitespace, another escape, a deep nesting, a
 // syntax error) is handed to DecodeJSON. So its value and its error are
 // DecodeJSON's for every input (TestDecodeCanonicalSameAsDecodeJSON,
-// FuzzDecodeCanonical): only the cost differs.
+// FuzzDecodeCanonical): only the cost differs. The strings of its value
+// share one backing string, the size of data: a caller that keeps one of
+// them beyond the value's life should copy it (strings.Clone).
 func DecodeCanonical(data []byte) (any, error) {
 	if len(data) == 0 || !utf8.Valid(data) {
 		return DecodeJSON(data)

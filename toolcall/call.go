@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/toolgate/toolgate/contract"
@@ -178,7 +179,9 @@ func (c *call) findKey() error {
 			if prop := v.IdempotencyKeyProperty(); prop != "" {
 				if m, ok := c.decoded().(map[string]any); ok {
 					if k, ok := m[prop].(string); ok {
-						c.key = k
+						// A copy: the decoded strings share one backing string (DecodeCanonical),
+						// which the action id, kept in the replay cache, must not pin.
+						c.key = strings.Clone(k)
 					}
 				}
 			}
