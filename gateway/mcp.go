@@ -54,12 +54,14 @@ func (s *Server) mcpRoutes(m *http.ServeMux) {
 	})
 	resume := newMCPResume(s) // resumable tools/call streams (mcp_resume.go)
 	notify := s.notify        // the GET notification stream (mcp_notify.go)
-	m.Handle("/mcp", s.wrap(agents, func(w http.ResponseWriter, r *http.Request, p *Principal) error {
+	serve := s.wrap(agents, func(w http.ResponseWriter, r *http.Request, p *Principal) error {
 		if notify.wants(r) {
 			return notify.serve(w, r, p)
 		}
 		return resume.serve(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)), p, h)
-	}))
+	})
+	m.Handle("/mcp", serve)
+	m.Handle("GET /mcp", serve) // the notification stream, or a resumption (api/openapi.yaml)
 }
 
 type principalKey struct{}
