@@ -206,7 +206,10 @@ func (n *mcpNotify) serve(w http.ResponseWriter, r *http.Request, p *Principal) 
 		return nil
 	}
 	if was, ok := parseNotifyEventID(r.Header.Get("Last-Event-ID")); ok && was != sig {
-		st.kick <- struct{}{} // changed while the client was away
+		select { // changed while the client was away
+		case st.kick <- struct{}{}:
+		default: // one is pending already
+		}
 	}
 	keep := time.NewTicker(MCPKeepAlive)
 	defer keep.Stop()
