@@ -112,6 +112,9 @@ type Config struct {
 	// OpenFractions are the fractions of a gateway's peak at which its
 	// open-loop rows run when Rate is 0. Default 0.25, 0.5, 0.75.
 	OpenFractions []float64
+	// Breakdown traces every request of the open-loop rows and reports
+	// where its time went, stage by stage (Row.Breakdown, breakdown.go).
+	Breakdown bool
 	// Dir holds the SQLite files and the extracted tools. Required.
 	Dir string
 	// Progress, if set, gets one line per row as it finishes.
@@ -198,6 +201,9 @@ type Row struct {
 	// values mean the generating machine, not the target, was behind.
 	SendLagP99 float64 `json:"send_lag_p99_ms,omitempty"`
 	SendLagMax float64 `json:"send_lag_max_ms,omitempty"`
+	// Breakdown (open-loop rows with Config.Breakdown) is where the time
+	// of the row's requests went, stage by stage.
+	Breakdown *Breakdown `json:"breakdown,omitempty"`
 	// FirstError is the first unexpected answer, to explain Errors.
 	FirstError string `json:"first_error,omitempty"`
 }
@@ -368,11 +374,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			}
 		}
 		for _, pt := range points {
-			f, err := measureOpen(ctx, &cfg, FloorTarget, NewOpen, pt.rate, env.floorNew)
+			f, err := measureOpen(ctx, &cfg, FloorTarget, NewOpen, pt.rate, env.floorNew, env.tracedFloor())
 			if err != nil {
 				return rep, err
 			}
-			r, err := measureOpen(ctx, &cfg, "gateway/"+g.name, NewOpen, pt.rate, g.workload(New))
+			r, err := measureOpen(ctx, &cfg, "gateway/"+g.name, NewOpen, pt.rate, g.workload(New), g.tracedNew())
 			if err != nil {
 				return rep, err
 			}

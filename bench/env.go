@@ -60,6 +60,9 @@ type env struct {
 	floorURL string
 	gateways []*gw
 	closers  []func()
+	// tr traces requests of the open-loop rows (Config.Breakdown); nil
+	// otherwise, and then nothing is wrapped.
+	tr *tracer
 }
 
 // gw is one gateway and its ledger.
@@ -68,10 +71,15 @@ type gw struct {
 	env  *env
 	url  string
 	prom *prometheus.Registry
+	// commits: the store reports its committer's timings to env.tr.
+	commits bool
 }
 
 func startEnv(ctx context.Context, cfg *Config) (e *env, err error) {
 	e = &env{run: fmt.Sprintf("%x", time.Now().UnixNano())}
+	if cfg.Breakdown {
+		e.tr = newTracer()
+	}
 	defer func() {
 		if err != nil {
 			e.close()
@@ -134,8 +142,15 @@ func startEnv(ctx context.Context, cfg *Config) (e *env, err error) {
 	ftr := http.DefaultTransport.(*http.Transport).Clone()
 	ftr.MaxIdleConnsPerHost = invokerIdlePerHost
 	e.closers = append(e.closers, ftr.CloseIdleConnections)
-	e.floor = &floorServer{log: flog, client: &http.Client{Transport: ftr}, downstream: sbURL + "/refunds"}
-	if e.floorURL, err = e.serve(e.floor); err != nil {
+	var fclient http.RoundTripper = ftr
+	var fh http.Handler
+	e.floor = &floorServer{log: flog, downstream: sbURL + "/refunds"}
+	fh = e.floor
+	if e.tr != nil {
+		fclient, fh = e.tr.transport(ftr), e.tr.handler(e.floor)
+	}
+	e.floor.client = &http.Client{Transport: fclient}
+	if e.floorURL, err = e.serve(fh); err != nil {
 		return e, err
 	}
 
@@ -161,19 +176,37 @@ func startEnv(ctx context.Context, cfg *Config) (e *env, err error) {
 		}
 		e.closers = append(e.closers, func() { store.Close() })
 		prom := prometheus.NewRegistry()
+		invoker := &invoke.Client{}
+		commits := false
+		if e.tr != nil {
+			// invoke.Client's default transport, wrapped.
+			t := http.DefaultTransport.(*http.Transport).Clone()
+			t.MaxIdleConnsPerHost = invokerIdlePerHost
+			t.IdleConnTimeout = 30 * time.Second
+			e.closers = append(e.closers, t.CloseIdleConnections)
+			invoker.HTTP = &http.Client{Transport: e.tr.transport(t)}
+			if ss, ok := store.(*sqlite.Store); ok {
+				ss.ObserveCommits(e.tr.commits)
+				commits = true
+			}
+		}
 		srv, err := gateway.New(gateway.Config{
 			Registry: reg, Ledger: &ledger.Service{Store: store, Lease: 30 * time.Second, Owner: "bench"},
-			Invoker: &invoke.Client{}, Bindings: map[string]invoke.Binding{refundTool: binding},
+			Invoker: invoker, Bindings: map[string]invoke.Binding{refundTool: binding},
 			Logger: slog.New(slog.DiscardHandler), Prometheus: prom,
 		})
 		if err != nil {
 			return e, fmt.Errorf("bench: gateway on %s: %w", name, err)
 		}
-		u, err := e.serve(srv)
+		var h http.Handler = srv
+		if e.tr != nil {
+			h = e.tr.handler(srv)
+		}
+		u, err := e.serve(h)
 		if err != nil {
 			return e, err
 		}
-		g := &gw{name: name, env: e, url: u, prom: prom}
+		g := &gw{name: name, env: e, url: u, prom: prom, commits: commits}
 		if err := g.seedReplays(ctx); err != nil {
 			return e, err
 		}

@@ -142,14 +142,29 @@ func waitUntil(ctx context.Context, t time.Time) {
 	}
 }
 
-// measureOpen runs one open-loop row of f at rate per second.
-func measureOpen(ctx context.Context, cfg *Config, target, wl string, rate float64, f op) (Row, error) {
+// measureOpen runs one open-loop row of f at rate per second. With
+// Config.Breakdown it runs traced instead, the same requests traced by the
+// env's tracer from the first of the measured interval on, and fills
+// Row.Breakdown.
+func measureOpen(ctx context.Context, cfg *Config, target, wl string, rate float64, f op, traced *tracedOp) (Row, error) {
 	o := openLoop{rate: rate, warmup: cfg.Warmup, d: cfg.Duration}
+	var tr *tracer
+	if traced != nil {
+		f, tr = traced.f, traced.tr
+		o.beforeSend = func(i int) {
+			if i == 0 {
+				tr.reset()
+			}
+		}
+	}
 	r, err := o.run(ctx, f)
 	row := summarize(target, wl, 0, []*sample{&r.s}, r.took, r.cpu)
 	row.Rate = rate
 	row.MaxInFlight = r.maxInFlight
 	row.SendLagP99 = ms(quantile(r.lag, 0.99))
+	if tr != nil {
+		row.Breakdown = tr.breakdown(traced.commits)
+	}
 	if len(r.lag) > 0 {
 		row.SendLagMax = ms(r.lag[len(r.lag)-1])
 	}

@@ -133,7 +133,7 @@ func TestOpenLoopQueueingHTTP(t *testing.T) {
 	}
 	cfg := &Config{Duration: 200 * time.Millisecond}
 	const rate = 500 // one due every 2ms, twice what the server can do
-	row, err := measureOpen(t.Context(), cfg, "serial", "sleep", rate, f)
+	row, err := measureOpen(t.Context(), cfg, "serial", "sleep", rate, f, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

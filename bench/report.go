@@ -74,6 +74,13 @@ func (r *Report) WriteTable(w io.Writer) error {
 		}
 	}
 	for _, row := range r.Rows {
+		if row.Breakdown != nil {
+			if err := writeBreakdown(w, row); err != nil {
+				return err
+			}
+		}
+	}
+	for _, row := range r.Rows {
 		if row.Errors > 0 {
 			c := "c=" + strconv.Itoa(row.Concurrency)
 			if row.Open() {
@@ -83,6 +90,23 @@ func (r *Report) WriteTable(w io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// writeBreakdown writes where an open-loop row's requests spent their time.
+func writeBreakdown(w io.Writer, row Row) error {
+	b := row.Breakdown
+	fmt.Fprintf(w, "\n%s new actions at %.0f/s, where the time went (%d requests traced; the load generator's send lag p99 %.2f ms comes before):\n",
+		row.Target, row.Rate, b.Traced, row.SendLagP99)
+	if b.ClaimBatchP50 > 0 {
+		fmt.Fprintf(w, "  writes per committed batch: claim p50 %d, p99 %d; result p50 %d, p99 %d\n",
+			b.ClaimBatchP50, b.ClaimBatchP99, b.ResultBatchP50, b.ResultBatchP99)
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "stage\tp50 ms\tp99 ms\tmax ms\tmean ms\tmean of slowest 1% ms\t")
+	for _, s := range b.Stages {
+		fmt.Fprintf(tw, "%s\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t\n", s.Name, s.P50, s.P99, s.Max, s.Mean, s.SlowMean)
+	}
+	return tw.Flush()
 }
 
 // rateBasis says where an open-loop row's rate came from.

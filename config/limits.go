@@ -18,6 +18,8 @@ const (
 	DefaultMaxHeaderBytes        = gateway.DefaultMaxHeaderBytes
 	DefaultInFlightPerKey        = gateway.DefaultMaxInFlightPerKey
 	DefaultInFlightPerTenant     = gateway.DefaultMaxInFlightPerTenant
+	DefaultMCPStreamsPerKey      = gateway.DefaultMaxMCPStreamsPerKey
+	DefaultMCPStreams            = gateway.DefaultMaxMCPStreams
 	DefaultReplayCacheEntries    = ledger.DefaultCacheSize
 	DefaultReplayCacheBytes      = ledger.DefaultCacheBytes
 	DefaultReplayCacheEntryBytes = ledger.DefaultCacheEntryBytes
@@ -45,6 +47,10 @@ type HTTP struct {
 type Limits struct {
 	InFlightPerKey    int `yaml:"in_flight_per_key"`    // default 256; -1: no cap
 	InFlightPerTenant int `yaml:"in_flight_per_tenant"` // default 1024; -1: no cap
+	// MCPStreamsPerKey and MCPStreams cap the MCP notification streams
+	// (GET /mcp) open at once for one API key and on one gateway.
+	MCPStreamsPerKey int `yaml:"mcp_streams_per_key"` // default 32; -1: no cap
+	MCPStreams       int `yaml:"mcp_streams"`         // default 1024; -1: no cap
 }
 
 // ReplayCache bounds the cache of finished actions that replays are answered from.
@@ -64,6 +70,8 @@ func (c *Config) applyLimitDefaults() {
 	}
 	setInt(&c.Limits.InFlightPerKey, DefaultInFlightPerKey)
 	setInt(&c.Limits.InFlightPerTenant, DefaultInFlightPerTenant)
+	setInt(&c.Limits.MCPStreamsPerKey, DefaultMCPStreamsPerKey)
+	setInt(&c.Limits.MCPStreams, DefaultMCPStreams)
 	setInt(&c.ReplayCache.Entries, DefaultReplayCacheEntries)
 	setInt64(&c.ReplayCache.Bytes, DefaultReplayCacheBytes)
 	setInt64(&c.ReplayCache.MaxEntryBytes, DefaultReplayCacheEntryBytes)
@@ -113,6 +121,7 @@ func (c *Config) checkLimits(bad func(path, format string, a ...any)) {
 		name string
 		v    int
 	}{{"limits.in_flight_per_key", c.Limits.InFlightPerKey}, {"limits.in_flight_per_tenant", c.Limits.InFlightPerTenant},
+		{"limits.mcp_streams_per_key", c.Limits.MCPStreamsPerKey}, {"limits.mcp_streams", c.Limits.MCPStreams},
 		{"replay_cache.entries", c.ReplayCache.Entries}} {
 		if n.v < -1 {
 			bad(n.name, "must be a whole number of at least 1 (or -1 for no limit)")

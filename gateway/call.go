@@ -34,7 +34,11 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request, in toolcall.I
 		in.Body = func() (toolcall.Body, error) { return s.readCallBody(w, r) }
 		ans, err = s.calls.Call(obs.ctx, p, in)
 	}
-	rep := s.replyOf(r.Method+" "+r.URL.Path, &ans, err)
+	where := "" // named by a refusal's log line only
+	if err != nil {
+		where = r.Method + " " + r.URL.Path
+	}
+	rep := s.replyOf(where, &ans, err)
 	rep.write(w)
 	s.endCall(&obs, &ans.Facts, &rep)
 }
@@ -113,17 +117,24 @@ func (rep *reply) write(w http.ResponseWriter) {
 		return
 	}
 	h := w.Header()
+	// The values share one array (Header.Set would allocate one per header);
+	// each slice is capped at its own element, and the keys are canonical.
+	vals := new([4]string)
+	set := func(i int, key, v string) {
+		vals[i] = v
+		h[key] = vals[i : i+1 : i+1]
+	}
 	if rep.contentType == "" {
 		h["Content-Type"] = nil // stored without one: do not sniff one
 	} else {
-		h.Set("Content-Type", rep.contentType)
+		set(0, "Content-Type", rep.contentType)
 	}
 	if rep.actionID != "" {
-		h.Set("Toolgate-Action-Id", rep.actionID)
-		h.Set("Toolgate-Action-State", rep.state)
+		set(1, "Toolgate-Action-Id", rep.actionID)
+		set(2, "Toolgate-Action-State", rep.state)
 	}
 	if rep.replayed != "" {
-		h.Set("Idempotent-Replayed", rep.replayed)
+		set(3, "Idempotent-Replayed", rep.replayed)
 	}
 	w.WriteHeader(rep.status)
 	w.Write(rep.body)

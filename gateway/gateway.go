@@ -107,6 +107,12 @@ type Config struct {
 	// answered 429 too_many_requests. Defaults DefaultMaxInFlightPerKey and
 	// DefaultMaxInFlightPerTenant; negative: no cap.
 	MaxInFlightPerKey, MaxInFlightPerTenant int
+
+	// MaxMCPStreamsPerKey and MaxMCPStreams cap the MCP notification
+	// streams (GET /mcp) open at once for one API key and on the gateway;
+	// more are answered 429 too_many_requests. Defaults
+	// DefaultMaxMCPStreamsPerKey and DefaultMaxMCPStreams; negative: no cap.
+	MaxMCPStreamsPerKey, MaxMCPStreams int
 }
 
 // Key is one API key: the SHA-256 of the bearer token and what it may do.
@@ -134,6 +140,7 @@ type Server struct {
 	masksP  atomic.Pointer[masking.Set] // the decision log's and every action read's (masks())
 	exports *exports                    // the definitions the doors hand out (provider_calls.go)
 	mcp     *mcpAPI                     // mcp.go
+	notify  *mcpNotify                  // mcp_notify.go
 	reload  reloadState                 // reload.go
 	// observers are told about every handled tool call (the dashboard's
 	// conflict and volume series); add them before serving.
@@ -211,6 +218,7 @@ func New(cfg Config) (*Server, error) {
 		principals = append(principals, k.p)
 	}
 	s.inFlight = newInFlight(cfg.MaxInFlightPerKey, cfg.MaxInFlightPerTenant, principals, cfg.Prometheus)
+	s.notify = newMCPNotify(s)
 	s.routes()
 	return s, nil
 }

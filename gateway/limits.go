@@ -88,7 +88,7 @@ func (s *Server) HTTPServer(l HTTPLimits) *http.Server {
 	if l.MaxHeaderBytes <= 0 {
 		l.MaxHeaderBytes = DefaultMaxHeaderBytes
 	}
-	return &http.Server{
+	srv := &http.Server{
 		Handler:           s,
 		ReadHeaderTimeout: l.ReadHeaderTimeout,
 		ReadTimeout:       l.ReadTimeout,
@@ -96,6 +96,10 @@ func (s *Server) HTTPServer(l HTTPLimits) *http.Server {
 		IdleTimeout:       l.IdleTimeout,
 		MaxHeaderBytes:    l.MaxHeaderBytes,
 	}
+	// Shutdown waits for requests to end: the MCP notification streams,
+	// which would not, end when it begins (mcp_notify.go).
+	srv.RegisterOnShutdown(s.notify.shutdown)
+	return srv
 }
 
 // trackBody makes an answer written before the request's body was read to
@@ -164,9 +168,12 @@ func newInFlight(perKey, perTenant int, principals []*Principal, reg prometheus.
 		}
 	}
 	f.refused = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "toolgate_in_flight_refused_total",
-		Help: "Requests answered 429 too_many_requests because their API key (limit=key) or tenant (limit=tenant) had its most requests in flight."},
+		Help: "Requests answered 429 too_many_requests because their API key (limit=key) or tenant (limit=tenant) had its most requests in flight, or, for a GET /mcp notification stream, its key (limit=mcp_streams_per_key) or the gateway (limit=mcp_streams) its most streams open."},
 		[]string{"limit"})
 	reg.MustRegister(f.refused)
+	for _, l := range []string{"key", "tenant", "mcp_streams_per_key", "mcp_streams"} {
+		f.refused.WithLabelValues(l)
+	}
 	return f
 }
 

@@ -27,9 +27,10 @@ const (
 
 // mcpRoutes registers the MCP server (streamable HTTP) at /mcp (docs/reference/http-api.md).
 //
-// The server is stateless: every HTTP request stands alone (no Mcp-Session-Id;
-// a GET answers 405 unless it resumes a stream), so any gateway behind a load
-// balancer can answer any request. A tools/call stream is resumable: a client
+// The server is stateless: every HTTP request stands alone (no
+// Mcp-Session-Id), so any gateway behind a load balancer can answer any
+// request. A GET opens the key's notification stream (mcp_notify.go), or
+// resumes a tools/call stream when it names one. A tools/call stream is resumable: a client
 // that lost it reconnects with Last-Event-ID to any gateway on the ledger and
 // receives the stored answer (mcp_resume.go); one that sends its tools/call
 // again gets the ledger's replay of the first execution, never a second one.
@@ -41,8 +42,9 @@ const (
 // action (its rollout's default, or a canary's candidate for a key the
 // canary takes). When that changes (a rollout transition here or on another
 // replica, a version that retired, a reload of the tools directory), the
-// key's server is brought up to date and the go-sdk sends
-// notifications/tools/list_changed to its connected sessions.
+// key's server is brought up to date, and notifications/tools/list_changed
+// goes to the key's notification streams (GET /mcp, mcp_notify.go) and to
+// the sessions the go-sdk holds (subscriptions/listen).
 func (s *Server) mcpRoutes(m *http.ServeMux) {
 	api := &mcpAPI{s: s, ex: s.exports, servers: map[*Principal]*mcpServer{}}
 	s.mcp = api
@@ -51,9 +53,15 @@ func (s *Server) mcpRoutes(m *http.ServeMux) {
 		MaxRequestBodyBytes: s.cfg.MaxBodyBytes,
 	})
 	resume := newMCPResume(s) // resumable tools/call streams (mcp_resume.go)
-	m.Handle("/mcp", s.wrap(agents, func(w http.ResponseWriter, r *http.Request, p *Principal) error {
+	notify := s.notify        // the GET notification stream (mcp_notify.go)
+	serve := s.wrap(agents, func(w http.ResponseWriter, r *http.Request, p *Principal) error {
+		if notify.wants(r) {
+			return notify.serve(w, r, p)
+		}
 		return resume.serve(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)), p, h)
-	}))
+	})
+	m.Handle("/mcp", serve)
+	m.Handle("GET /mcp", serve) // the notification stream, or a resumption (api/openapi.yaml)
 }
 
 type principalKey struct{}
@@ -86,8 +94,14 @@ func (api *mcpAPI) server(r *http.Request) *mcp.Server {
 func (api *mcpAPI) serverOf(p *Principal) *mcp.Server {
 	api.mu.Lock()
 	defer api.mu.Unlock()
+	return api.entryLocked(p).srv
+}
+
+// entryLocked returns p's server and what it lists, built on first use.
+// Called with mu held.
+func (api *mcpAPI) entryLocked(p *Principal) *mcpServer {
 	if e, ok := api.servers[p]; ok {
-		return e.srv
+		return e
 	}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "toolgate", Version: "1"}, &mcp.ServerOptions{
 		Instructions: "Tools behind toolgate. Mutating tools run exactly once per idempotency key: give each intended action its own key (in the argument the tool's schema offers, or in _meta \"" + MCPKeyMeta + "\") and reuse it when you retry that action.",
@@ -98,7 +112,7 @@ func (api *mcpAPI) serverOf(p *Principal) *mcp.Server {
 	e := &mcpServer{srv: srv, defs: map[string]string{}}
 	api.sync(p, e)
 	api.servers[p] = e
-	return srv
+	return e
 }
 
 // refresh brings every principal's server up to date with what serves it.

@@ -40,7 +40,10 @@ const (
 	// mcpResumePoll is how often a resumed stream looks for new events.
 	mcpResumePoll = 100 * time.Millisecond
 	// mcpNoResumeFrom is the first protocol version without Last-Event-ID
-	// resumability (SEP-2575): its streams are left to the MCP SDK.
+	// resumability and without the GET stream (SEP-2575): its streams, and
+	// its GET (405), are left to the MCP SDK; it listens for list_changed
+	// with subscriptions/listen instead of the notification stream
+	// (mcp_notify.go).
 	mcpNoResumeFrom = "2026-07-28"
 )
 

@@ -86,13 +86,25 @@ func TestMCPStreamResumption(t *testing.T) {
 			t.Errorf("%s: %d %s, want %d %s", tc.name, status, body, tc.status, tc.code)
 		}
 	}
-	// Without Last-Event-ID a GET is still no standalone stream.
-	req, _ := http.NewRequest("GET", g.url+"/mcp", nil)
-	req.Header.Set("Authorization", "Bearer key-all-agent")
-	req.Header.Set("Accept", "text/event-stream")
-	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusMethodNotAllowed {
-		t.Errorf("GET /mcp without Last-Event-ID: %v %v", resp.StatusCode, err)
-	} else {
+	// Without Last-Event-ID a GET opens the key's notification stream
+	// (mcp_notify.go); from 2026-07-28 on it is the SDK's 405.
+	for _, tc := range []struct {
+		version string
+		status  int
+	}{{"", http.StatusOK}, {"2025-11-25", http.StatusOK}, {"2026-07-28", http.StatusMethodNotAllowed}} {
+		req, _ := http.NewRequest("GET", g.url+"/mcp", nil)
+		req.Header.Set("Authorization", "Bearer key-all-agent")
+		req.Header.Set("Accept", "text/event-stream")
+		if tc.version != "" {
+			req.Header.Set("Mcp-Protocol-Version", tc.version)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode != tc.status || (tc.status == http.StatusOK && resp.Header.Get("Content-Type") != "text/event-stream") {
+			t.Errorf("GET /mcp without Last-Event-ID, version %q: %d %s, want %d", tc.version, resp.StatusCode, resp.Header.Get("Content-Type"), tc.status)
+		}
 		resp.Body.Close()
 	}
 	g.wantEffects(1)

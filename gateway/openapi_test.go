@@ -174,6 +174,10 @@ func TestOpenAPIHasEveryRoute(t *testing.T) {
 	var missing []string
 	for route, where := range routes {
 		_, path, _ := strings.Cut(route, " ")
+		if documented[route] && path == "/mcp" {
+			delete(documented, route) // the MCP notification stream: documented, its answers not checked
+			continue
+		}
 		if outsideContract(strings.TrimSuffix(path, "{file}")) || strings.HasPrefix(path, "/ui/") {
 			continue
 		}

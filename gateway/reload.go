@@ -91,10 +91,16 @@ func (s *Server) ReloadFailed(err error) {
 func (s *Server) masks() *masking.Set { return s.masksP.Load() }
 
 // servingChanged is told (toolcall.Config.OnChange) when what serves a new
-// action may have changed: the MCP sessions' tool lists are brought up to date.
+// action may have changed (a rollout transition here, one on another replica
+// read on the reconciler's tick, a version that retired, a reload): the keys'
+// MCP servers are brought up to date, then the notification streams of the
+// keys whose tools/list changed are sent notifications/tools/list_changed.
 func (s *Server) servingChanged() {
 	if s.mcp != nil {
 		s.mcp.refresh()
+	}
+	if s.notify != nil {
+		s.notify.changed()
 	}
 }
 

@@ -117,8 +117,15 @@ func jsonKind(k string) string {
 // parseCallBody decodes a call body: one JSON object whose "arguments" is an object.
 func parseCallBody(data []byte) (callBody, error) {
 	var b callBody
-	if err := decodeObject(data, &b); err != nil {
-		return b, problem(toolcall.CodeMalformedRequest, "%v", err)
+	// One JSON object and nothing after it decodes the same with Unmarshal
+	// as with decodeObject's Decoder, without the Decoder's buffer; any
+	// other body (not an object, trailing data, a syntax or type error) is
+	// decoded again by decodeObject, whose error the answer quotes.
+	if trimmed := bytes.TrimSpace(data); len(trimmed) == 0 || trimmed[0] != '{' || json.Unmarshal(trimmed, &b) != nil {
+		b = callBody{}
+		if err := decodeObject(data, &b); err != nil {
+			return b, problem(toolcall.CodeMalformedRequest, "%v", err)
+		}
 	}
 	args := bytes.TrimSpace(b.Arguments)
 	if len(args) == 0 || bytes.Equal(args, []byte("null")) {

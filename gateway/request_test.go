@@ -1,8 +1,11 @@
 package gateway
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"errors"
+	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -56,6 +59,51 @@ func TestParseCallBody(t *testing.T) {
 // FuzzParseCallBody feeds arbitrary bytes to the call-body decoder: it must
 // never panic, and anything it refuses must be a 400 problem, never an
 // internal error (toolcall's FuzzCanonicalize takes the arguments on).
+// parseCallBodyDecoder is parseCallBody as it was before its Unmarshal
+// fast path: the oracle the fast path is held to.
+func parseCallBodyDecoder(data []byte) (callBody, error) {
+	var b callBody
+	if err := decodeObject(data, &b); err != nil {
+		return callBody{}, problem(toolcall.CodeMalformedRequest, "%v", err)
+	}
+	args := bytes.TrimSpace(b.Arguments)
+	if len(args) == 0 || bytes.Equal(args, []byte("null")) {
+		return callBody{}, problem(toolcall.CodeMalformedRequest, "the body needs an \"arguments\" object")
+	}
+	if args[0] != '{' {
+		return callBody{}, problem(toolcall.CodeMalformedRequest, "\"arguments\" must be a JSON object")
+	}
+	b.Arguments = args
+	return b, nil
+}
+
+// sameAsDecoder fails t unless parseCallBody and the Decoder-only oracle
+// give the same body or the same problem detail for data.
+func sameAsDecoder(t *testing.T, data []byte) {
+	t.Helper()
+	got, gerr := parseCallBody(data)
+	want, werr := parseCallBodyDecoder(data)
+	if fmt.Sprint(gerr) != fmt.Sprint(werr) {
+		t.Fatalf("%q: error %v, the Decoder's %v", data, gerr, werr)
+	}
+	if gerr == nil && !reflect.DeepEqual(got, want) {
+		t.Fatalf("%q: %+v, the Decoder's %+v", data, got, want)
+	}
+}
+
+func TestParseCallBodySameAsDecoder(t *testing.T) {
+	t.Parallel()
+	for _, s := range []string{
+		`{"arguments":{"a":1}}`, ` {"arguments":{"a":1}} `, `{"arguments":{"a":1}} {}`, `{"arguments":{"a":1}}x`, `{"Arguments":{"a":1},"VERSION":"1"}`,
+		`{"arguments":{"a":1},"arguments":{"b":2}}`, `{"arguments":{"a":1},"version":2}`, `{"arguments":{"a":1},"provider":"x"}`, `{"arguments":{"a":1},"provider":null}`,
+		`{"arguments":{"a":"\ud800"},"correlation_id":"\u00e9\xff"}`, "{\"arguments\":{\"a\":\"\xff\"}}", `{"arguments":null}`, `{"arguments":[]}`, `{"arguments":1}`, `{}`, `[]`, ``, `{`, `{"arguments":{"a":1},}`,
+		`{"arguments":{"a":1},"unknown":{"deep":[1,2,{"x":null}]}}`, `{"arguments":{"a":1},"provider":{"name":"openai","call_id":"c","reason":"r","extra":1}}`, `{"arguments":{"n":1e400}}`,
+		`{"arguments":{"a":1},"version":"1.0.0","policy_version":"p","correlation_id":"c"}`, "{\"arguments\":{}}\n\n", `null`, `"x"`,
+	} {
+		sameAsDecoder(t, []byte(s))
+	}
+}
+
 func FuzzParseCallBody(f *testing.F) {
 	for _, s := range []string{
 		`{"arguments":{"order_id":"ord_12345678","amount_minor":100}}`,
@@ -68,6 +116,7 @@ func FuzzParseCallBody(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
+		sameAsDecoder(t, data)
 		b, err := parseCallBody(data)
 		if err != nil {
 			var p *toolcall.Problem

@@ -298,6 +298,9 @@ func ArgumentErrors(b *Binding, v Vars) []ArgumentError {
 			continue
 		}
 		_, err := expand(t.tmpl, v, key, true)
+		if err == nil { // the usual case: no error value to look into (and none allocated for errors.As)
+			continue
+		}
 		var de *DotSegmentError
 		if !errors.As(err, &de) {
 			continue

@@ -159,9 +159,11 @@ type Page struct {
 // given that prev is the action as this store last wrote or read it at
 // revision a.Rev: the store may then skip writing every field on which prev
 // and a agree, since the stored row already holds it. When prev.Rev differs
-// from a.Rev it must write every field, as Update does. Service uses
-// it for the completion (Service.Finish) when the store has it; a write that
-// skips a field is as durable as one that rewrites it.
+// from a.Rev it must write every field, as Update does. Changes(prev, a)
+// names the field groups to write (ChangeAll in that case) and
+// AppendedHistory the history entries to append. Service uses it for every
+// write when the store has it (Service.write lists what each changes); a
+// write that skips a field is as durable as one that rewrites it.
 type ChangeUpdater interface {
 	UpdateChanged(ctx context.Context, prev, a *Action) error
 }

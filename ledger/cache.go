@@ -1,7 +1,6 @@
 package ledger
 
 import (
-	"container/list"
 	"context"
 	"sync"
 )
@@ -25,21 +24,52 @@ type terminalCache struct {
 	max      int
 	maxBytes int64
 	maxEntry int64
-	bytes    int64      // actionBytes of the entries
-	ll       *list.List // of *cacheEntry, most recent at the front
-	items    map[string]*list.Element
-	live     map[string]struct{}
+	bytes    int64 // actionBytes of the entries
+	n        int   // entries
+	// head is the most recently used entry, tail the least; the entries
+	// are linked through their own fields, so keeping one is one
+	// allocation.
+	head, tail *cacheEntry
+	items      map[actionKey]*cacheEntry
+	live       map[actionKey]struct{}
 }
 
 type cacheEntry struct {
-	key  string
-	a    Action
-	size int64
+	key        actionKey
+	a          Action
+	size       int64
+	prev, next *cacheEntry // towards head, towards tail
 }
 
 func newTerminalCache(max int, maxBytes, maxEntry int64) *terminalCache {
 	return &terminalCache{max: max, maxBytes: maxBytes, maxEntry: min(maxEntry, maxBytes),
-		ll: list.New(), items: map[string]*list.Element{}, live: map[string]struct{}{}}
+		items: map[actionKey]*cacheEntry{}, live: map[actionKey]struct{}{}}
+}
+
+// unlink takes e out of the recency list.
+func (c *terminalCache) unlink(e *cacheEntry) {
+	if e.prev != nil {
+		e.prev.next = e.next
+	} else {
+		c.head = e.next
+	}
+	if e.next != nil {
+		e.next.prev = e.prev
+	} else {
+		c.tail = e.prev
+	}
+	e.prev, e.next = nil, nil
+}
+
+// pushFront makes e the most recently used entry.
+func (c *terminalCache) pushFront(e *cacheEntry) {
+	e.prev, e.next = nil, c.head
+	if c.head != nil {
+		c.head.prev = e
+	} else {
+		c.tail = e
+	}
+	c.head = e
 }
 
 // actionBytes estimates the memory a cached action holds: its payloads,
@@ -62,22 +92,23 @@ func actionBytes(a *Action) int64 {
 	return n
 }
 
-func (c *terminalCache) remove(el *list.Element) {
-	e := el.Value.(*cacheEntry)
-	c.ll.Remove(el)
+func (c *terminalCache) remove(e *cacheEntry) {
+	c.unlink(e)
 	delete(c.items, e.key)
 	c.bytes -= e.size
+	c.n--
 }
 
 func (c *terminalCache) get(tenant, id string) (*Action, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	el, ok := c.items[waitKey(tenant, id)]
+	e, ok := c.items[actionKey{tenant, id}]
 	if !ok {
 		return nil, false
 	}
-	c.ll.MoveToFront(el)
-	a := el.Value.(*cacheEntry).a // a copy: callers may change their action freely
+	c.unlink(e)
+	c.pushFront(e)
+	a := e.a // a copy: callers may change their action freely
 	return &a, true
 }
 
@@ -86,11 +117,11 @@ func (c *terminalCache) get(tenant, id string) (*Action, bool) {
 func (c *terminalCache) note(a *Action) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	k := waitKey(a.Tenant, a.ID)
-	el, ok := c.items[k]
+	k := actionKey{a.Tenant, a.ID}
+	e, ok := c.items[k]
 	if !a.State.Terminal() {
 		if ok {
-			c.remove(el)
+			c.remove(e)
 		}
 		if len(c.live) >= c.max {
 			clear(c.live) // only a hint: forgetting it costs a ledger read or a no-op insert
@@ -101,24 +132,27 @@ func (c *terminalCache) note(a *Action) {
 	delete(c.live, k)
 	size := actionBytes(a)
 	if ok {
-		c.remove(el)
+		c.remove(e)
 	}
 	if size > c.maxEntry {
 		return // too large to keep: its replays read the store
 	}
-	c.items[k] = c.ll.PushFront(&cacheEntry{key: k, a: *a, size: size})
+	e = &cacheEntry{key: k, a: *a, size: size}
+	c.pushFront(e)
+	c.items[k] = e
 	c.bytes += size
-	for c.ll.Len() > c.max || c.bytes > c.maxBytes {
-		c.remove(c.ll.Back())
+	c.n++
+	for c.n > c.max || c.bytes > c.maxBytes {
+		c.remove(c.tail)
 	}
 }
 
 func (c *terminalCache) forget(tenant, id string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	k := waitKey(tenant, id)
-	if el, ok := c.items[k]; ok {
-		c.remove(el)
+	k := actionKey{tenant, id}
+	if e, ok := c.items[k]; ok {
+		c.remove(e)
 	}
 	delete(c.live, k)
 }
@@ -131,7 +165,7 @@ func (c *terminalCache) seen(tenant, id string) (*Action, bool) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	_, live := c.live[waitKey(tenant, id)]
+	_, live := c.live[actionKey{tenant, id}]
 	return nil, live
 }
 

@@ -80,10 +80,10 @@ func (s *Service) noteOwn(c claim, o Outcome, res *Result, reason string) {
 	}
 	s.ownMu.Lock()
 	if s.own == nil {
-		s.own = map[string]ownClaim{}
+		s.own = map[actionKey]ownClaim{}
 		s.ownKick = make(chan struct{}, 1)
 	}
-	s.own[waitKey(c.tenant, c.id)] = ownClaim{claim: c, outcome: o, result: res, reason: reason, noted: s.now()}
+	s.own[actionKey{c.tenant, c.id}] = ownClaim{claim: c, outcome: o, result: res, reason: reason, noted: s.now()}
 	kick := s.ownKick
 	s.ownMu.Unlock()
 	select {
@@ -134,8 +134,8 @@ func (s *Service) SettleOwn(ctx context.Context) (int, error) {
 		}
 		if done {
 			s.ownMu.Lock()
-			if cur, ok := s.own[waitKey(oc.tenant, oc.id)]; ok && cur.claim == oc.claim {
-				delete(s.own, waitKey(oc.tenant, oc.id))
+			if cur, ok := s.own[actionKey{oc.tenant, oc.id}]; ok && cur.claim == oc.claim {
+				delete(s.own, actionKey{oc.tenant, oc.id})
 			}
 			s.ownMu.Unlock()
 			settled++
@@ -171,7 +171,7 @@ func (s *Service) settleOwn(ctx context.Context, oc ownClaim) (done bool, err er
 	if err != nil {
 		return true, nil // no such move from this state: nothing to record
 	}
-	err = s.store(ctx, a, b, false)
+	err = s.write(ctx, a, b)
 	switch {
 	case err == nil:
 		return true, nil

@@ -57,10 +57,10 @@ type Service struct {
 	CacheEntryBytes int64
 
 	mu      sync.Mutex
-	waiters map[string]chan struct{}
+	waiters map[actionKey]chan struct{}
 
 	ownMu   sync.Mutex
-	own     map[string]ownClaim // own.go: claims whose outcome this process knows and could not record
+	own     map[actionKey]ownClaim // own.go: claims whose outcome this process knows and could not record
 	ownKick chan struct{}
 
 	ownExpired atomic.Bool // ExpireOwn's work is done
@@ -164,7 +164,8 @@ func (s *Service) Start(ctx context.Context, tenant, id string, sp StartSpec) (a
 		Tenant: tenant, ID: id, ToolID: sp.ToolID, Version: sp.Version, State: Pending,
 		ArgsDigest: sp.ArgsDigest, Arguments: sp.Arguments, CorrelationID: sp.CorrelationID, PolicyVersion: sp.PolicyVersion,
 		CreatedAt: now, UpdatedAt: now,
-		History: []Transition{{To: Pending, Reason: "first call bound the arguments", By: string(ByGateway), At: now}},
+		History: append(make([]Transition, 0, 2), // the claim (or hold) is the second entry
+			Transition{To: Pending, Reason: "first call bound the arguments", By: string(ByGateway), At: now}),
 	}
 	if sp.Provider != nil {
 		a.AddProviderCall(*sp.Provider)
@@ -204,7 +205,7 @@ func (s *Service) Start(ctx context.Context, tenant, id string, sp StartSpec) (a
 }
 
 func (s *Service) claimInMemory(a *Action, now time.Time) error {
-	if err := a.Move(Running, ByGateway, "", fmt.Sprintf("claimed for attempt %d", a.Attempts+1), now); err != nil {
+	if err := a.Move(Running, ByGateway, "", claimReason(a.Attempts+1), now); err != nil {
 		return err
 	}
 	a.Attempts++
@@ -214,22 +215,60 @@ func (s *Service) claimInMemory(a *Action, now time.Time) error {
 	return nil
 }
 
-// Bind attaches the first call's arguments to a prepared action and then
-// claims it (or parks it, with hold). It returns ErrStale when another call
-// moved the action first: re-read and handle the call as a duplicate.
-func (s *Service) Bind(ctx context.Context, a *Action, version, digest string, args []byte, hold bool, reason string) error {
+// claimReasons are the claims' history reasons of the first attempts,
+// made once.
+var claimReasons = func() (r [8]string) {
+	for i := range r {
+		r[i] = fmt.Sprintf("claimed for attempt %d", i)
+	}
+	return r
+}()
+
+func claimReason(attempt int) string {
+	if attempt >= 0 && attempt < len(claimReasons) {
+		return claimReasons[attempt]
+	}
+	return fmt.Sprintf("claimed for attempt %d", attempt)
+}
+
+// BindSpec is what the first call of a prepared action adds to it.
+type BindSpec struct {
+	// Version is the contract version the arguments were bound under; ""
+	// keeps the one the action was prepared with.
+	Version    string
+	ArgsDigest string
+	Arguments  []byte
+	// Provider, when set, is the call's provider evidence (its At set by
+	// the caller), recorded by the same write.
+	Provider *ProviderCall
+	// Hold parks the action in awaiting_approval instead of claiming it;
+	// Reason says why.
+	Hold   bool
+	Reason string
+}
+
+// Bind attaches the first call's arguments (and provider evidence) to a
+// prepared action and then claims it (or parks it, with Hold), in one
+// write. a is left as it was unless the write succeeds. It returns ErrStale
+// when another call moved the action first: re-read and handle the call as
+// a duplicate.
+func (s *Service) Bind(ctx context.Context, a *Action, sp BindSpec) error {
 	now := s.now()
 	b := a.clone()
-	if version != "" {
-		b.Version = version
+	if sp.Version != "" {
+		b.Version = sp.Version
 	}
-	b.ArgsDigest, b.Arguments = digest, args
+	b.ArgsDigest, b.Arguments = sp.ArgsDigest, sp.Arguments
+	b.History = append(make([]Transition, 0, len(a.History)+2), a.History...) // the two moves below
+	if sp.Provider != nil {
+		b.AddProviderCall(*sp.Provider)
+	}
 	if err := b.Move(Pending, ByGateway, "", "first call bound the arguments", now); err != nil {
 		return err
 	}
 	var err error
-	if hold {
-		err = b.Move(AwaitingApproval, ByGateway, "", reason, now)
+	if sp.Hold {
+		err = b.Move(AwaitingApproval, ByGateway, "", sp.Reason, now)
 	} else {
 		err = s.claimInMemory(b, now)
 	}
@@ -314,7 +353,7 @@ func (s *Service) Finish(ctx context.Context, a *Action, o Outcome, res *Result,
 		if done || err != nil {
 			return err
 		}
-		err = s.store(ctx, a, b, true)
+		err = s.write(ctx, a, b)
 		if !errors.Is(err, ErrStale) || try > 3 {
 			return err
 		}
@@ -388,21 +427,35 @@ func (s *Service) AddProviderCall(ctx context.Context, a *Action, pc ProviderCal
 }
 
 // write stores b over a (compare-and-set on a.Rev); on success a becomes b and
-// anyone waiting for the action is woken.
+// anyone waiting for the action is woken. It goes through the store's
+// ChangeUpdater when it has one, with a as the action stored at b.Rev:
+// every Service write makes b from a clone of a, and a is what the store
+// returned or last wrote (no caller changes an action before handing it to
+// a Service write; Bind takes what it adds).
+//
+// What each write changes (Changes' groups; every write also appends to
+// History unless noted, and moves UpdatedAt unless noted):
+//
+//	Bind                   Binding, State, Lease (claim), Provider (evidence)
+//	Claim                  State, Lease
+//	Renew                  Lease (LeaseUntil only); no history, no UpdatedAt
+//	Finish                 State, Lease, Check, Result (answered)
+//	AddProviderCall        Provider only; no history, no UpdatedAt
+//	NoteProviderTransition history (a provider entry) only
+//	Assign                 history (an assignment entry) only
+//	Resolve, Approve, Deny State, Lease (attempts reset), Check, Result
+//	ApplyLookup            found: State, Check, Result; not found: State, Check;
+//	                       no answer yet: Check, no history (past HoldAfter also
+//	                       State, NeedsOperator, with an entry)
+//	ExpireLeases, ExpireOwn State, Lease, Check
+//	claimCheck             Check (NextCheckAt only); no history, no UpdatedAt
+//	SettleOwn              as Finish
+//
+// Start and Prepare insert; Delete and retention (Cleaner) are the store's
+// own statements.
 func (s *Service) write(ctx context.Context, a, b *Action) error {
-	return s.store(ctx, a, b, false)
-}
-
-// store is write; with changed, through the store's ChangeUpdater when it
-// has one, with a as the action stored at b.Rev. Only Finish passes
-// changed: between the claim and the finish an action is the Service's own
-// (the caller holds the lease and hands back what Start, Claim or Renew
-// returned), while a caller may annotate an action before other writes
-// (the first call's provider evidence before Bind) and count on the write
-// to store it.
-func (s *Service) store(ctx context.Context, a, b *Action, changed bool) error {
 	var err error
-	if cu, ok := s.Store.(ChangeUpdater); ok && changed {
+	if cu, ok := s.Store.(ChangeUpdater); ok {
 		err = cu.UpdateChanged(ctx, a, b)
 	} else {
 		err = s.Store.Update(ctx, b)
@@ -420,15 +473,16 @@ func (s *Service) store(ctx context.Context, a, b *Action, changed bool) error {
 	return nil
 }
 
-// clone copies a deeply enough that changing the copy's slices leaves a alone.
+// clone copies a so that appending to the copy's slices (History,
+// ProviderCalls) or setting its Result leaves a alone: the copy shares a's
+// arrays and Result, capped at their length, so its first append makes its
+// own array. Nothing changes a history entry, a provider call or a result
+// in place (they are replaced or appended), which makes the sharing safe and
+// a clone one allocation.
 func (a *Action) clone() *Action {
 	b := *a
-	b.History = append([]Transition(nil), a.History...)
-	b.ProviderCalls = append([]ProviderCall(nil), a.ProviderCalls...)
-	if a.Result != nil {
-		r := *a.Result
-		b.Result = &r
-	}
+	b.History = a.History[:len(a.History):len(a.History)]
+	b.ProviderCalls = a.ProviderCalls[:len(a.ProviderCalls):len(a.ProviderCalls)]
 	return &b
 }
 
@@ -462,15 +516,17 @@ func (s *Service) Wait(ctx context.Context, tenant, id string, timeout, poll tim
 	}
 }
 
-func waitKey(tenant, id string) string { return tenant + "\x00" + id }
+// actionKey names one action in the Service's maps (waiters, own claims,
+// the replay cache) without building a string.
+type actionKey struct{ tenant, id string }
 
 func (s *Service) waiter(tenant, id string) chan struct{} {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.waiters == nil {
-		s.waiters = map[string]chan struct{}{}
+		s.waiters = map[actionKey]chan struct{}{}
 	}
-	k := waitKey(tenant, id)
+	k := actionKey{tenant, id}
 	ch, ok := s.waiters[k]
 	if !ok {
 		ch = make(chan struct{})
@@ -482,7 +538,7 @@ func (s *Service) waiter(tenant, id string) chan struct{} {
 func (s *Service) wake(tenant, id string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	k := waitKey(tenant, id)
+	k := actionKey{tenant, id}
 	if ch, ok := s.waiters[k]; ok {
 		close(ch)
 		delete(s.waiters, k)

@@ -553,3 +553,40 @@ func TestStartOnAFinishedActionCachesIt(t *testing.T) {
 		t.Fatalf("running elsewhere: %+v %v", got, known)
 	}
 }
+
+// TestBindStoresWhatItAdds: Bind takes the arguments and the provider
+// evidence it adds and stores them in its one (narrow) write; the caller's
+// action is left alone until the write succeeds.
+func TestBindStoresWhatItAdds(t *testing.T) {
+	t.Parallel()
+	s, _ := setup(t)
+	a, _, err := s.Prepare(ctx, "acme", "two-phase", ledger.PrepareSpec{ToolID: "refund", Version: "1.0.0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := *a
+	pc := &ledger.ProviderCall{Name: "openai", Route: "/v1/responses", CallID: "call_7", At: time.Date(2026, 11, 30, 9, 0, 0, 5, time.UTC)}
+	stale := *a
+	stale.Rev++
+	if err := s.Bind(ctx, &stale, ledger.BindSpec{ArgsDigest: "sha256:bb", Arguments: []byte(`{"n":1}`), Provider: pc}); !errors.Is(err, ledger.ErrStale) {
+		t.Fatalf("Bind at a stale revision: %v, want ErrStale", err)
+	}
+	if stale.State != ledger.Prepared || len(stale.ProviderCalls) != 0 || stale.Arguments != nil {
+		t.Fatalf("a failed Bind changed the caller's action: %+v", stale)
+	}
+	if err := s.Bind(ctx, a, ledger.BindSpec{Version: "1.1.0", ArgsDigest: "sha256:bb", Arguments: []byte(`{"n":1}`), Provider: pc}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Get(ctx, "acme", "two-phase")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.State != ledger.Running || got.Version != "1.1.0" || got.ArgsDigest != "sha256:bb" || string(got.Arguments) != `{"n":1}` ||
+		len(got.ProviderCalls) != 1 || got.ProviderCalls[0].CallID != "call_7" || !got.ProviderCalls[0].At.Equal(pc.At) ||
+		got.Rev != before.Rev+1 || len(got.History) != len(before.History)+2 {
+		t.Fatalf("stored after Bind: %+v", got)
+	}
+	if a.Rev != got.Rev || len(a.ProviderCalls) != 1 {
+		t.Fatalf("the caller's action after Bind: %+v", a)
+	}
+}

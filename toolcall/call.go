@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/toolgate/toolgate/contract"
@@ -178,7 +179,9 @@ func (c *call) findKey() error {
 			if prop := v.IdempotencyKeyProperty(); prop != "" {
 				if m, ok := c.decoded().(map[string]any); ok {
 					if k, ok := m[prop].(string); ok {
-						c.key = k
+						// A copy: the decoded strings share one backing string (DecodeCanonical),
+						// which the action id, kept in the replay cache, must not pin.
+						c.key = strings.Clone(k)
 					}
 				}
 			}
@@ -196,14 +199,16 @@ func (c *call) findKey() error {
 // decoded returns the arguments decoded for validation and templates (an
 // empty object when they cannot be decoded; admit refuses such a call). It
 // decodes the canonical arguments, the bytes sent downstream, so the value
-// validated is the value executed.
+// validated is the value executed; contract.DecodeCanonical gives
+// DecodeJSON's value and error for them at a third of the cost
+// (docs/performance.md, "Decode once").
 func (c *call) decoded() any {
 	if c.args == nil {
 		raw := c.canon
 		if raw == nil {
 			raw = c.body.Arguments
 		}
-		v, err := contract.DecodeJSON(raw)
+		v, err := contract.DecodeCanonical(raw)
 		if err != nil {
 			v, c.argsErr = map[string]any{}, err
 		}
@@ -498,11 +503,9 @@ func (c *call) bind(ctx context.Context, a *ledger.Action) error {
 	if err != nil {
 		return err
 	}
-	if c.body.Provider != nil {
-		a.AddProviderCall(*stamp(c.body.Provider))
-	}
 	_, claimSpan := c.s.child(ctx, "ledger.claim", trace.SpanKindInternal, attrActionID.String(a.ID))
-	err = c.s.cfg.Ledger.Bind(ctx, a, adm.v.Version, c.digest, c.canon, adm.hold, adm.reason)
+	err = c.s.cfg.Ledger.Bind(ctx, a, ledger.BindSpec{Version: adm.v.Version, ArgsDigest: c.digest, Arguments: c.canon,
+		Provider: stamp(c.body.Provider), Hold: adm.hold, Reason: adm.reason})
 	endClaimSpan(claimSpan, err == nil, err)
 	if err != nil {
 		if !errors.Is(err, ledger.ErrStale) {

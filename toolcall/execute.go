@@ -10,7 +10,6 @@ import (
 	"github.com/toolgate/toolgate/decisionlog"
 	"github.com/toolgate/toolgate/invoke"
 	"github.com/toolgate/toolgate/ledger"
-	"go.opentelemetry.io/otel/trace"
 )
 
 // execute sends a claimed (running) action downstream and records the
@@ -20,7 +19,7 @@ func (c *call) execute(ctx context.Context, a *ledger.Action, b invoke.Binding) 
 	ctx = context.WithoutCancel(ctx)
 	f := c.facts()
 	args, _ := c.decoded().(map[string]any)
-	dctx, span := c.s.child(ctx, "downstream "+b.WithDefaults().Method, trace.SpanKindClient, attrActionID.String(a.ID), attrAttempt.Int(a.Attempts))
+	dctx, span := c.s.downstreamSpan(ctx, b.WithDefaults().Method, attrActionID.String(a.ID), attrAttempt.Int(a.Attempts))
 	req := invoke.Request{
 		Binding:     &b,
 		Vars:        invoke.Vars{Tenant: a.Tenant, ActionID: a.ID, Args: args},
@@ -131,7 +130,7 @@ func (c *call) readOnly(ctx context.Context) error {
 	if !ValidKey(id) {
 		id = "read-" + decisionlog.NewDecisionID() // templates may name {action_id}; nothing is stored under it
 	}
-	dctx, span := c.s.child(ctx, "downstream "+b.WithDefaults().Method, trace.SpanKindClient)
+	dctx, span := c.s.downstreamSpan(ctx, b.WithDefaults().Method)
 	res := c.s.invoker(b).Call(dctx, invoke.Request{
 		Binding: &b, Vars: invoke.Vars{Tenant: c.p.Tenant, ActionID: id, Args: args},
 		Body: c.canon, Traceparent: traceparentOr(dctx, c.in.Traceparent),

@@ -30,5 +30,8 @@ func canonicalize(raw []byte) ([]byte, string, error) {
 		return nil, "", err
 	}
 	sum := sha256.Sum256(c)
-	return c, "sha256:" + hex.EncodeToString(sum[:]), nil
+	var d [len("sha256:") + 2*sha256.Size]byte // built on the stack: one allocation, the string
+	copy(d[:], "sha256:")
+	hex.Encode(d[len("sha256:"):], sum[:])
+	return c, string(d[:]), nil
 }

@@ -2,6 +2,7 @@ package toolcall
 
 import (
 	"context"
+	"slices"
 
 	"github.com/toolgate/toolgate/contract"
 	"github.com/toolgate/toolgate/decisionlog"
@@ -85,9 +86,25 @@ func EndCall(span trace.Span, f *Facts, outcome decisionlog.Outcome, status int,
 	span.End()
 }
 
-// child starts a span under the call's span.
+// child starts a span under the call's span. Without a tracer it starts
+// nothing and builds no options: the call's context holds no span then
+// (StartCall extracts none), so the no-op tracer's span would carry an
+// empty span context, as noopSpan does. The attributes are copied for the
+// tracer, so the caller's variadic slice can stay on its stack.
 func (s *Service) child(ctx context.Context, name string, kind trace.SpanKind, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
-	return s.cfg.Tracer.Start(ctx, name, trace.WithSpanKind(kind), trace.WithAttributes(attrs...))
+	if s.cfg.Tracer == noopTracer {
+		return ctx, noopSpan
+	}
+	return s.cfg.Tracer.Start(ctx, name, trace.WithSpanKind(kind), trace.WithAttributes(slices.Clone(attrs)...))
+}
+
+// downstreamSpan is child for the downstream call, named after its method
+// (the name is built only for a tracer).
+func (s *Service) downstreamSpan(ctx context.Context, method string, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
+	if s.cfg.Tracer == noopTracer {
+		return ctx, noopSpan
+	}
+	return s.child(ctx, "downstream "+method, trace.SpanKindClient, attrs...)
 }
 
 // traceparentOr is the traceparent to send downstream: the downstream span's
@@ -112,6 +129,10 @@ func traceparentOr(ctx context.Context, incoming string) string {
 func (s *Service) validate(ctx context.Context, v *contract.Version, args any) contract.Verdict {
 	_, span := s.child(ctx, "validate", trace.SpanKindInternal, attrVersion.String(v.Version))
 	verdict := v.Validate(args)
+	if !span.IsRecording() { // nothing to record: no attributes built
+		span.End()
+		return verdict
+	}
 	span.SetAttributes(attribute.Int("toolgate.validation.errors", len(verdict.Errors)), attribute.Bool("toolgate.validation.review", len(verdict.Review) > 0))
 	if !verdict.Valid() {
 		span.SetAttributes(attrErrorType.String("invalid_arguments"))
@@ -121,6 +142,10 @@ func (s *Service) validate(ctx context.Context, v *contract.Version, args any) c
 }
 
 func endClaimSpan(span trace.Span, created bool, err error) {
+	if !span.IsRecording() {
+		span.End()
+		return
+	}
 	span.SetAttributes(attribute.Bool("toolgate.claimed", created))
 	if err != nil {
 		span.SetStatus(otelcodes.Error, err.Error())
@@ -130,6 +155,10 @@ func endClaimSpan(span trace.Span, created bool, err error) {
 }
 
 func endDownstreamSpan(span trace.Span, res invoke.Result) {
+	if !span.IsRecording() {
+		span.End()
+		return
+	}
 	span.SetAttributes(attribute.String("toolgate.downstream.outcome", res.Outcome.String()))
 	if res.StatusCode != 0 {
 		span.SetAttributes(attribute.Int("http.response.status_code", res.StatusCode))

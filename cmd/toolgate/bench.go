@@ -31,7 +31,7 @@ func init() {
 // the floor, then the gateway, each request sent on a fixed timetable and
 // timed from its due time.
 func runBench(ctx context.Context, e env) int {
-	flags := newFlagSet(e, "bench", "[--duration D] [--concurrency 1,8,32,128] [--ledger sqlite-full,sqlite-normal[,postgres]] [--postgres DSN] [--open 25,50,75] [--rate N] [--json] [--quick]")
+	flags := newFlagSet(e, "bench", "[--duration D] [--concurrency 1,8,32,128] [--ledger sqlite-full,sqlite-normal[,postgres]] [--postgres DSN] [--open 25,50,75] [--rate N] [--breakdown] [--json] [--quick]")
 	duration := flags.Duration("duration", 3*time.Second, "measured time per row")
 	conc := flags.String("concurrency", "1,8,32,128", "comma-separated numbers of closed-loop workers")
 	ledgers := flags.String("ledger", "sqlite-full,sqlite-normal", "comma-separated ledgers: sqlite-full, sqlite-normal, postgres")
@@ -41,6 +41,7 @@ func runBench(ctx context.Context, e env) int {
 	joinDelay := flags.Duration("join-delay", 5*time.Millisecond, "how long the sandbox holds the first call of a join group")
 	rate := flags.Float64("rate", 0, "arrival rate per second of the open-loop rows (new-open, floor and gateway), which run with the new workload; 0: the --open percentages of each ledger's peak new throughput; negative: none")
 	openPct := flags.String("open", "25,50,75", "comma-separated percentages of each ledger's peak new throughput at which the open-loop rows run")
+	breakdown := flags.Bool("breakdown", false, "trace every request of the open-loop rows and print where its time went, stage by stage (committer queue, batch, fsync, downstream, handler)")
 	asJSON := flags.Bool("json", false, "print the report as JSON instead of a table")
 	quick := flags.Bool("quick", false, "a short smoke run for CI: 200ms rows at concurrency 1 and 8 (open-loop rows included)")
 	cpuProfile := flags.String("cpuprofile", "", "write a CPU profile of the whole run to `file`")
@@ -56,7 +57,7 @@ func runBench(ctx context.Context, e env) int {
 	}
 	cfg := bench.Config{
 		Duration: *duration, Ledgers: benchList(*ledgers), PostgresDSN: *dsn,
-		Workloads: benchList(*workloads), GroupSize: *group, JoinDelay: *joinDelay, Rate: *rate,
+		Workloads: benchList(*workloads), GroupSize: *group, JoinDelay: *joinDelay, Rate: *rate, Breakdown: *breakdown,
 		Progress: func(format string, args ...any) { fmt.Fprintf(e.Stderr, "toolgate bench: "+format+"\n", args...) },
 	}
 	var err error

@@ -165,6 +165,7 @@ func startGatewayLogged(ctx context.Context, cfg *config.Config, tools fs.FS, lo
 		DecisionLog: dlog.writer, Retention: cfg.Retention, TombstoneRetention: cfg.TombstoneRetention,
 		DeprecatedAt: loaded.DeprecatedAt, Released: loaded.Released, Approvals: approvals,
 		MaxInFlightPerKey: cfg.Limits.InFlightPerKey, MaxInFlightPerTenant: cfg.Limits.InFlightPerTenant,
+		MaxMCPStreamsPerKey: cfg.Limits.MCPStreamsPerKey, MaxMCPStreams: cfg.Limits.MCPStreams,
 	})
 	if err != nil {
 		up.close()

@@ -115,12 +115,6 @@ SELECT (SELECT rev FROM upd), (SELECT rev FROM cur), (SELECT state FROM cur)`
 // Config.NoNotify is set. Concurrent writes share transactions (see
 // batch.go) unless Config.NoBatch is set.
 func (s *Store) Update(ctx context.Context, a *ledger.Action) (err error) {
-	parent := ctx
-	ctx, finish, err := s.op(ctx)
-	defer finish(&err)
-	if err != nil {
-		return err
-	}
 	vals, err := values(a, a.Rev)
 	if err != nil {
 		return fmt.Errorf("update action %s: %w", a.ID, err)
@@ -128,8 +122,21 @@ func (s *Store) Update(ctx context.Context, a *ledger.Action) (err error) {
 	// values order: tenant, id, tool_id (fixed at insert), the updatable
 	// fields, created_at at 22, then updated_at, history and rev.
 	vals = append(append(vals[:2:2], vals[3:22]...), vals[23:]...)
+	return s.update(ctx, a, updateSQL, vals)
+}
+
+// update runs the compare-and-set UPDATE q (updateSQL or a narrow one, see
+// changed.go) with args, batched unless Config.NoBatch is set. q reports the
+// revision written, the one stored and the state it replaced, as updateSQL
+// does. ctx is the caller's: the operation's limits are added here.
+func (s *Store) update(parent context.Context, a *ledger.Action, q string, args []any) (err error) {
+	ctx, finish, err := s.op(parent)
+	defer finish(&err)
+	if err != nil {
+		return err
+	}
 	if s.batch != nil {
-		w := &write{kind: writeUpdate, ctx: ctx, a: a, args: vals, bytes: writeBytes(vals)}
+		w := &write{kind: writeUpdate, ctx: ctx, a: a, sql: q, args: args, bytes: writeBytes(args)}
 		if s.batch.do(w) {
 			if w.err != nil {
 				return w.err
@@ -141,7 +148,7 @@ func (s *Store) Update(ctx context.Context, a *ledger.Action) (err error) {
 	var written, stored *int64
 	var was *string
 	if err := s.writeAlone(ctx, func(c *pgx.Conn) error {
-		return c.QueryRow(ctx, updateSQL, vals...).Scan(&written, &stored, &was)
+		return c.QueryRow(ctx, q, args...).Scan(&written, &stored, &was)
 	}); err != nil {
 		return fmt.Errorf("update action %s: %w", a.ID, translate(err))
 	}

@@ -93,6 +93,7 @@ type write struct {
 	kind  writeKind
 	ctx   context.Context // the operation's (QueryTimeout included)
 	a     *ledger.Action
+	sql   string // an update's statement: updateSQL or a narrow one
 	args  []any
 	bytes int
 
@@ -336,7 +337,7 @@ func (b *batcher) send(ctx context.Context, batch []*write) error {
 		if w.kind == writeInsert {
 			pb.Queue(insertSQL, w.args...)
 		} else {
-			pb.Queue(updateSQL, w.args...)
+			pb.Queue(w.sql, w.args...)
 		}
 	}
 	br := conn.SendBatch(ctx, &pb)

@@ -1,11 +1,13 @@
 package postgres_test
 
 import (
+	"context"
 	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/toolgate/toolgate/internal/pgtest"
 	"github.com/toolgate/toolgate/ledger"
 	"github.com/toolgate/toolgate/ledger/postgres"
@@ -58,8 +60,9 @@ func preparedActions(b *testing.B, s *postgres.Store, n int, state ledger.State)
 	return as
 }
 
-// BenchmarkClaim measures the claim: one compare-and-set Update of a pending
-// action to running (inserting the actions is not timed).
+// BenchmarkClaim measures the claim: one compare-and-set update of a pending
+// action to running, through UpdateChanged as ledger.Service writes it
+// (inserting the actions is not timed).
 func BenchmarkClaim(b *testing.B) {
 	s := benchStore(b, postgres.Config{})
 	as := preparedActions(b, s, b.N, ledger.Pending)
@@ -68,18 +71,20 @@ func BenchmarkClaim(b *testing.B) {
 	b.ResetTimer()
 	for i := range b.N {
 		a := as[i]
+		prev := *a
 		if err := a.Move(ledger.Running, ledger.ByGateway, "", "claim", now); err != nil {
 			b.Fatal(err)
 		}
 		a.Attempts, a.LeaseOwner, a.LeaseUntil = 1, "g1", now.Add(30*time.Second)
-		if err := s.Update(b.Context(), a); err != nil {
+		if err := s.UpdateChanged(b.Context(), &prev, a); err != nil {
 			b.Fatal(err)
 		}
 	}
 }
 
-// BenchmarkComplete measures the Update that moves a running action to
-// succeeded with a result, with and without the completion wake-up.
+// BenchmarkComplete measures the update (UpdateChanged, as ledger.Service
+// writes it) that moves a running action to succeeded with a result, with
+// and without the completion wake-up.
 func BenchmarkComplete(b *testing.B) {
 	for _, tt := range []struct {
 		name     string
@@ -93,11 +98,12 @@ func BenchmarkComplete(b *testing.B) {
 			b.ResetTimer()
 			for i := range b.N {
 				a := as[i]
+				prev := *a
 				if err := a.Move(ledger.Succeeded, ledger.ByGateway, "", "201", now); err != nil {
 					b.Fatal(err)
 				}
 				a.Result = &ledger.Result{StatusCode: 201, ContentType: "application/json", Body: []byte(`{"refund":"r-1","status":"ok"}`)}
-				if err := s.Update(b.Context(), a); err != nil {
+				if err := s.UpdateChanged(b.Context(), &prev, a); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -119,10 +125,11 @@ func BenchmarkInsertAndClaimParallel(b *testing.B) {
 			if err := s.Insert(b.Context(), a); err != nil {
 				b.Fatal(err)
 			}
+			prev := *a
 			if err := a.Move(ledger.Running, ledger.ByGateway, "", "claim", now); err != nil {
 				b.Fatal(err)
 			}
-			if err := s.Update(b.Context(), a); err != nil {
+			if err := s.UpdateChanged(b.Context(), &prev, a); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -140,4 +147,77 @@ func BenchmarkGet(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkCompleteLargeArguments measures the completion of an action
+// whose arguments are large enough to be stored out of line (TOAST): with
+// Update, which sends the arguments again, and with UpdateChanged, which
+// leaves them as stored. wal-B/op is the WAL the server wrote per
+// completion (pg_current_wal_lsn before and after; other writers of the
+// same server count too, so run it alone for exact figures).
+func BenchmarkCompleteLargeArguments(b *testing.B) {
+	args := make([]byte, 0, 8<<10+16)
+	args = append(args, `{"blob":"`...)
+	for i := 0; len(args) < 8<<10; i++ {
+		// Incompressible enough that PostgreSQL stores it out of line
+		// rather than compressing it inline.
+		args = fmt.Appendf(args, "%016x", uint64(i)*0x9e3779b97f4a7c15)
+	}
+	args = append(args, `"}`...)
+	for _, narrow := range []bool{false, true} {
+		name := "update"
+		if narrow {
+			name = "changed"
+		}
+		b.Run(name, func(b *testing.B) {
+			s := benchStore(b, postgres.Config{NoNotify: true})
+			now := time.Now()
+			b.StopTimer()
+			as := make([]*ledger.Action, b.N)
+			for i := range as {
+				as[i] = benchAction(fmt.Sprint("l-", i), now)
+				as[i].State, as[i].Arguments = ledger.Running, args
+				if err := s.Insert(b.Context(), as[i]); err != nil {
+					b.Fatal(err)
+				}
+			}
+			wal0 := walLSN(b)
+			b.StartTimer()
+			b.ReportAllocs()
+			for i := range b.N {
+				a := as[i]
+				prev := *a
+				if err := a.Move(ledger.Succeeded, ledger.ByGateway, "", "201", now); err != nil {
+					b.Fatal(err)
+				}
+				a.Result = &ledger.Result{StatusCode: 201, ContentType: "application/json", Body: []byte(`{"refund":"r-1","status":"ok"}`)}
+				var err error
+				if narrow {
+					err = s.UpdateChanged(b.Context(), &prev, a)
+				} else {
+					err = s.Update(b.Context(), a)
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(walLSN(b)-wal0)/float64(b.N), "wal-B/op")
+		})
+	}
+}
+
+// walLSN is the server's current WAL position in bytes.
+func walLSN(b *testing.B) int64 {
+	b.Helper()
+	conn, err := pgx.Connect(b.Context(), pgtest.DSN(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var n int64
+	if err := conn.QueryRow(b.Context(), `SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::bigint`).Scan(&n); err != nil {
+		b.Fatal(err)
+	}
+	return n
 }

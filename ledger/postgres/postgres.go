@@ -196,6 +196,7 @@ type Store struct {
 	timeout  time.Duration // per operation; 0 for none
 	batch    *batcher      // nil with Config.NoBatch
 	fresh    freshTable    // analyze.go
+	ns       narrowSQL     // UpdateChanged's statements (changed.go)
 
 	up         atomic.Bool  // migrated and checked: operations may run (ha.go)
 	downMu     sync.Mutex   //

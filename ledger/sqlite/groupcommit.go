@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/toolgate/toolgate/ledger"
 )
@@ -38,6 +39,15 @@ import (
 // means the write did not happen, except when the commit itself fails, as
 // with any database.
 
+// Reads never wait for the committer: Get and List run on the read-only
+// connections, which in WAL mode see the last commit while the next one is
+// being written and synced, so a replay or a join's read is answered while a
+// slow fsync holds every write behind it (TestReadsDoNotWaitForCommit).
+//
+// Instrumentation: ObserveCommits has every write report where its time went
+// (CommitTrace); toolgate bench --breakdown prints it. With no observer set
+// the committer reads no clock.
+
 // maxBatch caps the writes that share one transaction.
 const maxBatch = 256
 
@@ -60,6 +70,38 @@ type write struct {
 	state atomic.Int32
 	err   error
 	done  chan struct{}
+	// Set only while an observer is (ObserveCommits).
+	tr *CommitTrace
+}
+
+// CommitTrace is one write's way through the committer, reported by
+// ObserveCommits: when it was queued, taken into a batch, when that batch
+// began its transaction, began to commit and had committed, and when the
+// caller woke up again. Queue wait is Taken-Queued: until Idle the
+// committer was still busy with earlier batches (Idle is when it had woken
+// the callers of the batch before this write's), from then on it was
+// between batches (taking, or not yet running again); batch formation Began-Taken, the batch's statements
+// Committing-Began, the commit with its fsync Committed-Committing, the
+// hand-back to the caller Returned-Committed.
+type CommitTrace struct {
+	ID     string // the action id
+	Update bool   // an Update (or UpdateChanged); false: an Insert
+	Batch  int    // writes in its batch
+	Err    bool   // the write returned an error
+
+	Queued, Idle, Taken, Began, Committing, Committed, Returned time.Time
+}
+
+// ObserveCommits has every later Insert and Update call f, on the caller's
+// goroutine just before it returns, with the write's CommitTrace; nil stops
+// it. Writes that never reached a batch (cancelled while queued, store
+// closed) are not reported. Meant for measurements: f runs on the call path.
+func (s *Store) ObserveCommits(f func(CommitTrace)) {
+	if f == nil {
+		s.gc.observer.Store(nil)
+		return
+	}
+	s.gc.observer.Store(&f)
 }
 
 // committer serialises every Insert and Update through batches.
@@ -71,6 +113,14 @@ type committer struct {
 
 	mu     sync.RWMutex
 	closed bool
+
+	observer atomic.Pointer[func(CommitTrace)]
+	// beforeCommit, when set (tests only, before any write), runs in the
+	// committer just before each batch commits: tests hold a commit there.
+	beforeCommit func(batch int)
+	// idle is when the committer last finished a batch (woke its callers),
+	// kept while an observer is set; only the committer's goroutine uses it.
+	idle time.Time
 }
 
 func newCommitter(s *Store) *committer {
@@ -87,6 +137,10 @@ func (c *committer) do(ctx context.Context, w *write) error {
 		return err
 	}
 	w.done = make(chan struct{})
+	obs := c.observer.Load()
+	if obs != nil {
+		w.tr = &CommitTrace{ID: w.id, Update: w.kind == writeUpdate, Queued: time.Now()}
+	}
 	c.mu.RLock()
 	if c.closed {
 		c.mu.RUnlock()
@@ -101,14 +155,17 @@ func (c *committer) do(ctx context.Context, w *write) error {
 	c.mu.RUnlock()
 	select {
 	case <-w.done:
-		return w.err
 	case <-ctx.Done():
 		if w.state.CompareAndSwap(0, 2) {
 			return ctx.Err() // never taken: it will not be written
 		}
 		<-w.done
-		return w.err
 	}
+	if obs != nil {
+		w.tr.Returned, w.tr.Err = time.Now(), w.err != nil
+		(*obs)(*w.tr)
+	}
+	return w.err
 }
 
 // close stops accepting writes, lets the committer finish every write
@@ -162,6 +219,9 @@ func (c *committer) run() {
 // take adds w to batch unless its caller has already given up on it.
 func (c *committer) take(batch []*write, w *write) []*write {
 	if w.state.CompareAndSwap(0, 1) {
+		if w.tr != nil {
+			w.tr.Taken, w.tr.Idle = time.Now(), c.idle
+		}
 		batch = append(batch, w)
 	}
 	return batch
@@ -172,6 +232,21 @@ func (c *committer) commit(batch []*write) {
 	if len(batch) == 0 {
 		return
 	}
+	traced := false
+	for _, w := range batch {
+		if w.tr != nil {
+			traced = true
+			break
+		}
+	}
+	if traced {
+		now := time.Now()
+		for _, w := range batch {
+			if w.tr != nil {
+				w.tr.Began, w.tr.Batch = now, len(batch)
+			}
+		}
+	}
 	if alone := c.inTx(batch); alone && len(batch) > 1 {
 		// A statement failed for a reason of its own (not a conflict, not
 		// the lock): nothing of the batch is kept; run each write alone so
@@ -180,8 +255,19 @@ func (c *committer) commit(batch []*write) {
 			c.inTx([]*write{w})
 		}
 	}
+	if traced {
+		now := time.Now()
+		for _, w := range batch {
+			if w.tr != nil {
+				w.tr.Committed = now
+			}
+		}
+	}
 	for _, w := range batch {
 		close(w.done)
+	}
+	if traced || c.observer.Load() != nil {
+		c.idle = time.Now()
 	}
 	if c.s.cp != nil {
 		c.s.cp.committed(len(batch))
@@ -263,6 +349,17 @@ func (c *committer) inTx(ws []*write) (retryAlone bool) {
 			continue
 		}
 		w.err = fmt.Errorf("update action %s at rev %d (stored %d): %w", w.id, w.rev, stored, ledger.ErrStale)
+	}
+	if c.beforeCommit != nil {
+		c.beforeCommit(len(ws))
+	}
+	if ws[0].tr != nil || ws[len(ws)-1].tr != nil {
+		now := time.Now()
+		for _, w := range ws {
+			if w.tr != nil {
+				w.tr.Committing = now
+			}
+		}
 	}
 	if err := tx.Commit(); err != nil {
 		fail(translate(err), "commit: ")

@@ -76,6 +76,8 @@ func Exercise(t *testing.T, newDB NewDatabase) {
 		{"Streams", testStreams},
 		{"AssignRoundTrip", testAssignRoundTrip},
 		{"AssignRace", testAssignRace},
+		{"NarrowWritesRandom", testNarrowWritesRandom},
+		{"NarrowWritesService", testNarrowWritesService},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -86,6 +88,10 @@ func Exercise(t *testing.T, newDB NewDatabase) {
 	t.Run("Reopen", func(t *testing.T) {
 		t.Parallel()
 		testReopen(t, newDB(t))
+	})
+	t.Run("NarrowWritesReference", func(t *testing.T) {
+		t.Parallel()
+		testNarrowWritesReference(t, newDB)
 	})
 	t.Run("RolloutReopen", func(t *testing.T) {
 		t.Parallel()

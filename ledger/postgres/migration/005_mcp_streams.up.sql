@@ -1,4 +1,4 @@
--- 006: MCP tools/call streams kept for resumption (docs/providers.md,
+-- 005: MCP tools/call streams kept for resumption (docs/providers.md,
 -- "Resuming a dropped stream"): one row per stream, with who may resume it,
 -- and its events (the JSON-RPC messages after the priming event), pruned
 -- once older than the stream retention. Every replica reads and writes them.
