@@ -59,29 +59,29 @@ func Changes(prev, a *Action) Change {
 		c |= ChangeState
 	}
 	if prev.Attempts != a.Attempts || prev.LeaseOwner != a.LeaseOwner ||
-		!sameInstant(prev.LeaseUntil, a.LeaseUntil) || !sameInstant(prev.LastSentAt, a.LastSentAt) {
+		!SameInstant(prev.LeaseUntil, a.LeaseUntil) || !SameInstant(prev.LastSentAt, a.LastSentAt) {
 		c |= ChangeLease
 	}
-	if prev.Checks != a.Checks || !sameInstant(prev.UnknownSince, a.UnknownSince) || !sameInstant(prev.NextCheckAt, a.NextCheckAt) {
+	if prev.Checks != a.Checks || !SameInstant(prev.UnknownSince, a.UnknownSince) || !SameInstant(prev.NextCheckAt, a.NextCheckAt) {
 		c |= ChangeCheck
 	}
 	if prev.Version != a.Version || prev.ArgsDigest != a.ArgsDigest ||
 		(prev.Arguments == nil) != (a.Arguments == nil) || !bytes.Equal(prev.Arguments, a.Arguments) {
 		c |= ChangeBinding
 	}
-	if !sameResult(prev.Result, a.Result) {
+	if !SameResult(prev.Result, a.Result) {
 		c |= ChangeResult
 	}
-	if prev.ProviderCallsOmitted != a.ProviderCallsOmitted || !sameCalls(prev.ProviderCalls, a.ProviderCalls) {
+	if prev.ProviderCallsOmitted != a.ProviderCallsOmitted || !SameCalls(prev.ProviderCalls, a.ProviderCalls) {
 		c |= ChangeProvider
 	}
 	if prev.CorrelationID != a.CorrelationID || prev.Scope != a.Scope || prev.PolicyVersion != a.PolicyVersion {
 		c |= ChangeAttributes
 	}
-	if !sameInstant(prev.UpdatedAt, a.UpdatedAt) {
+	if !SameInstant(prev.UpdatedAt, a.UpdatedAt) {
 		c |= ChangeUpdatedAt
 	}
-	switch n := historyPrefix(prev.History, a.History); {
+	switch n := HistoryPrefix(prev.History, a.History); {
 	case n < 0:
 		c |= ChangeHistoryRewritten
 	case n < len(a.History):
@@ -97,7 +97,7 @@ func AppendedHistory(prev, a *Action) []Transition {
 	if prev == nil {
 		return nil
 	}
-	n := historyPrefix(prev.History, a.History)
+	n := HistoryPrefix(prev.History, a.History)
 	if n < 0 || n == len(a.History) {
 		return nil
 	}
@@ -106,7 +106,7 @@ func AppendedHistory(prev, a *Action) []Transition {
 
 // historyPrefix returns len(x) when x is a prefix of y (entry by entry, as
 // stored), and -1 otherwise.
-func historyPrefix(x, y []Transition) int {
+func HistoryPrefix(x, y []Transition) int {
 	if len(x) > len(y) {
 		return -1
 	}
@@ -120,7 +120,7 @@ func historyPrefix(x, y []Transition) int {
 
 // SameTransition reports whether two history entries are equal as stored.
 func SameTransition(p, q *Transition) bool {
-	if p.From != q.From || p.To != q.To || p.Reason != q.Reason || p.By != q.By || !sameInstant(p.At, q.At) {
+	if p.From != q.From || p.To != q.To || p.Reason != q.Reason || p.By != q.By || !SameInstant(p.At, q.At) {
 		return false
 	}
 	if (p.Provider == nil) != (q.Provider == nil) || (p.Provider != nil && *p.Provider != *q.Provider) {
@@ -133,26 +133,30 @@ func SameTransition(p, q *Transition) bool {
 }
 
 // sameInstant is equality as stored: both zero (absent) or the same instant.
-func sameInstant(x, y time.Time) bool {
+func SameInstant(x, y time.Time) bool {
 	if x.IsZero() || y.IsZero() {
 		return x.IsZero() == y.IsZero()
 	}
 	return x.Equal(y)
 }
 
-func sameResult(x, y *Result) bool {
+// SameResult reports whether two results are equal as stored (both absent,
+// or the same status, content type and body bytes).
+func SameResult(x, y *Result) bool {
 	if x == nil || y == nil {
 		return x == y
 	}
 	return x.StatusCode == y.StatusCode && x.ContentType == y.ContentType && bytes.Equal(x.Body, y.Body)
 }
 
-func sameCalls(x, y []ProviderCall) bool {
+// SameCalls reports whether two lists of provider evidence are equal as
+// stored, call by call.
+func SameCalls(x, y []ProviderCall) bool {
 	if len(x) != len(y) {
 		return false
 	}
 	for i := range x {
-		if x[i].Name != y[i].Name || x[i].Route != y[i].Route || x[i].CallID != y[i].CallID || !sameInstant(x[i].At, y[i].At) {
+		if x[i].Name != y[i].Name || x[i].Route != y[i].Route || x[i].CallID != y[i].CallID || !SameInstant(x[i].At, y[i].At) {
 			return false
 		}
 	}

@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/toolgate/toolgate/ledger"
 )
@@ -161,63 +160,21 @@ func changed(prev, a *ledger.Action) uint32 {
 	set(colArguments, (prev.Arguments == nil) != (a.Arguments == nil) || !bytes.Equal(prev.Arguments, a.Arguments))
 	set(colAttempts, prev.Attempts != a.Attempts)
 	set(colLeaseOwner, prev.LeaseOwner != a.LeaseOwner)
-	set(colLeaseUntil, !sameTime(prev.LeaseUntil, a.LeaseUntil))
-	set(colLastSentAt, !sameTime(prev.LastSentAt, a.LastSentAt))
-	set(colUnknownSince, !sameTime(prev.UnknownSince, a.UnknownSince))
-	set(colNextCheckAt, !sameTime(prev.NextCheckAt, a.NextCheckAt))
+	set(colLeaseUntil, !ledger.SameInstant(prev.LeaseUntil, a.LeaseUntil))
+	set(colLastSentAt, !ledger.SameInstant(prev.LastSentAt, a.LastSentAt))
+	set(colUnknownSince, !ledger.SameInstant(prev.UnknownSince, a.UnknownSince))
+	set(colNextCheckAt, !ledger.SameInstant(prev.NextCheckAt, a.NextCheckAt))
 	set(colChecks, prev.Checks != a.Checks)
-	if !sameResult(prev.Result, a.Result) {
+	if !ledger.SameResult(prev.Result, a.Result) {
 		m |= 1<<colResultStatus | 1<<colResultContentType | 1<<colResultBody
 	}
-	set(colProviderCalls, prev.ProviderCallsOmitted != a.ProviderCallsOmitted || !sameCalls(prev.ProviderCalls, a.ProviderCalls))
+	set(colProviderCalls, prev.ProviderCallsOmitted != a.ProviderCallsOmitted || !ledger.SameCalls(prev.ProviderCalls, a.ProviderCalls))
 	set(colCorrelationID, prev.CorrelationID != a.CorrelationID)
 	set(colScope, prev.Scope != a.Scope)
 	set(colPolicyVersion, prev.PolicyVersion != a.PolicyVersion)
-	set(colUpdatedAt, !sameTime(prev.UpdatedAt, a.UpdatedAt))
-	set(colHistory, !sameHistory(prev.History, a.History))
+	set(colUpdatedAt, !ledger.SameInstant(prev.UpdatedAt, a.UpdatedAt))
+	set(colHistory, ledger.HistoryPrefix(prev.History, a.History) != len(a.History))
 	return m
-}
-
-// sameTime is equality as stored: both zero (NULL) or the same instant.
-func sameTime(x, y time.Time) bool {
-	if x.IsZero() || y.IsZero() {
-		return x.IsZero() == y.IsZero()
-	}
-	return x.Equal(y)
-}
-
-func sameResult(x, y *ledger.Result) bool {
-	if x == nil || y == nil {
-		return x == y
-	}
-	return x.StatusCode == y.StatusCode && x.ContentType == y.ContentType && bytes.Equal(x.Body, y.Body)
-}
-
-func sameCalls(x, y []ledger.ProviderCall) bool {
-	if len(x) != len(y) {
-		return false
-	}
-	for i := range x {
-		if x[i].Name != y[i].Name || x[i].Route != y[i].Route || x[i].CallID != y[i].CallID || !sameTime(x[i].At, y[i].At) {
-			return false
-		}
-	}
-	return true
-}
-
-// sameHistory compares transitions as stored; a provider transition counts
-// as the same only when it is the same pointer.
-func sameHistory(x, y []ledger.Transition) bool {
-	if len(x) != len(y) {
-		return false
-	}
-	for i := range x {
-		p, q := &x[i], &y[i]
-		if p.From != q.From || p.To != q.To || p.Reason != q.Reason || p.By != q.By || !sameTime(p.At, q.At) || p.Provider != q.Provider || p.Assignment != q.Assignment {
-			return false
-		}
-	}
-	return true
 }
 
 // setValue is the stored value of setCols[col] for a, exactly as values

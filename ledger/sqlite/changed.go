@@ -8,7 +8,6 @@ import (
 	"math/bits"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/toolgate/toolgate/ledger"
 )
@@ -149,20 +148,20 @@ func changed(prev, a *ledger.Action) (mask uint32, from int) {
 		}
 	}
 	set(colState, prev.State != a.State)
-	set(colLeaseUntil, !sameTime(prev.LeaseUntil, a.LeaseUntil))
-	set(colNextCheckAt, !sameTime(prev.NextCheckAt, a.NextCheckAt))
+	set(colLeaseUntil, !ledger.SameInstant(prev.LeaseUntil, a.LeaseUntil))
+	set(colNextCheckAt, !ledger.SameInstant(prev.NextCheckAt, a.NextCheckAt))
 	set(colPolicyVersion, prev.PolicyVersion != a.PolicyVersion)
 	set(colCorrelationID, prev.CorrelationID != a.CorrelationID)
 	set(colDoc, prev.Version != a.Version || prev.NeedsOperator != a.NeedsOperator || prev.ArgsDigest != a.ArgsDigest ||
-		prev.Attempts != a.Attempts || prev.LeaseOwner != a.LeaseOwner || !sameTime(prev.LastSentAt, a.LastSentAt) ||
-		!sameTime(prev.UnknownSince, a.UnknownSince) || prev.Checks != a.Checks || prev.Scope != a.Scope ||
-		!sameTime(prev.UpdatedAt, a.UpdatedAt) || !sameResultHead(prev.Result, a.Result))
+		prev.Attempts != a.Attempts || prev.LeaseOwner != a.LeaseOwner || !ledger.SameInstant(prev.LastSentAt, a.LastSentAt) ||
+		!ledger.SameInstant(prev.UnknownSince, a.UnknownSince) || prev.Checks != a.Checks || prev.Scope != a.Scope ||
+		!ledger.SameInstant(prev.UpdatedAt, a.UpdatedAt) || !sameResultHead(prev.Result, a.Result))
 	set(colArguments, (prev.Arguments == nil) != (a.Arguments == nil) || !bytes.Equal(prev.Arguments, a.Arguments))
-	set(colResultBody, !sameResult(prev.Result, a.Result))
-	set(colEvidence, prev.ProviderCallsOmitted != a.ProviderCallsOmitted || !sameCalls(prev.ProviderCalls, a.ProviderCalls))
-	switch n := len(prev.History); {
-	case len(a.History) == n && sameHistory(prev.History, a.History):
-	case n > 0 && len(a.History) > n && sameHistory(prev.History, a.History[:n]):
+	set(colResultBody, !ledger.SameResult(prev.Result, a.Result))
+	set(colEvidence, prev.ProviderCallsOmitted != a.ProviderCallsOmitted || !ledger.SameCalls(prev.ProviderCalls, a.ProviderCalls))
+	switch n := ledger.HistoryPrefix(prev.History, a.History); {
+	case n == len(a.History): // unchanged
+	case n > 0:
 		m |= 1 << colHistoryAppend
 		from = n
 	default:
@@ -178,48 +177,6 @@ func sameResultHead(x, y *ledger.Result) bool {
 		return x == y
 	}
 	return x.StatusCode == y.StatusCode && x.ContentType == y.ContentType
-}
-
-// sameTime is equality as stored: both zero (NULL) or the same instant.
-func sameTime(x, y time.Time) bool {
-	if x.IsZero() || y.IsZero() {
-		return x.IsZero() == y.IsZero()
-	}
-	return x.Equal(y)
-}
-
-func sameResult(x, y *ledger.Result) bool {
-	if x == nil || y == nil {
-		return x == y
-	}
-	return x.StatusCode == y.StatusCode && x.ContentType == y.ContentType && bytes.Equal(x.Body, y.Body)
-}
-
-func sameCalls(x, y []ledger.ProviderCall) bool {
-	if len(x) != len(y) {
-		return false
-	}
-	for i := range x {
-		if x[i].Name != y[i].Name || x[i].Route != y[i].Route || x[i].CallID != y[i].CallID || !sameTime(x[i].At, y[i].At) {
-			return false
-		}
-	}
-	return true
-}
-
-// sameHistory compares transitions as stored; a provider transition counts
-// as the same only when it is the same pointer (clone keeps it).
-func sameHistory(x, y []ledger.Transition) bool {
-	if len(x) != len(y) {
-		return false
-	}
-	for i := range x {
-		p, q := &x[i], &y[i]
-		if p.From != q.From || p.To != q.To || p.Reason != q.Reason || p.By != q.By || !sameTime(p.At, q.At) || p.Provider != q.Provider || p.Assignment != q.Assignment {
-			return false
-		}
-	}
-	return true
 }
 
 // setValue is the stored value of setCols[col] for a, as values gives it
