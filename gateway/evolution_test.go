@@ -604,7 +604,14 @@ func TestEvolutionWalk(t *testing.T) {
 				return false
 			})
 			d.clock.advance(2 * rollout.Day)
-			d.do(0, evoToken("cs-agent"), "POST", "/v1/tools/"+evoTool+"/calls", old, "Idempotency-Key", d.key()).wantProblem(t, 410, "version_retired")
+			// The stamp is read above from the ledger; the call path reads
+			// the rollout record it holds, which follows within a tick.
+			var retired reply
+			waitFor(t, "the retirement of 1.0.0 on the call path", func() bool {
+				retired = d.do(0, evoToken("cs-agent"), "POST", "/v1/tools/"+evoTool+"/calls", old, "Idempotency-Key", d.key())
+				return retired.status != 201
+			})
+			retired.wantProblem(t, 410, "version_retired")
 			d.check("1.0.0 retired", all("1.1.0"))
 		})
 	}
@@ -682,7 +689,9 @@ func (d *evoDeploy) step(t *testing.T, r *rand.Rand, m *evoModel, step string, t
 	candidateOn := m.mode == "shadow" || m.mode == "canary"
 	switch step {
 	case "pin":
-		ok := !m.pinned && !candidateOn // a running candidate must be halted first
+		// A running candidate must be halted first, unless it is the
+		// default itself (a reload released it): then the pin promotes it.
+		ok := !m.pinned && (!candidateOn || m.cand == m.def)
 		expect(d.transition("promote", `{"version":"`+m.def+`"}`), ok)
 		if ok {
 			m.pinned = true
@@ -694,7 +703,7 @@ func (d *evoDeploy) step(t *testing.T, r *rand.Rand, m *evoModel, step string, t
 		m.cand, m.mode, m.bp, m.named = v, "shadow", 0, nil
 	case "canary":
 		v := m.cand
-		if !candidateOn {
+		if !candidateOn || m.cand == m.def { // a canary of the default is refused
 			v = other()
 		}
 		bp := []int{0, 2000, 5000}[r.IntN(3)]
@@ -716,7 +725,10 @@ func (d *evoDeploy) step(t *testing.T, r *rand.Rand, m *evoModel, step string, t
 			v = other()
 		}
 		expect(d.transition("promote", `{"version":"`+v+`","approver":"prop-test"}`), true)
-		m.prev, m.def, m.pinned = m.def, v, true
+		if v != m.def { // promoting the default itself pins it: no previous default
+			m.prev, m.def = m.def, v
+		}
+		m.pinned = true
 		m.cand, m.mode, m.bp, m.named = "", "stable", 0, nil
 	case "rollback":
 		expect(d.transition("rollback", `{}`), m.prev != "")

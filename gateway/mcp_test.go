@@ -62,6 +62,9 @@ func callTool(t *testing.T, cs *mcp.ClientSession, name string, args string, met
 }
 
 func resultText(r *mcp.CallToolResult) string {
+	if r == nil {
+		return ""
+	}
 	var b strings.Builder
 	for _, c := range r.Content {
 		if tc, ok := c.(*mcp.TextContent); ok {
