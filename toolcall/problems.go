@@ -122,7 +122,7 @@ var codes = map[Code]CodeInfo{
 	CodeRequestTooLarge: {413, "Request too large",
 		"The request body is larger than the gateway's max_body_bytes.", invalid},
 	CodeTooManyRequests: {429, "Too many requests",
-		"This API key, or its tenant, has as many requests in flight as the gateway allows (limits.in_flight_per_key, limits.in_flight_per_tenant). Nothing was done; retry after Retry-After, or send fewer requests at once.", invalid},
+		"This API key, or its tenant, has as many requests in flight, or MCP notification streams open, as the gateway allows (limits.in_flight_per_key, limits.in_flight_per_tenant, limits.mcp_streams_per_key, limits.mcp_streams). Nothing was done; retry after Retry-After, or send fewer requests at once.", invalid},
 	CodeToolNotBound: {503, "Tool not bound",
 		"The tool has a contract but no binding in this gateway's configuration, so there is nowhere to send it. An operator must add a binding.", unreachable},
 	CodeUpstreamDrifted: {503, "Upstream tool drifted",
