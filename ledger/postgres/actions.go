@@ -263,48 +263,30 @@ func values(a *ledger.Action, rev int64) ([]any, error) {
 	if !a.State.Valid() {
 		return nil, fmt.Errorf("state %q is not a ledger state", a.State)
 	}
-	for _, f := range []string{a.Tenant, a.ID, a.ToolID, a.Version, a.ArgsDigest, a.LeaseOwner,
-		a.CorrelationID, a.Scope, a.PolicyVersion} {
+	for _, f := range []string{a.Tenant, a.ID, a.ToolID} {
 		if strings.IndexByte(f, 0) >= 0 {
 			return nil, fmt.Errorf("%q contains a NUL byte, which PostgreSQL text cannot hold", f)
 		}
 	}
-	if a.Result != nil && strings.IndexByte(a.Result.ContentType, 0) >= 0 {
-		return nil, fmt.Errorf("result content type %q contains a NUL byte, which PostgreSQL text cannot hold", a.Result.ContentType)
-	}
-	var times [6]*int64
-	for i, t := range []time.Time{a.LeaseUntil, a.LastSentAt, a.UnknownSince, a.NextCheckAt, a.CreatedAt, a.UpdatedAt} {
-		v, err := nanos(t)
+	v := make([]any, 0, 4+len(setCols))
+	v = append(v, a.Tenant, a.ID, a.ToolID)
+	// Then the columns Update sets (setValue), with created_at, which only
+	// Insert writes, before updated_at.
+	for col := range len(setCols) {
+		if col == colUpdatedAt {
+			created, err := nanos(a.CreatedAt)
+			if err != nil {
+				return nil, err
+			}
+			v = append(v, created)
+		}
+		x, err := setValue(a, col)
 		if err != nil {
 			return nil, err
 		}
-		times[i] = v
+		v = append(v, x)
 	}
-	var status *int32
-	var ctype string
-	var body []byte
-	if a.Result != nil {
-		st := int32(a.Result.StatusCode)
-		status, ctype, body = &st, a.Result.ContentType, a.Result.Body
-		if body == nil {
-			body = []byte{}
-		}
-	}
-	var calls *string // NULL when empty
-	if len(a.ProviderCalls) > 0 || a.ProviderCallsOmitted > 0 {
-		c := string(ledger.AppendEvidenceJSON(make([]byte, 0, 128*len(a.ProviderCalls)+32), a.ProviderCalls, a.ProviderCallsOmitted))
-		calls = &c
-	}
-	hist, err := jsonList(a.History, func(h ledger.Transition) ledger.Transition { h.At = h.At.UTC(); return h })
-	if err != nil {
-		return nil, fmt.Errorf("history: %w", err)
-	}
-	return []any{
-		a.Tenant, a.ID, a.ToolID, a.Version, string(a.State), a.NeedsOperator, a.ArgsDigest, a.Arguments,
-		int32(a.Attempts), a.LeaseOwner, times[0], times[1], times[2], times[3], int32(a.Checks),
-		status, ctype, body, calls,
-		a.CorrelationID, a.Scope, a.PolicyVersion, times[4], times[5], hist, rev,
-	}, nil
+	return append(v, rev), nil
 }
 
 // jsonList encodes a non-empty list as JSON text (times normalized to UTC by

@@ -177,8 +177,8 @@ func changed(prev, a *ledger.Action) uint32 {
 	return m
 }
 
-// setValue is the stored value of setCols[col] for a, exactly as values
-// gives it.
+// setValue is the stored value of setCols[col] for a: the narrow write
+// binds it, and values builds the full row from it.
 func setValue(a *ledger.Action, col int) (any, error) {
 	text := func(s string) (any, error) {
 		if strings.IndexByte(s, 0) >= 0 {
