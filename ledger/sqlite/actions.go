@@ -173,32 +173,18 @@ func (s *Store) query(ctx context.Context, q string, args ...any) ([]*ledger.Act
 // values returns what Update sets of a, in updateSQL's order up to history:
 // state, lease_until, next_check_at, policy_version, correlation_id, doc,
 // arguments, result_body, evidence, history.
-func values(a *ledger.Action) ([10]any, error) {
-	var v [10]any
+func values(a *ledger.Action) ([colHistory + 1]any, error) {
+	var v [colHistory + 1]any
 	if !a.State.Valid() {
 		return v, fmt.Errorf("state %q is not a ledger state", a.State)
 	}
-	lease, err := nanos(a.LeaseUntil)
-	if err != nil {
-		return v, err
+	for col := range v { // setCols' order: the narrow write's values
+		x, err := setValue(a, col)
+		if err != nil {
+			return v, err
+		}
+		v[col] = x
 	}
-	next, err := nanos(a.NextCheckAt)
-	if err != nil {
-		return v, err
-	}
-	d, err := appendDoc(make([]byte, 0, 192), a)
-	if err != nil {
-		return v, err
-	}
-	v[0], v[1], v[2], v[3], v[4], v[5] = string(a.State), lease, next, a.PolicyVersion, a.CorrelationID, string(d)
-	if a.Arguments != nil {
-		v[6] = a.Arguments
-	}
-	if a.Result != nil {
-		v[7] = nonNilBytes(a.Result.Body)
-	}
-	v[8] = evidence(a)
-	v[9] = historyTail(a.History)
 	return v, nil
 }
 
