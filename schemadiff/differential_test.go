@@ -53,21 +53,37 @@ var vocabNames = []string{
 	"minItems", "maxItems", "uniqueItems", "minProperties", "maxProperties", "contentSchema",
 	"contentMediaType", "contentEncoding", "x-impact", "x-sensitive", "x-note",
 	"", "%", "a%62", "ab", "%25", "a%2", "~", "~0", "~1", "/", "a/b", "a~1b", "\u00e9", "\u65e5\u672c", "\U0001F600", "0", "1", "name", "a",
+	"aa", "b", "x-a", "\x1f", "\\c1",
 }
 
 // edgeNumbers straddle the limits where readers go wrong: 2^31 and 2^53.
 var edgeNumbers = []string{"0", "1", "2", "3", "-1", "0.5", "2147483647", "2147483648", "2147483649",
-	"9007199254740992", "9007199254740993", "9007199254740994", "4294967296", "1e3", "1.0"}
+	"9007199254740992", "9007199254740993", "9007199254740994", "4294967296", "1e3", "1.0", "2.0", "-3.0"}
 
 var edgeCounts = []string{"0", "1", "2", "3", "2147483647", "2147483648", "9007199254740993"}
 
-var edgePatterns = []string{"^a", "^\\s", "^\\S+$", "^.$", "^[a-z]+$", "^x-", "%", "^$", "\\d", "^(?=a)", "~", "^\\u00e9", "[/]"}
+var edgePatterns = []string{"^a", "^\\s", "^\\S+$", "^.$", "^[a-z]+$", "^x-", "%", "^$", "\\d", "^(?=a)", "~", "^\\u00e9", "[/]",
+	// no RE2 translation: lookarounds, backreferences, word boundaries, property escapes,
+	// legacy-only syntax (the check must call what they touch undecided)
+	"a(?!b)", "(a)\\1", "\\bab", "\\p{L}", "[\\c_]", "\\c1", "(?<=a)b",
+	// anchors in odd places: a ^ behind a $, anchors inside alternatives and groups
+	"$^", "a|$^", "^$|b", "(?:a|$)^", "a$|^b", "(?:^)*a$"}
+
+// patternSamples are names that match an edge pattern, so instances reach the names a
+// patternProperties key covers (its own text rarely matches it).
+var patternSamples = map[string][]string{
+	"^a": {"a", "ab"}, "^\\s": {" x"}, "^\\S+$": {"ab"}, "^.$": {"a", "\u00e9"}, "^[a-z]+$": {"abc"}, "^x-": {"x-a"},
+	"%": {"%"}, "^$": {""}, "\\d": {"1", "a1"}, "^(?=a)": {"a", "ab"}, "~": {"~"}, "^\\u00e9": {"\u00e9"}, "[/]": {"/"},
+	"a(?!b)": {"a", "ac"}, "(a)\\1": {"aa"}, "\\bab": {"ab"}, "\\p{L}": {"a", "\u00e9"}, "[\\c_]": {"\x1f"},
+	"\\c1": {"\\c1"}, "(?<=a)b": {"ab"}, "$^": {""}, "a|$^": {"a", ""}, "^$|b": {"b", ""}, "(?:a|$)^": {""},
+	"a$|^b": {"ba", "b"}, "(?:^)*a$": {"a"},
+}
 
 var edgeFormats = []string{"hostname", "uri", "uri-reference", "iri", "email", "duration", "date", "uri-template", "regex"}
 
 var edgeStrings = []string{"", "a", "ab", "abc", " ", "\u00a0", "\v", "\u2028", "\ufeff", "x-a", "A", "1", "\u00e9",
 	"example.com", "3com.com", "a_b", "http://a/b", "http://a/b c", "/rel", "P1D", "P1Y2D", "a@b.co", "2024-02-29",
-	"{id}", "{=x}", "^(?=a)", "(", "%", "a%62", "~", "/", "aaaa"}
+	"{id}", "{=x}", "^(?=a)", "(", "%", "a%62", "~", "/", "aaaa", "b", "ba", "aa", "\x1f", "\\c1"}
 
 type draftInfo struct {
 	uri  string
@@ -141,14 +157,33 @@ func (g *dgen) schema(depth int) any {
 				m["required"] = dedupeAny(req)
 			}
 		}
+		closer := "additionalProperties"
+		if g.dr.ver >= draft2019 && g.r.Intn(3) == 0 {
+			closer = "unevaluatedProperties"
+		}
 		switch g.r.Intn(4) {
 		case 0:
-			m["additionalProperties"] = false
+			m[closer] = false
 		case 1:
-			m["additionalProperties"] = g.schema(depth + 1)
+			m[closer] = g.schema(depth + 1)
 		}
-		if g.r.Intn(5) == 0 {
+		if g.r.Intn(4) == 0 {
 			m["patternProperties"] = map[string]any{g.one(append(edgePatterns, g.name())): g.schema(depth + 1)}
+		}
+		if g.dr.ver >= draft2019 && g.r.Intn(5) == 0 {
+			// a branch whose evaluated names a sibling's unevaluatedProperties depends on,
+			// with a count of any size beside them
+			branch := map[string]any{}
+			if g.r.Intn(2) == 0 {
+				branch["patternProperties"] = map[string]any{g.one(edgePatterns): g.schema(depth + 1)}
+			} else {
+				branch["properties"] = map[string]any{g.name(): g.schema(depth + 1)}
+			}
+			branch[g.one([]string{"minProperties", "maxProperties"})] = g.count()
+			m["allOf"] = []any{branch}
+			if _, ok := m["unevaluatedProperties"]; !ok {
+				m["unevaluatedProperties"] = g.r.Intn(2) == 0
+			}
 		}
 		if g.r.Intn(5) == 0 {
 			kw := "dependentRequired"
@@ -172,8 +207,12 @@ func (g *dgen) schema(depth int) any {
 		if g.r.Intn(6) == 0 {
 			m[g.one([]string{"minProperties", "maxProperties"})] = g.count()
 		}
-		if g.r.Intn(8) == 0 && g.dr.ver >= draft6 {
-			m["propertyNames"] = map[string]any{"maxLength": json.Number("3")}
+		if g.r.Intn(6) == 0 && g.dr.ver >= draft6 {
+			if g.r.Intn(2) == 0 {
+				m["propertyNames"] = map[string]any{"maxLength": json.Number("3")}
+			} else {
+				m["propertyNames"] = map[string]any{"pattern": g.one(edgePatterns)}
+			}
 		}
 	case 3:
 		m["type"] = "string"
@@ -221,6 +260,19 @@ func (g *dgen) schema(depth int) any {
 		if g.dr.ver >= draft2019 && g.r.Intn(4) == 0 {
 			m["contains"] = map[string]any{"type": "string"}
 			m[g.one([]string{"minContains", "maxContains"})] = g.count()
+		} else if g.dr.ver >= draft2019 && g.r.Intn(3) == 0 {
+			// a branch whose evaluated items a sibling's unevaluatedItems depends on
+			branch := map[string]any{g.one([]string{"minItems", "maxItems", "minContains", "maxContains"}): g.count()}
+			if g.dr.ver >= draft2020 && g.r.Intn(2) == 0 {
+				branch["prefixItems"] = []any{g.schema(depth + 1)}
+			} else {
+				branch["items"] = g.schema(depth + 1)
+			}
+			delete(m, "items")
+			delete(m, "additionalItems")
+			delete(m, "prefixItems")
+			m["allOf"] = []any{branch}
+			m["unevaluatedItems"] = g.r.Intn(2) == 0
 		}
 	case 6:
 		vals := []any{g.name(), g.num(), nil, true}
@@ -239,8 +291,17 @@ func (g *dgen) schema(depth int) any {
 			m["type"] = "null"
 		}
 	case 8:
-		kw := g.one([]string{"anyOf", "oneOf", "allOf"})
-		m[kw] = []any{g.schema(depth + 1), g.schema(depth + 1)}
+		switch kw := g.one([]string{"anyOf", "oneOf", "allOf", "not", "if"}); {
+		case kw == "not":
+			m["not"] = g.schema(depth + 1)
+		case kw == "if" && g.dr.ver >= draft7:
+			m["if"] = g.schema(depth + 1)
+			m[g.one([]string{"then", "else"})] = g.schema(depth + 1)
+		case kw == "if":
+			m["anyOf"] = []any{g.schema(depth + 1), g.schema(depth + 1)}
+		default:
+			m[kw] = []any{g.schema(depth + 1), g.schema(depth + 1)}
+		}
 	}
 	return m
 }
@@ -475,9 +536,13 @@ func (g *igen) from(s any, depth int) any {
 			}
 		}
 		for _, kw := range []string{"dependentRequired", "dependencies", "dependentSchemas", "patternProperties"} {
-			for k := range asMap(m[kw]) {
+			for _, k := range sortedKeys(asMap(m[kw])) {
 				if g.r.Intn(3) == 0 {
-					obj[k] = g.any(depth + 1)
+					name := k
+					if kw == "patternProperties" && len(patternSamples[k]) > 0 && g.r.Intn(3) != 0 {
+						name = patternSamples[k][g.r.Intn(len(patternSamples[k]))]
+					}
+					obj[name] = g.any(depth + 1)
 				}
 			}
 		}
