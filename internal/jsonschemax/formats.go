@@ -38,8 +38,9 @@ func Formats() []*jsonschema.Format {
 // FormatNames lists the names of Formats.
 var FormatNames = []string{"hostname", "email", "uri", "uri-reference", "iri", "iri-reference", "uri-template", "duration", "ipv4"}
 
-// IPv4 checks RFC 2673 §3.2 dotted-quad: four dec-octets of one to three ASCII digits,
-// each at most 255, with no leading zero and nothing else (no sign, no spaces).
+// IPv4 checks RFC 2673 §3.2 dotted-quad: four decbytes of one to three ASCII digits
+// (1*3DIGIT, so a leading zero is allowed, as the JSON Schema test suite reads it), each
+// at most 255, and nothing else (no sign, no spaces, no hex, no port, no netmask).
 func IPv4(s string) error {
 	parts := strings.Split(s, ".")
 	if len(parts) != 4 {
@@ -55,9 +56,6 @@ func IPv4(s string) error {
 				return errors.New("a part has a character other than an ASCII digit")
 			}
 			n = n*10 + int(p[i]-'0')
-		}
-		if len(p) > 1 && p[0] == '0' {
-			return errors.New("a part has a leading zero")
 		}
 		if n > 255 {
 			return errors.New("a part is greater than 255")
