@@ -127,7 +127,7 @@ func suiteCases() map[string][]suiteCase {
 				"{x,y}", "{a.b}", "{%41}", "{v:1000}", "a'b"},
 			[]string{"http://example.com/dictionary/{term:1}/{term", "{}", "{a,,b}", "{v:0}", "{v:10000}", "foo}bar", "{a..b}",
 				"{v:01}", "a b", "a\x7fb", "{a,}", "{var=def}", "{,+var}"}),
-		"format/regex":            regexFormat,
+		"format/regex":              regexFormat,
 		"optional/ecmascript-regex": ecma,
 	}
 }
