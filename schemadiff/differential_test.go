@@ -167,8 +167,12 @@ func (g *dgen) schema(depth int) any {
 		case 1:
 			m[closer] = g.schema(depth + 1)
 		}
-		if g.r.Intn(4) == 0 {
-			m["patternProperties"] = map[string]any{g.one(append(edgePatterns, g.name())): g.schema(depth + 1)}
+		if g.r.Intn(3) == 0 {
+			key := g.one(edgePatterns)
+			if g.r.Intn(4) == 0 {
+				key = g.name()
+			}
+			m["patternProperties"] = map[string]any{key: g.schema(depth + 1)}
 		}
 		if g.dr.ver >= draft2019 && g.r.Intn(5) == 0 {
 			// a branch whose evaluated names a sibling's unevaluatedProperties depends on,
@@ -372,7 +376,7 @@ func (g *dgen) mutate(doc any) any {
 	if m == nil {
 		return doc
 	}
-	switch g.r.Intn(12) {
+	switch g.r.Intn(13) {
 	case 0: // retype
 		m["type"] = g.one([]string{"string", "integer", "number", "object", "array", "null"})
 	case 1: // an annotation: must not matter
@@ -458,6 +462,14 @@ func (g *dgen) mutate(doc any) any {
 		m[kw] = map[string]any{g.name(): map[string]any{"required": []any{g.name()}}}
 	case 10:
 		m["pattern"] = g.one(edgePatterns)
+	case 11: // a pattern property's schema retyped (or one added)
+		pp, _ := m["patternProperties"].(map[string]any)
+		if len(pp) == 0 {
+			m["patternProperties"] = map[string]any{g.one(edgePatterns): map[string]any{"type": g.one([]string{"string", "integer", "null"})}}
+			break
+		}
+		keys := sortedKeys(pp)
+		pp[keys[g.r.Intn(len(keys))]] = map[string]any{"type": g.one([]string{"string", "integer", "null", "object"})}
 	default: // the subschema replaced
 		return setAt(doc, ptr, g.schema(2))
 	}
@@ -539,10 +551,19 @@ func (g *igen) from(s any, depth int) any {
 			for _, k := range sortedKeys(asMap(m[kw])) {
 				if g.r.Intn(3) == 0 {
 					name := k
-					if kw == "patternProperties" && len(patternSamples[k]) > 0 && g.r.Intn(3) != 0 {
-						name = patternSamples[k][g.r.Intn(len(patternSamples[k]))]
+					var val any
+					if kw == "patternProperties" {
+						if len(patternSamples[k]) > 0 && g.r.Intn(3) != 0 {
+							name = patternSamples[k][g.r.Intn(len(patternSamples[k]))]
+						}
+						if g.r.Intn(2) == 0 {
+							val = g.from(asMap(m[kw])[k], depth+1)
+						}
 					}
-					obj[name] = g.any(depth + 1)
+					if val == nil {
+						val = g.any(depth + 1)
+					}
+					obj[name] = val
 				}
 			}
 		}

@@ -336,6 +336,9 @@ type snode struct {
 	// the side that must accept (B), or is negated, each entry is an undecided finding at
 	// its keyword, which no proof can pass: it poisons none and compatible.
 	opaque []undecided
+	// parsing: the node is still being read (a $ref back to it from below sees it
+	// incomplete, so what it evaluates is not known yet)
+	parsing bool
 }
 
 // undecided is one part of a node the check does not model: the keyword and why.
@@ -437,9 +440,10 @@ func (d *sdoc) node(ptr string) *snode {
 	if !ok {
 		return nil
 	}
-	n := &snode{d: d, ptr: ptr, raw: v}
+	n := &snode{d: d, ptr: ptr, raw: v, parsing: true}
 	d.nodes[ptr] = n // before parsing: references back to this node find it
 	d.parse(n)
+	n.parsing = false
 	return n
 }
 
@@ -852,7 +856,7 @@ func (d *sdoc) evaluatedProps(n *snode, depth int) (names []string, pats []patPr
 	if has(m, "additionalProperties") || (depth > 0 && has(m, "unevaluatedProperties")) {
 		return nil, nil, true, true
 	}
-	if !n.evaluationKnown() {
+	if !n.evaluationKnown() || (depth > 0 && n.parsing) {
 		return nil, nil, false, false
 	}
 	for k := range asMap(m["properties"]) {
@@ -884,7 +888,7 @@ func (d *sdoc) evaluatedItems(n *snode, depth int) (k int, all, ok bool) {
 	if m == nil {
 		return 0, false, true
 	}
-	if n.hasAny || n.hasOne || n.ifS != nil || has(m, "contains") || !n.evaluationKnown() {
+	if n.hasAny || n.hasOne || n.ifS != nil || has(m, "contains") || !n.evaluationKnown() || (depth > 0 && n.parsing) {
 		return 0, false, false
 	}
 	if depth > 0 && has(m, "unevaluatedItems") {
