@@ -112,6 +112,25 @@ func (g *dgen) num() json.Number {
 	return json.Number(edgeNumbers[g.r.Intn(len(edgeNumbers))])
 }
 func (g *dgen) count() json.Number    { return json.Number(edgeCounts[g.r.Intn(len(edgeCounts))]) }
+
+// branchCount is a count for a branch beside unevaluated*: 2^31 or more half the time.
+func (g *dgen) branchCount() json.Number {
+	if g.r.Intn(2) == 0 {
+		return json.Number(g.one([]string{"2147483648", "4294967296", "9007199254740993"}))
+	}
+	return g.count()
+}
+
+// untranslatable are the edge patterns with no RE2 translation.
+var untranslatable = []string{"a(?!b)", "(a)\\1", "\\bab", "\\p{L}", "[\\c_]", "\\c1", "(?<=a)b", "^(?=a)"}
+
+// pattern draws an edge pattern, an untranslatable one a third of the time.
+func (g *dgen) pattern() string {
+	if g.r.Intn(3) == 0 {
+		return g.one(untranslatable)
+	}
+	return g.one(edgePatterns)
+}
 func (g *dgen) one(l []string) string { return l[g.r.Intn(len(l))] }
 
 // ref is a $ref to a definition, its name escaped as a JSON pointer and a URI fragment.
@@ -168,7 +187,10 @@ func (g *dgen) schema(depth int) any {
 			m[closer] = g.schema(depth + 1)
 		}
 		if g.r.Intn(3) == 0 {
-			key := g.one(edgePatterns)
+			key := g.pattern()
+			if _, closed := m[closer]; !closed && g.r.Intn(2) == 0 {
+				m[closer] = g.r.Intn(3) != 0 // a pattern property beside a closed (or open) object
+			}
 			if g.r.Intn(4) == 0 {
 				key = g.name()
 			}
@@ -179,11 +201,11 @@ func (g *dgen) schema(depth int) any {
 			// with a count of any size beside them
 			branch := map[string]any{}
 			if g.r.Intn(2) == 0 {
-				branch["patternProperties"] = map[string]any{g.one(edgePatterns): g.schema(depth + 1)}
+				branch["patternProperties"] = map[string]any{g.pattern(): g.schema(depth + 1)}
 			} else {
 				branch["properties"] = map[string]any{g.name(): g.schema(depth + 1)}
 			}
-			branch[g.one([]string{"minProperties", "maxProperties"})] = g.count()
+			branch[g.one([]string{"minProperties", "maxProperties"})] = g.branchCount()
 			m["allOf"] = []any{branch}
 			if _, ok := m["unevaluatedProperties"]; !ok {
 				m["unevaluatedProperties"] = g.r.Intn(2) == 0
@@ -215,7 +237,7 @@ func (g *dgen) schema(depth int) any {
 			if g.r.Intn(2) == 0 {
 				m["propertyNames"] = map[string]any{"maxLength": json.Number("3")}
 			} else {
-				m["propertyNames"] = map[string]any{"pattern": g.one(edgePatterns)}
+				m["propertyNames"] = map[string]any{"pattern": g.pattern()}
 			}
 		}
 	case 3:
@@ -224,7 +246,7 @@ func (g *dgen) schema(depth int) any {
 			m[g.one([]string{"minLength", "maxLength"})] = g.count()
 		}
 		if g.r.Intn(3) == 0 {
-			m["pattern"] = g.one(edgePatterns)
+			m["pattern"] = g.pattern()
 		}
 		if g.r.Intn(3) == 0 {
 			m["format"] = g.one(edgeFormats)
@@ -266,7 +288,7 @@ func (g *dgen) schema(depth int) any {
 			m[g.one([]string{"minContains", "maxContains"})] = g.count()
 		} else if g.dr.ver >= draft2019 && g.r.Intn(3) == 0 {
 			// a branch whose evaluated items a sibling's unevaluatedItems depends on
-			branch := map[string]any{g.one([]string{"minItems", "maxItems", "minContains", "maxContains"}): g.count()}
+			branch := map[string]any{g.one([]string{"minItems", "maxItems", "minContains", "maxContains"}): g.branchCount()}
 			if g.dr.ver >= draft2020 && g.r.Intn(2) == 0 {
 				branch["prefixItems"] = []any{g.schema(depth + 1)}
 			} else {
@@ -570,6 +592,15 @@ func (g *igen) from(s any, depth int) any {
 		if g.r.Intn(3) == 0 {
 			obj[vocabNames[g.r.Intn(len(vocabNames))]] = g.any(depth + 1)
 		}
+		// names an allOf branch evaluates, beside the node's own (unevaluatedProperties
+		// depends on both)
+		for _, b := range asList(m["allOf"]) {
+			if bo, ok := g.from(b, depth+1).(map[string]any); ok && g.r.Intn(2) == 0 {
+				for k, v := range bo {
+					obj[k] = v
+				}
+			}
+		}
 		return obj
 	case "string":
 		return edgeStrings[g.r.Intn(len(edgeStrings))]
@@ -603,6 +634,12 @@ func (g *igen) from(s any, depth int) any {
 		}
 		for i := 0; i < n; i++ {
 			out = append(out, g.from(item, depth+1))
+		}
+		// items an allOf branch evaluates (unevaluatedItems depends on them)
+		for _, b := range asList(m["allOf"]) {
+			if ba, ok := g.from(b, depth+1).([]any); ok && len(ba) > len(out) && g.r.Intn(2) == 0 {
+				out = ba
+			}
 		}
 		return out
 	case "boolean":
@@ -788,4 +825,9 @@ func TestDifferentialSoundness(t *testing.T) {
 	if st.checked < n/10 {
 		t.Errorf("only %d safe directions were checked against an accepted instance (of %d pairs): the generator has drifted", st.checked, n)
 	}
+}
+
+func asList(v any) []any {
+	l, _ := v.([]any)
+	return l
 }
