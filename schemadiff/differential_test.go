@@ -393,24 +393,6 @@ func (g *dgen) mutate(doc any) any {
 		return doc
 	}
 	ptr := ptrs[g.r.Intn(len(ptrs))]
-	if g.r.Intn(2) == 0 {
-		// half the time, a node where keywords meet: an applicator or unevaluated*
-		var busy []string
-		for _, p := range ptrs {
-			v, _ := lookupPointer(doc, p)
-			if m, _ := v.(map[string]any); m != nil {
-				for _, kw := range []string{"allOf", "anyOf", "oneOf", "not", "if", "unevaluatedProperties", "unevaluatedItems", "patternProperties"} {
-					if _, ok := m[kw]; ok {
-						busy = append(busy, p)
-						break
-					}
-				}
-			}
-		}
-		if len(busy) > 0 {
-			ptr = busy[g.r.Intn(len(busy))]
-		}
-	}
 	v, _ := lookupPointer(doc, ptr)
 	m, _ := v.(map[string]any)
 	if m == nil {
@@ -468,18 +450,12 @@ func (g *dgen) mutate(doc any) any {
 		} else {
 			m[kw] = g.count()
 		}
-	case 6: // an object or array closed or opened
-		kw := "additionalProperties"
-		for _, k := range []string{"unevaluatedProperties", "unevaluatedItems"} {
-			if _, ok := m[k]; ok && g.r.Intn(2) == 0 {
-				kw = k
-			}
-		}
-		switch m[kw] {
+	case 6:
+		switch m["additionalProperties"] {
 		case false:
-			delete(m, kw)
+			delete(m, "additionalProperties")
 		default:
-			m[kw] = false
+			m["additionalProperties"] = false
 		}
 	case 7: // a definition changed (and perhaps referenced)
 		if root, ok := doc.(map[string]any); ok {
