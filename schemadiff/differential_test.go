@@ -111,7 +111,7 @@ func (g *dgen) name() string { return vocabNames[g.r.Intn(len(vocabNames))] }
 func (g *dgen) num() json.Number {
 	return json.Number(edgeNumbers[g.r.Intn(len(edgeNumbers))])
 }
-func (g *dgen) count() json.Number    { return json.Number(edgeCounts[g.r.Intn(len(edgeCounts))]) }
+func (g *dgen) count() json.Number { return json.Number(edgeCounts[g.r.Intn(len(edgeCounts))]) }
 
 // branchCount is a count for a branch beside unevaluated*: 2^31 or more half the time.
 func (g *dgen) branchCount() json.Number {
