@@ -49,8 +49,10 @@ func PgBouncerBin() (string, error) {
 
 // NewPgBouncer starts a PgBouncer in front of backend (a URL DSN) for t and
 // stops it when t ends. Without pgbouncer the test skips, or fails under
-// CI=true.
-func NewPgBouncer(t testing.TB, backend string) *PgBouncer {
+// CI=true. Each of extra is a line appended to the [pgbouncer] section of
+// the sample configuration (a later line overrides an earlier one, e.g.
+// "pool_mode = statement").
+func NewPgBouncer(t testing.TB, backend string, extra ...string) *PgBouncer {
 	t.Helper()
 	if _, err := PgBouncerBin(); err != nil {
 		if os.Getenv("CI") == "true" {
@@ -58,16 +60,22 @@ func NewPgBouncer(t testing.TB, backend string) *PgBouncer {
 		}
 		t.Skip(err.Error())
 	}
-	b, err := StartPgBouncer(backend)
+	b, err := StartPgBouncer(backend, extra...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { b.Stop() })
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("pgbouncer's log:\n%s", b.Log())
+		}
+		b.Stop()
+	})
 	return b
 }
 
-// StartPgBouncer starts a PgBouncer in front of backend (a URL DSN).
-func StartPgBouncer(backend string) (_ *PgBouncer, err error) {
+// StartPgBouncer starts a PgBouncer in front of backend (a URL DSN), with
+// extra lines appended to the sample configuration (see NewPgBouncer).
+func StartPgBouncer(backend string, extra ...string) (_ *PgBouncer, err error) {
 	bin, err := PgBouncerBin()
 	if err != nil {
 		return nil, err
@@ -109,6 +117,9 @@ func StartPgBouncer(backend string) (_ *PgBouncer, err error) {
 	})
 	if err != nil {
 		return nil, err
+	}
+	for _, line := range extra {
+		ini += line + "\n"
 	}
 	quote := func(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
 	files := map[string]string{

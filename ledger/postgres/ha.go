@@ -116,6 +116,38 @@ func (s *Store) writeAlone(ctx context.Context, fn func(*pgx.Conn) error) error 
 	return unreplicated(pc)
 }
 
+// writeAloneTx is writeAlone for a write of several statements: fn runs
+// in a transaction of its own, which begins with the settings a session
+// would carry behind a transaction pooler.
+func (s *Store) writeAloneTx(ctx context.Context, fn func(pgx.Tx) error) error {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	pc := conn.Conn().PgConn()
+	clearWarning(pc)
+	if err := pgx.BeginFunc(ctx, conn.Conn(), func(tx pgx.Tx) error {
+		if err := s.txSettings(ctx, tx); err != nil {
+			return err
+		}
+		return fn(tx)
+	}); err != nil {
+		return err
+	}
+	return unreplicated(pc)
+}
+
+// txSettings begins an explicit transaction with the settings a session
+// would carry, behind a transaction pooler (nothing otherwise).
+func (s *Store) txSettings(ctx context.Context, tx pgx.Tx) error {
+	if s.pooling.txSet == "" {
+		return nil
+	}
+	_, err := tx.Exec(ctx, s.pooling.txSet)
+	return err
+}
+
 // dropStale resets the pool after an error saying that its server cannot
 // serve the store any more (see unavailableError.stale), at most once a
 // second: the connections to a dead or demoted server then fail no more

@@ -207,13 +207,13 @@ type Store struct {
 	fresh    freshTable    // analyze.go
 	ns       narrowSQL     // UpdateChanged's statements (changed.go)
 
-	up         atomic.Bool  // migrated and checked: operations may run (ha.go)
-	downMu     sync.Mutex   //
-	downErr    error        // why not up
-	reason     string       // why not up, for Unready
-	replica    replicaLock  // replica.go
-	lastReport string       // the durability report last logged by a set-up
-	lastReset  atomic.Int64 // unix nanos of the last pool reset (dropStale)
+	up         atomic.Bool     // migrated and checked: operations may run (ha.go)
+	downMu     sync.Mutex      //
+	downErr    error           // why not up
+	reason     string          // why not up, for Unready
+	replica    replicaLock     // replica.go
+	lastReport string          // the durability report last logged by a set-up
+	lastReset  atomic.Int64    // unix nanos of the last pool reset (dropStale)
 	session    *pgx.ConnConfig // Config.SessionDSN's, or nil
 	pooling    pooling         // pooler.go; set by the first set-up, before up
 	stopUp     context.CancelFunc

@@ -83,32 +83,30 @@ func (s *Store) PutRollout(ctx context.Context, r *ledger.Rollout, ev ledger.Rol
 		zero := int64(0)
 		updated = &zero
 	}
-	err = s.writeAlone(ctx, func(c *pgx.Conn) error {
-		return pgx.BeginFunc(ctx, c, func(tx pgx.Tx) error {
-			var q string
-			args := []any{r.ToolID, string(rec), *updated}
-			if r.Rev == 0 {
-				q = `INSERT INTO rollouts (tool_id, rev, record, updated_at) VALUES ($1, 1, $2, $3) ON CONFLICT (tool_id) DO NOTHING`
-			} else {
-				q = `UPDATE rollouts SET rev = $4 + 1, record = $2, updated_at = $3 WHERE tool_id = $1 AND rev = $4`
-				args = append(args, r.Rev)
-			}
-			tag, err := tx.Exec(ctx, q, args...)
-			if err != nil {
-				return err
-			}
-			if tag.RowsAffected() == 0 {
-				return ledger.ErrStale
-			}
-			if _, err := tx.Exec(ctx, `INSERT INTO rollout_events (tool_id, rev, event) VALUES ($1, $2, $3)`, r.ToolID, next, string(evb)); err != nil {
-				return err
-			}
-			if _, err := tx.Exec(ctx, `DELETE FROM rollout_events WHERE tool_id = $1 AND rev <= $2`, r.ToolID, next-ledger.RolloutHistoryKeep); err != nil {
-				return err
-			}
-			_, err = tx.Exec(ctx, `DELETE FROM rollout_counts WHERE tool_id = $1 AND epoch <> $2`, r.ToolID, r.Epoch)
+	err = s.writeAloneTx(ctx, func(tx pgx.Tx) error {
+		var q string
+		args := []any{r.ToolID, string(rec), *updated}
+		if r.Rev == 0 {
+			q = `INSERT INTO rollouts (tool_id, rev, record, updated_at) VALUES ($1, 1, $2, $3) ON CONFLICT (tool_id) DO NOTHING`
+		} else {
+			q = `UPDATE rollouts SET rev = $4 + 1, record = $2, updated_at = $3 WHERE tool_id = $1 AND rev = $4`
+			args = append(args, r.Rev)
+		}
+		tag, err := tx.Exec(ctx, q, args...)
+		if err != nil {
 			return err
-		})
+		}
+		if tag.RowsAffected() == 0 {
+			return ledger.ErrStale
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO rollout_events (tool_id, rev, event) VALUES ($1, $2, $3)`, r.ToolID, next, string(evb)); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM rollout_events WHERE tool_id = $1 AND rev <= $2`, r.ToolID, next-ledger.RolloutHistoryKeep); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `DELETE FROM rollout_counts WHERE tool_id = $1 AND epoch <> $2`, r.ToolID, r.Epoch)
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("put rollout %s: %w", r.ToolID, translate(err))

@@ -71,6 +71,9 @@ func (s *Store) StreamEvents(ctx context.Context, streamID string, after int) (i
 		return info, nil, fmt.Errorf("read stream %q: %w", streamID, ledger.ErrNotFound)
 	}
 	err = pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		if err := s.txSettings(ctx, tx); err != nil {
+			return err
+		}
 		if err := tx.QueryRow(ctx, `SELECT tenant, principal, created_at, done FROM mcp_streams WHERE stream_id = $1`, streamID).
 			Scan(&info.Tenant, &info.Principal, &info.Created, &info.Done); err != nil {
 			return err
