@@ -208,3 +208,10 @@ func (b *PgBouncer) Stop() error {
 	}
 	return os.RemoveAll(b.dir)
 }
+
+// Logins counts the client logins the pooler logged: a test can see that
+// its clients went through it.
+func (b *PgBouncer) Logins() int {
+	data, _ := os.ReadFile(filepath.Join(b.dir, "pgbouncer.log"))
+	return strings.Count(string(data), "login attempt")
+}
