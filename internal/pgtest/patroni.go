@@ -437,16 +437,36 @@ func (p *PatroniSet) Switchover() error {
 }
 
 // Switchovers is p seen by a failover harness whose "kill" is a planned
-// switchover: KillPrimary runs patronictl switchover, Promote waits for
-// the new leader, Rejoin for the old one to be its synchronous standby.
-func (p *PatroniSet) Switchovers() *PatroniSwitchover { return &PatroniSwitchover{p} }
+// switchover: KillPrimary starts patronictl switchover and returns at
+// once (the switchover is under way: the harness times from there),
+// Promote waits for patronictl and for the new leader to take writes,
+// Rejoin for the old leader to be its synchronous standby.
+func (p *PatroniSet) Switchovers() *PatroniSwitchover { return &PatroniSwitchover{p: p} }
 
 // PatroniSwitchover: see PatroniSet.Switchovers.
-type PatroniSwitchover struct{ p *PatroniSet }
+type PatroniSwitchover struct {
+	p    *PatroniSet
+	done chan error
+}
 
-func (s *PatroniSwitchover) StallReplication()       {}
-func (s *PatroniSwitchover) KillPrimary() error      { return s.p.Switchover() }
-func (s *PatroniSwitchover) Promote() error          { return s.p.Promote() }
+func (s *PatroniSwitchover) StallReplication() {}
+
+func (s *PatroniSwitchover) KillPrimary() error {
+	s.done = make(chan error, 1)
+	if s.p.Leader() < 0 {
+		return errors.New("pgtest: no Patroni leader to switch over from")
+	}
+	go func() { s.done <- s.p.Switchover() }()
+	return nil
+}
+
+func (s *PatroniSwitchover) Promote() error {
+	if err := <-s.done; err != nil {
+		return err
+	}
+	return s.p.Promote()
+}
+
 func (s *PatroniSwitchover) Rejoin() (string, error) { return s.p.Rejoin() }
 
 // Verb says what KillPrimary does, for a harness's log.
