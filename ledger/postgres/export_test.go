@@ -41,3 +41,10 @@ func Exec(s *Store, ctx context.Context, sql string) error {
 	_, err := s.exec(ctx, sql)
 	return err
 }
+
+// SkipPoolerProbe makes stores opened from now on take their DSN for a
+// direct one, until the returned func is called.
+func SkipPoolerProbe() (restore func()) {
+	skipPoolerProbe = true
+	return func() { skipPoolerProbe = false }
+}

@@ -39,6 +39,11 @@ import (
 // durability and synchronous-standby checks read catalog views: all of
 // them work through a transaction pooler as they are.
 
+// skipPoolerProbe makes every store take its DSN for a direct one (a
+// test's way to reach notePooler, the fallback for a pooler the probe
+// does not see). Tests only.
+var skipPoolerProbe bool
+
 // forwarded are the start-up parameters a transaction pooler passes on
 // (PgBouncer tracks these per client and sets them on the server session
 // it hands out); every other one is set in each transaction instead.
@@ -162,6 +167,10 @@ func probeSession(ctx context.Context, cc *pgx.ConnConfig) (pooled bool, evidenc
 // Config.SessionDSN too: it must reach the same server without a pooler.
 func (s *Store) detectPooler(ctx context.Context) error {
 	if s.pooling.probed {
+		return nil
+	}
+	if skipPoolerProbe {
+		s.pooling = pooling{probed: true, lockSet: lockSetDirect}
 		return nil
 	}
 	pc := s.pool.Config().Copy()
@@ -439,4 +448,23 @@ func (r *batchRow) Scan(dest ...any) error {
 	}
 	r.rows.Close()
 	return r.rows.Err()
+}
+
+// notePooler logs, once, an error that only a transaction pooler the
+// start-up check did not see would cause: a named prepared statement of
+// pgx's cache missing on the server session, or already there
+// (SQLSTATE 26000, 42P05). It names the setting that fixes it.
+func (s *Store) notePooler(err error) {
+	if err == nil || s.pooling.pooled || s.poolerSeen.Load() {
+		return
+	}
+	// The error is translated by now: look at its text.
+	msg := err.Error()
+	if !strings.Contains(msg, "stmtcache_") || (!strings.Contains(msg, "SQLSTATE 26000") && !strings.Contains(msg, "SQLSTATE 42P05")) {
+		return
+	}
+	if s.poolerSeen.CompareAndSwap(false, true) {
+		s.logf("ledger %s: %s: a transaction pooler seems to be in the way that the start-up check did not see; "+
+			"add default_query_exec_mode=exec to the ledger's DSN, and set ledger_session to a direct DSN if replica_id is set", s.where, msg)
+	}
 }

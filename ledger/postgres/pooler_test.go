@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -289,5 +290,68 @@ func TestDirectIsNotPooled(t *testing.T) {
 	s := open(t, postgres.Config{DSN: dsn})
 	if pooled, ev := postgres.Pooled(s); pooled {
 		t.Fatalf("a direct connection taken for a pooler: %s", ev)
+	}
+}
+
+// TestUndetectedPoolerLogged: should a transaction pooler escape the
+// start-up check, the prepared-statement errors it causes are logged once
+// with the setting that fixes them (not a test of t.Parallel: it changes
+// a package setting while no other test runs).
+func TestUndetectedPoolerLogged(t *testing.T) {
+	// A pooler set up to hide itself: it ignores the start-up parameters
+	// and sets the schema on every server session (connect_query).
+	direct, schema := pgtest.Schema(t)
+	open(t, postgres.Config{DSN: direct}).Close() // the schema's tables
+	u, err := url.Parse(pgtest.DSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := pgtest.NewPgBouncer(t, pgtest.DSN(t), "ignore_startup_parameters = statement_timeout, search_path, extra_float_digits",
+		"[databases]", fmt.Sprintf("hidden = host=%s port=%s dbname=%s connect_query='SET search_path = %s'", u.Hostname(), u.Port(), strings.TrimPrefix(u.Path, "/"), schema))
+	bu, err := url.Parse(b.DSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bu.Path = "/hidden"
+	dsn := bu.String()
+	restore := postgres.SkipPoolerProbe()
+	var mu sync.Mutex
+	var logs []string
+	s, err := postgres.Open(t.Context(), postgres.Config{DSN: dsn, MaxConns: 8, Logf: func(f string, a ...any) {
+		mu.Lock()
+		logs = append(logs, fmt.Sprintf(f, a...))
+		mu.Unlock()
+	}})
+	restore()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 50 {
+				_, err := s.Get(t.Context(), "t1", fmt.Sprintf("g%d-%d", g, i))
+				if err != nil && !errors.Is(err, ledger.ErrNotFound) && g == 0 && i < 3 {
+					t.Logf("Get: %v", err)
+				}
+				s.Insert(t.Context(), newAction(fmt.Sprintf("g%d-%d", g, i)))
+			}
+		}()
+	}
+	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	n := 0
+	for _, l := range logs {
+		if strings.Contains(l, "default_query_exec_mode=exec") {
+			n++
+			t.Logf("logged: %s", l)
+		}
+	}
+	if n != 1 {
+		t.Fatalf("%d log lines name default_query_exec_mode=exec, want 1:\n%s", n, strings.Join(logs, "\n"))
 	}
 }

@@ -178,7 +178,7 @@ func (s *Store) op(parent context.Context) (context.Context, func(*error), error
 		return parent, func(*error) {}, s.notUp()
 	}
 	if s.timeout <= 0 {
-		return parent, func(err *error) { callerDone(parent, err); s.dropStale(*err) }, nil
+		return parent, func(err *error) { callerDone(parent, err); s.dropStale(*err); s.notePooler(*err) }, nil
 	}
 	ctx, cancel := context.WithTimeoutCause(parent, s.timeout, errNoAnswer)
 	return ctx, func(err *error) {
@@ -190,6 +190,7 @@ func (s *Store) op(parent context.Context) (context.Context, func(*error), error
 			*err = &unavailableError{err: fmt.Errorf("no answer within %s: %w", s.timeout, *err)}
 		}
 		s.dropStale(*err)
+		s.notePooler(*err)
 	}, nil
 }
 
@@ -214,6 +215,7 @@ type Store struct {
 	replica    replicaLock     // replica.go
 	lastReport string          // the durability report last logged by a set-up
 	lastReset  atomic.Int64    // unix nanos of the last pool reset (dropStale)
+	poolerSeen atomic.Bool     // notePooler logged
 	session    *pgx.ConnConfig // Config.SessionDSN's, or nil
 	pooling    pooling         // pooler.go; set by the first set-up, before up
 	stopUp     context.CancelFunc
