@@ -68,13 +68,13 @@ type Config struct {
 	// (a StatefulSet pod name). With it, the claims a crashed process left
 	// running become unknown as soon as the replica is back, not after
 	// their lease. Default: none (claims of a lost process wait for the lease).
-	ReplicaID          string        `yaml:"replica_id"`
+	ReplicaID string `yaml:"replica_id"`
 	// LedgerSession is a postgres:// DSN of the ledger's database that
 	// reaches PostgreSQL directly, for what needs a session of its own (the
 	// replica_id lock) when ledger goes through a transaction pooler such
 	// as PgBouncer (docs/postgres.md, "Behind a connection pooler").
 	// Default: none (ledger's connections are used).
-	LedgerSession string `yaml:"ledger_session"`
+	LedgerSession      string        `yaml:"ledger_session"`
 	Retention          time.Duration `yaml:"retention"`           // default 168h
 	TombstoneRetention time.Duration `yaml:"tombstone_retention"` // default 720h
 	JoinTimeout        time.Duration `yaml:"join_timeout"`        // default 5s

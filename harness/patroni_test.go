@@ -109,7 +109,7 @@ func TestPatroniInFlight(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := startHAGateway(t, addr, haConfig(t, addr, pgtest.WithParam(ps.DSN(), "search_path", "inflight"), downstream, ""))
+	g := startHAGateway(t, addr, haConfig(t, addr, ps.DSN(), downstream, ""))
 	waitUntil(t, 40*time.Second, g.logs, func() bool {
 		status, _ := g.get("/readyz")
 		return status == http.StatusOK
