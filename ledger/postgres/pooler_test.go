@@ -355,3 +355,45 @@ func TestUndetectedPoolerLogged(t *testing.T) {
 		t.Fatalf("%d log lines name default_query_exec_mode=exec, want 1:\n%s", n, strings.Join(logs, "\n"))
 	}
 }
+
+// TestPooledSyncStandby: the synchronous-standby checks read
+// pg_stat_replication and the settings through the pooler: ledger_ha
+// holds on a synchronous pair, with the standby named as Patroni writes
+// it (double-quoted), and a misnamed standby is reported with the fix.
+func TestPooledSyncStandby(t *testing.T) {
+	t.Parallel()
+	rs := pgtest.NewReplicaSet(t, pgtest.ReplicaSetConfig{})
+	b := pgtest.NewPgBouncer(t, rs.Primary().DSN)
+	if err := rs.SetSyncNames(`"` + rs.StandbyName() + `"`); err != nil {
+		t.Fatal(err)
+	}
+	s, err := postgres.Open(t.Context(), postgres.Config{DSN: b.DSN, Schema: "ha", RequireSyncStandby: true})
+	if err != nil {
+		t.Fatalf("a synchronous standby named as Patroni names it, through the pooler: %v", err)
+	}
+	if pooled, _ := postgres.Pooled(s); !pooled {
+		t.Error("the store did not see the pooler")
+	}
+	d, err := s.Durability(t.Context())
+	s.Close()
+	if err != nil || !d.Replicated || d.SyncStandbys != 1 || len(d.Warnings) != 0 {
+		t.Fatalf("durability through the pooler: %+v, %v", d, err)
+	}
+
+	if err := rs.SetSyncNames("s1"); err != nil {
+		t.Fatal(err)
+	}
+	m, err := postgres.Open(t.Context(), postgres.Config{DSN: b.DSN, Schema: "ha2", StartWithoutPrimary: true, StartWait: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	waitFor(t, 20*time.Second, "the misnamed standby reported", func() bool {
+		u := m.Unready()
+		return strings.Contains(u, "'s1'") && strings.Contains(u, rs.StandbyName()) && strings.Contains(u, "application_name=s1")
+	})
+	if err := rs.SetSyncNames(rs.StandbyName()); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "the store serves once the standby is named", func() bool { return m.Unready() == "" })
+}
