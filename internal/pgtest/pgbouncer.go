@@ -215,3 +215,17 @@ func (b *PgBouncer) Logins() int {
 	data, _ := os.ReadFile(filepath.Join(b.dir, "pgbouncer.log"))
 	return strings.Count(string(data), "login attempt")
 }
+
+// Alive reports whether the pooler's process still runs.
+func (b *PgBouncer) Alive() bool {
+	if b.proc == nil {
+		return false
+	}
+	select {
+	case err := <-b.done:
+		b.done <- err
+		return false
+	default:
+		return true
+	}
+}

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -175,6 +177,9 @@ func (s *Store) detectPooler(ctx context.Context) error {
 	}
 	pc := s.pool.Config().Copy()
 	cc := pc.ConnConfig.Copy() // the probe's: refused parameters are left out of it
+	cc.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler { // it may be a pooler: see poolerCancel
+		return &poolerCancel{conn: c, deadlineDelay: time.Second}
+	}
 	var refused []string
 	var pooled bool
 	var evidence string
@@ -244,6 +249,13 @@ func (s *Store) detectPooler(ctx context.Context) error {
 	if len(set) > 0 {
 		p.txSet = "SELECT " + strings.Join(set, ", ")
 		p.lockSet = lockSetDirect + ", " + strings.Join(set, ", ")
+	}
+	// PgBouncer 1.18 dies (FATAL "bad client state") when the client of a
+	// cancel request hangs up before PgBouncer has passed the request on,
+	// which pgx's handler does when the statement ends first: behind a
+	// pooler every cancel request is seen through to its end.
+	pc.ConnConfig.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
+		return &poolerCancel{conn: c, deadlineDelay: time.Second}
 	}
 	mode := pc.ConnConfig.DefaultQueryExecMode
 	if mode == pgx.QueryExecModeCacheStatement {
@@ -467,4 +479,37 @@ func (s *Store) notePooler(err error) {
 		s.logf("ledger %s: %s: a transaction pooler seems to be in the way that the start-up check did not see; "+
 			"add default_query_exec_mode=exec to the ledger's DSN, and set ledger_session to a direct DSN if replica_id is set", s.where, msg)
 	}
+}
+
+// poolerCancel is the context watcher of the connections behind a
+// transaction pooler: like pgx's CancelRequestContextWatcherHandler it asks
+// the server to cancel the statement at once and closes the socket
+// deadlineDelay later, but it never hangs up on the cancel request itself
+// before the pooler answers it (within cancelWait): PgBouncer 1.18 crashes
+// when a cancel request's client leaves early (see detectPooler). The
+// connection is handed back only once the cancel request has ended, so a
+// late cancel cannot hit its next statement.
+type poolerCancel struct {
+	conn          *pgconn.PgConn
+	deadlineDelay time.Duration
+	done          chan struct{}
+}
+
+// cancelWait bounds how long a cancel request behind a pooler may take.
+const cancelWait = 5 * time.Second
+
+func (h *poolerCancel) HandleCancel(context.Context) {
+	h.done = make(chan struct{})
+	h.conn.Conn().SetDeadline(time.Now().Add(h.deadlineDelay))
+	go func() {
+		defer close(h.done)
+		ctx, cancel := context.WithTimeout(context.Background(), cancelWait)
+		defer cancel()
+		h.conn.CancelRequest(ctx)
+	}()
+}
+
+func (h *poolerCancel) HandleUnwatchAfterCancel() {
+	<-h.done
+	h.conn.Conn().SetDeadline(time.Time{})
 }

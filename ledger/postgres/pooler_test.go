@@ -397,3 +397,55 @@ func TestPooledSyncStandby(t *testing.T) {
 	}
 	waitFor(t, 20*time.Second, "the store serves once the standby is named", func() bool { return m.Unready() == "" })
 }
+
+// TestPooledCancels: operations whose context ends while their statement
+// runs (or just as it ends) send cancel requests through the pooler.
+// PgBouncer 1.18 crashes ("bad client state") when a cancel request's
+// client hangs up before PgBouncer has passed it on, which pgx's own
+// cancel handler does when the statement finishes first; the store's
+// handler behind a pooler waits for every cancel request to be answered.
+// PgBouncer must survive hundreds of such races, and the store must keep
+// serving.
+func TestPooledCancels(t *testing.T) {
+	t.Parallel()
+	b := pgtest.NewPgBouncer(t, pgtest.DSN(t))
+	dsn, _, _ := pooledSchema(t, b)
+	s := open(t, postgres.Config{DSN: dsn, MaxConns: 8})
+	if err := s.Insert(t.Context(), newAction("a1")); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var cancelled sync.Map
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 60 {
+				// From 0 to 3 ms: some end before the statement is sent,
+				// some while it runs, some as it ends.
+				ctx, cancel := context.WithTimeout(t.Context(), time.Duration((g*60+i)%30)*100*time.Microsecond)
+				_, err := s.Get(ctx, "t", "a1")
+				cancel()
+				if err != nil {
+					cancelled.Store(fmt.Sprint(g, i), true)
+				}
+				if !b.Alive() {
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	n := 0
+	cancelled.Range(func(any, any) bool { n++; return true })
+	if !b.Alive() {
+		t.Fatalf("PgBouncer died under the store's cancel requests (%d operations cancelled)", n)
+	}
+	if n == 0 {
+		t.Fatal("no operation was cancelled: the test exercised nothing")
+	}
+	if _, err := s.Get(t.Context(), "t", "a1"); err != nil {
+		t.Fatalf("the store after %d cancelled operations: %v", n, err)
+	}
+	t.Logf("%d of 480 operations cancelled; PgBouncer still up", n)
+}
