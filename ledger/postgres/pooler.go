@@ -176,7 +176,7 @@ func (s *Store) detectPooler(ctx context.Context) error {
 		return nil
 	}
 	pc := s.pool.Config().Copy()
-	cc := pc.ConnConfig.Copy() // the probe's: refused parameters are left out of it
+	cc := pc.ConnConfig.Copy()                                                // the probe's: refused parameters are left out of it
 	cc.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler { // it may be a pooler: see poolerCancel
 		return &poolerCancel{conn: c, deadlineDelay: time.Second}
 	}
