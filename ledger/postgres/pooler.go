@@ -133,32 +133,37 @@ func probeSession(ctx context.Context, cc *pgx.ConnConfig) (pooled bool, evidenc
 		err := q.QueryRow(ctx, `SELECT pg_backend_pid()`, pgx.QueryExecModeSimpleProtocol).Scan(&n)
 		return n, err
 	}
-	p1, err := pid(a)
-	if err != nil {
-		return false, "", err
-	}
-	tx, err := b.Begin(ctx)
-	if err != nil {
-		if strings.Contains(err.Error(), "statement pooling") {
-			return true, "", &PoolerError{Problem: "the ledger's DSN goes through a pooler in statement mode (" + err.Error() +
-				"): the ledger's writes are multi-statement transactions; set pool_mode = transaction (or session) for the ledger's database"}
+	// Three rounds: on a busy pooler another client may take the freed
+	// session first, once.
+	for range 3 {
+		p1, err := pid(a)
+		if err != nil {
+			return false, "", err
 		}
-		return false, "", err
-	}
-	defer tx.Rollback(context.WithoutCancel(ctx))
-	q, err := pid(tx)
-	if err != nil {
-		return false, "", err
-	}
-	p2, err := pid(a)
-	if err != nil {
-		return false, "", err
-	}
-	switch {
-	case q == p1:
-		return true, fmt.Sprintf("two client connections ran on the same server backend (pid %d)", p1), nil
-	case p2 != p1:
-		return true, fmt.Sprintf("one client connection ran on server backend %d, then on %d", p1, p2), nil
+		tx, err := b.Begin(ctx)
+		if err != nil {
+			if strings.Contains(err.Error(), "statement pooling") {
+				return true, "", &PoolerError{Problem: "the ledger's DSN goes through a pooler in statement mode (" + err.Error() +
+					"): the ledger's writes are multi-statement transactions; set pool_mode = transaction (or session) for the ledger's database"}
+			}
+			return false, "", err
+		}
+		q, err := pid(tx)
+		if err != nil {
+			tx.Rollback(context.WithoutCancel(ctx))
+			return false, "", err
+		}
+		p2, err := pid(a)
+		tx.Rollback(context.WithoutCancel(ctx))
+		if err != nil {
+			return false, "", err
+		}
+		switch {
+		case q == p1:
+			return true, fmt.Sprintf("two client connections ran on the same server backend (pid %d)", p1), nil
+		case p2 != p1:
+			return true, fmt.Sprintf("one client connection ran on server backend %d, then on %d", p1, p2), nil
+		}
 	}
 	return false, "", nil
 }
