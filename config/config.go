@@ -68,7 +68,13 @@ type Config struct {
 	// (a StatefulSet pod name). With it, the claims a crashed process left
 	// running become unknown as soon as the replica is back, not after
 	// their lease. Default: none (claims of a lost process wait for the lease).
-	ReplicaID          string        `yaml:"replica_id"`
+	ReplicaID string `yaml:"replica_id"`
+	// LedgerSession is a postgres:// DSN of the ledger's database that
+	// reaches PostgreSQL directly, for what needs a session of its own (the
+	// replica_id lock) when ledger goes through a transaction pooler such
+	// as PgBouncer (docs/postgres.md, "Behind a connection pooler").
+	// Default: none (ledger's connections are used).
+	LedgerSession      string        `yaml:"ledger_session"`
 	Retention          time.Duration `yaml:"retention"`           // default 168h
 	TombstoneRetention time.Duration `yaml:"tombstone_retention"` // default 720h
 	JoinTimeout        time.Duration `yaml:"join_timeout"`        // default 5s
@@ -421,6 +427,13 @@ func (c *Config) check() []Problem {
 		bad("ledger_ha", "true needs a postgres:// ledger with a synchronous standby; %s has no standby", l.Kind)
 	} else if c.ReplicaID != "" && l.Kind != "postgres" {
 		bad("replica_id", "needs a postgres:// ledger: a %s ledger has one gateway, whose running claims become unknown at every start", l.Kind)
+	}
+	if c.LedgerSession != "" {
+		if l, err := LedgerDSN(c.LedgerSession); err != nil || l.Kind != "postgres" {
+			bad("ledger_session", "must be a postgres:// DSN that reaches the ledger's PostgreSQL directly (not through a pooler)")
+		} else if ld, err := LedgerDSN(c.Ledger); err == nil && ld.Kind != "postgres" {
+			bad("ledger_session", "needs a postgres:// ledger")
+		}
 	}
 	if c.ReplicaID != "" && !replicaIDPattern.MatchString(c.ReplicaID) {
 		bad("replica_id", "%q must be 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit", c.ReplicaID)
