@@ -70,7 +70,11 @@ type Rollout struct {
 	Move      *RolloutMove `json:"move,omitempty"`
 	UpdatedAt time.Time    `json:"updated_at"`
 	UpdatedBy string       `json:"updated_by,omitempty"`
-	Rev       int64        `json:"rev"`
+	// UpdatedByTenant is the tenant of UpdatedBy's key ("" for the gateway,
+	// and in records written before it was kept): an operator of another
+	// tenant is not shown the key's name.
+	UpdatedByTenant string `json:"updated_by_tenant,omitempty"`
+	Rev             int64  `json:"rev"`
 }
 
 // RolloutMove is a change of a rollout's default: Action (promote or
@@ -81,6 +85,7 @@ type RolloutMove struct {
 	From   string    `json:"from"`
 	To     string    `json:"to"`
 	By     string    `json:"by"`
+	Tenant string    `json:"tenant,omitempty"` // By's tenant
 	At     time.Time `json:"at"`
 	Rev    int64     `json:"rev"`
 }
@@ -94,6 +99,10 @@ type RolloutEvent struct {
 	At  time.Time `json:"at"`
 	// By is the operator (an API key name) or "gateway" for automatic changes.
 	By string `json:"by"`
+	// Tenant is By's tenant ("" for the gateway, and in entries written
+	// before it was kept): an operator of another tenant is not shown the
+	// key's name.
+	Tenant string `json:"tenant,omitempty"`
 	// Action is the transition: shadow, canary, promote, rollback, halt,
 	// auto_halt, deprecated.
 	Action string `json:"action"`

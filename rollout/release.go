@@ -71,6 +71,14 @@ func HoldReleases(reg *contract.Registry, prev, next *lockfile.Lock, promotion f
 	var out []Hold
 	before, after := FromLock(prev), FromLock(next)
 	for _, t := range reg.Tools() {
+		// Every hold is decided again: an approval recorded since lifts it.
+		held := map[string]string{}
+		for i := range next.Versions {
+			if e := &next.Versions[i]; e.Tool == t.ID && e.Held != "" {
+				held[e.Version], e.Held = e.Held, ""
+			}
+		}
+		checked := map[string]bool{}
 		from := before.Base(t)
 		for from != nil {
 			to := after.Base(t)
@@ -84,19 +92,25 @@ func HoldReleases(reg *contract.Registry, prev, next *lockfile.Lock, promotion f
 			if old := prev.Find(t.ID, to.Version); old != nil && old.Held == "" || !newer(to, from) {
 				break // eligible before, or older: a policy change moved the default, not a release
 			}
+			checked[to.Version] = true
 			if err := promotion(t, from, to); err != nil {
 				reason := err.Error()
-				if e.Held != reason {
+				if held[to.Version] != reason {
 					out = append(out, Hold{Tool: t.ID, Version: to.Version, Reason: reason, From: from.Version})
 				}
 				e.Held = reason
 				continue
 			}
-			if e.Held != "" {
+			if held[to.Version] != "" {
 				out = append(out, Hold{Tool: t.ID, Version: to.Version, From: from.Version, Lifted: true})
 			}
-			e.Held, e.Replaces = "", from.Version
+			e.Replaces = from.Version
 			break
+		}
+		for v, reason := range held {
+			if e := next.Find(t.ID, v); e != nil && !checked[v] {
+				e.Held = reason // not reached: an older hold stays as it was
+			}
 		}
 	}
 	return out
@@ -137,10 +151,10 @@ func RolledBack(r *ledger.Rollout) string {
 	return r.Move.From
 }
 
-// MoveText says who last changed the default and how: "oncall rolled
-// billing.refund back from 2.0.0 to 1.1.0 at 2026-12-01T21:37:37Z (revision
-// 5)"; "" when the record does not say.
-func MoveText(r *ledger.Rollout) string {
+// MoveText says who last changed the default and how, to an operator of
+// tenant reader: "oncall rolled billing.refund back from 2.0.0 to 1.1.0 at
+// 2026-12-01T21:37:37Z (revision 5)"; "" when the record does not say.
+func MoveText(r *ledger.Rollout, reader string) string {
 	if r == nil || r.Move == nil {
 		return ""
 	}
@@ -149,7 +163,7 @@ func MoveText(r *ledger.Rollout) string {
 	if m.Action == ActRollback {
 		verb = "rolled " + r.ToolID + " back from " + m.From + " to " + m.To
 	}
-	return fmt.Sprintf("%s %s at %s (revision %d)", m.By, verb, m.At.UTC().Format(time.RFC3339), m.Rev)
+	return fmt.Sprintf("%s %s at %s (revision %d)", Actor(m.By, m.Tenant, reader), verb, m.At.UTC().Format(time.RFC3339), m.Rev)
 }
 
 // newer reports whether a is a later version than b.
@@ -157,4 +171,18 @@ func newer(a, b *contract.Version) bool {
 	x, okA := contract.ParseSemver(a.Version)
 	y, okB := contract.ParseSemver(b.Version)
 	return okA && okB && x.Compare(y) > 0
+}
+
+// AnotherTenant stands for an operator of another tenant than the reader's
+// in a rollout's history and refusals.
+const AnotherTenant = "(an operator of another tenant)"
+
+// Actor is the name of by (a key of tenant, "" for the gateway and for
+// entries that did not record it) as an operator of tenant reader sees it:
+// another tenant's key names are never shown.
+func Actor(by, tenant, reader string) string {
+	if tenant != "" && tenant != reader {
+		return AnotherTenant
+	}
+	return by
 }

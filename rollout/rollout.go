@@ -148,6 +148,7 @@ type Change struct {
 	HaltMargin    *float64
 	HaltMinSample *int64
 	By            string
+	Tenant        string // By's tenant ("" for the gateway)
 	Note          string
 	// Approver and ApprovalSource are recorded with a promotion.
 	Approver, ApprovalSource string
@@ -183,7 +184,7 @@ func Apply(t *contract.Tool, cur ledger.Rollout, ch Change, d Deprecations) (led
 	if def != nil {
 		defName = def.Version
 	}
-	ev := ledger.RolloutEvent{ToolID: t.ID, At: ch.Now, By: ch.By, Action: ch.Action, Note: ch.Note, From: defName, To: defName, Detail: ch.Detail}
+	ev := ledger.RolloutEvent{ToolID: t.ID, At: ch.Now, By: ch.By, Tenant: ch.Tenant, Action: ch.Action, Note: ch.Note, From: defName, To: defName, Detail: ch.Detail}
 	version := func(name, role string) (*contract.Version, error) {
 		if name == "" {
 			return nil, refuse(ErrInvalid, "name the %s version", role)
@@ -302,30 +303,30 @@ func Apply(t *contract.Tool, cur ledger.Rollout, ch Change, d Deprecations) (led
 			break
 		}
 		next.Previous, next.Default = defName, v.Version
-		next.Move = &ledger.RolloutMove{Action: ActPromote, From: defName, To: v.Version, By: ch.By, At: ch.Now, Rev: cur.Rev + 1}
+		next.Move = &ledger.RolloutMove{Action: ActPromote, From: defName, To: v.Version, By: ch.By, Tenant: ch.Tenant, At: ch.Now, Rev: cur.Rev + 1}
 		clearCandidate(&next)
 		ev.To, ev.Approver, ev.ApprovalSource = v.Version, ch.Approver, ch.ApprovalSource
 		ev.Detail = fmt.Sprintf("%s is the default; rollback restores %s", v.Version, defName)
 	case ActRollback:
 		if from := strings.TrimPrefix(ch.From, "v"); from != "" && from != defName {
-			return cur, ev, refuse(ErrChanged, "the default of %s is %s now, not %s%s: read the rollout again", t.ID, defName, from, since(&cur))
+			return cur, ev, refuse(ErrChanged, "the default of %s is %s now, not %s%s: read the rollout again", t.ID, defName, from, since(&cur, ch.Tenant))
 		}
 		if rb := RolledBack(&cur); rb != "" {
-			return cur, ev, refuse(ErrConflict, "%s is rolled back already: %s; a rollback does not undo a rollback: to serve %s again, promote it", t.ID, MoveText(&cur), rb)
+			return cur, ev, refuse(ErrConflict, "%s is rolled back already: %s; a rollback does not undo a rollback: to serve %s again, promote it", t.ID, MoveText(&cur, ch.Tenant), rb)
 		}
 		target := RollbackTarget(t, &cur, d, ch.Now)
 		if target == "" {
 			return cur, ev, refuse(ErrConflict, "%s has no previous default to roll back to", t.ID)
 		}
 		if want := strings.TrimPrefix(ch.Version, "v"); want != "" && want != target {
-			return cur, ev, refuse(ErrConflict, "a rollback of %s restores %s now, not %s%s: read the rollout again", t.ID, target, want, since(&cur))
+			return cur, ev, refuse(ErrConflict, "a rollback of %s restores %s now, not %s%s: read the rollout again", t.ID, target, want, since(&cur, ch.Tenant))
 		}
 		v, err := version(target, "previous")
 		if err != nil {
 			return cur, ev, err
 		}
 		next.Previous, next.Default = defName, v.Version
-		next.Move = &ledger.RolloutMove{Action: ActRollback, From: defName, To: v.Version, By: ch.By, At: ch.Now, Rev: cur.Rev + 1}
+		next.Move = &ledger.RolloutMove{Action: ActRollback, From: defName, To: v.Version, By: ch.By, Tenant: ch.Tenant, At: ch.Now, Rev: cur.Rev + 1}
 		clearCandidate(&next)
 		ev.To = v.Version
 		ev.Detail = fmt.Sprintf("%s is the default again; %s is rolled back (promote it to serve it again)", v.Version, defName)
@@ -343,7 +344,7 @@ func Apply(t *contract.Tool, cur ledger.Rollout, ch Change, d Deprecations) (led
 	default:
 		return cur, ev, refuse(ErrInvalid, "unknown rollout action %q", ch.Action)
 	}
-	next.UpdatedAt, next.UpdatedBy = ch.Now, ch.By
+	next.UpdatedAt, next.UpdatedBy, next.UpdatedByTenant = ch.Now, ch.By, ch.Tenant
 	ev.Candidate, ev.Mode = next.Candidate, next.Mode
 	return next, ev, nil
 }
@@ -369,8 +370,8 @@ func CheckLimits(ch Change) error {
 }
 
 // since is "; <the last change of the default>" when the record says.
-func since(r *ledger.Rollout) string {
-	if m := MoveText(r); m != "" {
+func since(r *ledger.Rollout, reader string) string {
+	if m := MoveText(r, reader); m != "" {
 		return "; " + m
 	}
 	return ""

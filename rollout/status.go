@@ -19,7 +19,7 @@ func Status(t *contract.Tool, r *ledger.Rollout, history []ledger.RolloutEvent, 
 	}
 	def, fromRecord := Default(t, r, d, now)
 	out := api.Rollout{ToolID: t.ID, DefaultSource: "registry", Previous: RollbackTarget(t, r, d, now), RolledBack: RolledBack(r), Candidate: r.Candidate,
-		Mode: Mode(r.Mode), Revision: r.Rev, Epoch: r.Epoch, UpdatedBy: r.UpdatedBy,
+		Mode: Mode(r.Mode), Revision: r.Rev, Epoch: r.Epoch, UpdatedBy: Actor(r.UpdatedBy, r.UpdatedByTenant, tenant),
 		Versions: []api.RolloutVersion{}, History: []api.RolloutEvent{}}
 	if def != nil {
 		out.Default = def.Version
@@ -70,7 +70,9 @@ func Status(t *contract.Tool, r *ledger.Rollout, history []ledger.RolloutEvent, 
 		}
 	}
 	for _, ev := range history {
-		out.History = append(out.History, Event(ev))
+		e := Event(ev)
+		e.By = Actor(ev.By, ev.Tenant, tenant)
+		out.History = append(out.History, e)
 	}
 	return out
 }

@@ -102,7 +102,7 @@ func (s *Service) ChangeRollout(ctx context.Context, p *Principal, toolID string
 	if err != nil {
 		return api.Rollout{}, err
 	}
-	ch.By = p.Name
+	ch.By, ch.Tenant = p.Name, p.Tenant
 	var first *ledger.Rollout // the record the request was decided on first
 	for try := 0; ; try++ {
 		cur, err := s.cfg.Ledger.Store.GetRollout(ctx, t.ID)
@@ -122,7 +122,7 @@ func (s *Service) ChangeRollout(ctx context.Context, p *Principal, toolID string
 			// again on the new record could undo it (two rollbacks would
 			// cancel out). Only a change that leaves what the request was
 			// decided on alone (a deprecation stamp) is retried.
-			return api.Rollout{}, Errorf(CodeRolloutChanged, "the rollout of %s changed while this request was applied (now revision %d, default %s%s): read it again", t.ID, cur.Rev, s.recordDefault(t, cur), lastMove(cur))
+			return api.Rollout{}, Errorf(CodeRolloutChanged, "the rollout of %s changed while this request was applied (now revision %d, default %s%s): read it again", t.ID, cur.Rev, s.recordDefault(t, cur), lastMove(cur, p.Tenant))
 		}
 		ch.Now = s.cfg.Ledger.Time()
 		if ch.Action == rollout.ActPromote {
@@ -157,8 +157,8 @@ func sameIntent(a, b *ledger.Rollout) bool {
 }
 
 // lastMove is "; <who changed the default, how, when>" when the record says.
-func lastMove(r *ledger.Rollout) string {
-	if m := rollout.MoveText(r); m != "" {
+func lastMove(r *ledger.Rollout, reader string) string {
+	if m := rollout.MoveText(r, reader); m != "" {
 		return "; " + m
 	}
 	return ""
