@@ -63,7 +63,7 @@ func rolloutSubs() []rolloutSub {
 			"route the new actions (naming no version) of a share of the callers to the candidate; halt on its outcomes", true,
 			func(fs *flag.FlagSet) func(context.Context, *client.Client, string) (*client.Rollout, error) {
 				version := fs.String("version", "", "the candidate version (default: the current candidate)")
-				percent := optFloat(fs, "percent", "`percent` of the callers (API keys, by a hash of the name) whose new actions go to the candidate, 0 to 100")
+				percent := optFloat(fs, "percent", "`percent` of the callers (API keys, by a hash of the name) whose new actions go to the candidate, above 0 and below 100 (all of them: promote)")
 				var principals stringsFlag
 				fs.Var(&principals, "principal", "an API key `name` whose new actions all go to the candidate (repeatable)")
 				margin := optFloat(fs, "halt-margin", "halt when a rate of the candidate exceeds the default's by more than this `fraction` (default 0.05)")
