@@ -41,18 +41,18 @@ func FromLock(l *lockfile.Lock) Deprecations {
 	}
 }
 
-// Hold is a version `toolgate lock` released but held from being the
-// default, or (Lifted) released from an earlier hold.
+// Hold is what `toolgate lock` did to a tool's released default: a version
+// it released but holds from being the default (Reason set), or one that
+// became the released default in place of From (Reason empty).
 type Hold struct {
 	Tool, Version string
-	// Reason is why it is held; From is the default it would have replaced.
+	// Reason is why it is held; From is the default it replaces, or would.
 	Reason, From string
-	Lifted       bool
 }
 
 func (h Hold) String() string {
-	if h.Lifted {
-		return fmt.Sprintf("%s %s is the default now (it replaces %s: rollback restores it)", h.Tool, h.Version, h.From)
+	if h.Reason == "" {
+		return fmt.Sprintf("%s %s is the released default now, in place of %s (rollback restores it; a rollout that pins the default keeps it)", h.Tool, h.Version, h.From)
 	}
 	return fmt.Sprintf("%s %s is released but not the default (%s stays): %s", h.Tool, h.Version, h.From, h.Reason)
 }
@@ -66,7 +66,8 @@ func (h Hold) String() string {
 // allowed one (a new release, or one whose hold is lifted) records the
 // version it replaces, which a rollback restores. A version that was already
 // the released default, or could be, is not checked again. next is changed
-// in place; what was held or lifted is returned.
+// in place; what was held, newly or with another reason, and what became
+// the released default are returned.
 func HoldReleases(reg *contract.Registry, prev, next *lockfile.Lock, promotion func(t *contract.Tool, from, to *contract.Version) error) []Hold {
 	var out []Hold
 	before, after := FromLock(prev), FromLock(next)
@@ -101,9 +102,7 @@ func HoldReleases(reg *contract.Registry, prev, next *lockfile.Lock, promotion f
 				e.Held = reason
 				continue
 			}
-			if held[to.Version] != "" {
-				out = append(out, Hold{Tool: t.ID, Version: to.Version, From: from.Version, Lifted: true})
-			}
+			out = append(out, Hold{Tool: t.ID, Version: to.Version, From: from.Version})
 			e.Replaces = from.Version
 			break
 		}

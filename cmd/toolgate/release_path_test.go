@@ -153,7 +153,7 @@ func TestLockNeverPromotesPastTheGate(t *testing.T) {
 	// the default, and a rollback restores what served before it.
 	os.WriteFile(filepath.Join(tools, "approvals", "refund.create_request-2.2.0.yaml"),
 		[]byte("approver: jane.doe\ntool: refund.create_request\nversion: 2.2.0\napproved_at: 2026-01-01T00:00:00Z\n"), 0o644)
-	if r := runCLI(t, "", "lock", tools); r.code != 0 || !strings.Contains(r.stdout, "refund.create_request 2.2.0 is the default now (it replaces 2.1.0") {
+	if r := runCLI(t, "", "lock", tools); r.code != 0 || !strings.Contains(r.stdout, "refund.create_request 2.2.0 is the released default now, in place of 2.1.0 (rollback restores it") {
 		t.Fatalf("lock with the approval:\n%s", r)
 	}
 	reload()
