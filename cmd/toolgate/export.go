@@ -96,7 +96,7 @@ func runExport(ctx context.Context, e env) int {
 		if len(args) == 0 && !isFlagSet(fs, "dir") {
 			*dir = cfg.ToolsDir
 		}
-		if base, err := listenURL(cfg.Listen); err == nil {
+		if base, err := listenURL(cfg.Listen); err == nil && !strings.HasSuffix(base, ":0") {
 			if code, reached := exportFromGateway(ctx, e, base, *cfgPath+"'s listen", *format, *key, true); reached {
 				return code
 			}
