@@ -101,6 +101,10 @@ type Config struct {
 	// rollout record the default is the newest released version the release
 	// policy does not deprecate. Default nil: no lock, every version is.
 	Released func(toolID, version string) bool
+	// Release returns what toolgate.lock says of a released version beyond
+	// its digest: why it is held from being the default, and the version it
+	// replaced as the released default. Default nil: nothing held or replaced.
+	Release func(toolID, version string) (held, replaces string)
 
 	// MaxInFlightPerKey and MaxInFlightPerTenant cap the requests one API
 	// key, and all keys of one tenant, may have in flight at once; more are
@@ -187,7 +191,7 @@ func New(cfg Config) (*Server, error) {
 		ProbeState: cfg.DecisionLog != nil, Tracer: cfg.Tracer, Logger: cfg.Logger,
 		DeprecatedAt: cfg.DeprecatedAt, PromotionApproval: promotionApproval(cfg.Approvals),
 		RolloutObserver: newRolloutMetrics(cfg.Prometheus, cfg.Registry),
-		Released:        cfg.Released, OnChange: s.servingChanged,
+		Released:        cfg.Released, Release: cfg.Release, OnChange: s.servingChanged,
 	})
 	masks, err := masking.New(cfg.Registry)
 	if err != nil {

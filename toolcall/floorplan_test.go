@@ -31,8 +31,10 @@ func TestFloorPlan(t *testing.T) {
 		// replay sends recorded calls the way the gateway does, and reads
 		// the ledger's records; it knows nothing of the call service.
 		{pkg: "replay", onlyOwn: []string{"invoke", "ledger", "internal/canon"}},
-		// rollout is the pure rules of a version rollout, below the call path.
-		{pkg: "rollout", onlyOwn: []string{"api", "contract", "ledger"}, forbidden: []string{"net/http"}},
+		// rollout is the pure rules of a version rollout, below the call path;
+		// it reads what toolgate.lock says of versions (released, held,
+		// replaced) the one way the gateway, export and lock share.
+		{pkg: "rollout", onlyOwn: []string{"api", "contract", "ledger", "lockfile"}, forbidden: []string{"net/http"}},
 		{pkg: "toolcall", onlyOwn: []string{"api", "contract", "decisionlog", "internal/canon", "internal/tracectx", "invoke", "ledger", "rollout"},
 			forbidden: []string{"net/http", "net/http/httptest", "net/http/httptrace"}},
 		// The upstream MCP invoker and its drift watcher sit beside invoke:

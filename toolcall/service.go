@@ -98,6 +98,11 @@ type Config struct {
 	// release policy does not deprecate. Default nil: no lock, every
 	// version is released.
 	Released func(toolID, version string) bool
+	// Release returns what toolgate.lock says of a released version beyond
+	// its digest: why it is held from being the default, and the version it
+	// replaced as the released default (rollout.Deprecations.Release).
+	// Default nil: nothing held, nothing replaced.
+	Release func(toolID, version string) (held, replaces string)
 	// OnChange is called (on its own goroutine, never twice at once) when
 	// what serves a new action may have changed: a rollout record changed
 	// (here or, read on a tick, on another replica), a version retired, or
@@ -118,6 +123,7 @@ type Tools struct {
 	Registry     *contract.Registry
 	DeprecatedAt func(toolID, version string) (time.Time, bool)
 	Released     func(toolID, version string) bool
+	Release      func(toolID, version string) (held, replaces string)
 }
 
 // reg is the registry being served.
@@ -150,7 +156,7 @@ func New(cfg Config) *Service {
 		cfg.Tracer = noopTracer
 	}
 	s := &Service{cfg: cfg, ro: newRollouts()}
-	s.tools.Store(&Tools{Registry: cfg.Registry, DeprecatedAt: cfg.DeprecatedAt, Released: cfg.Released})
+	s.tools.Store(&Tools{Registry: cfg.Registry, DeprecatedAt: cfg.DeprecatedAt, Released: cfg.Released, Release: cfg.Release})
 	if cfg.OnChange != nil {
 		go s.watchChanges()
 	}

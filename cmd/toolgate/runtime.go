@@ -163,7 +163,7 @@ func startGatewayLogged(ctx context.Context, cfg *config.Config, tools fs.FS, lo
 		Registry: reg, Ledger: svc, Invoker: &invoke.Client{}, Bindings: bindings,
 		PublicURL: cfg.HTTP.PublicURL, JoinTimeout: cfg.JoinTimeout, MaxBodyBytes: cfg.MaxBodyBytes, Keys: keys, Logger: logger,
 		DecisionLog: dlog.writer, Retention: cfg.Retention, TombstoneRetention: cfg.TombstoneRetention,
-		DeprecatedAt: loaded.DeprecatedAt, Released: loaded.Released, Approvals: approvals,
+		DeprecatedAt: loaded.DeprecatedAt, Released: loaded.Released, Release: loaded.Release, Approvals: approvals,
 		MaxInFlightPerKey: cfg.Limits.InFlightPerKey, MaxInFlightPerTenant: cfg.Limits.InFlightPerTenant,
 		MaxMCPStreamsPerKey: cfg.Limits.MCPStreamsPerKey, MaxMCPStreams: cfg.Limits.MCPStreams,
 	})

@@ -562,6 +562,7 @@ function rolloutSection(r) {
   add('Default', [el('span', { class: 'mono', id: 'rollout-default' }, r.default || '–'),
     el('span', { class: 'muted' }, r.default_source === 'rollout' ? ' set by the rollout' : ' the newest released version (toolgate.lock) the policy does not deprecate')]);
   add('Previous', r.previous ? el('span', { class: 'mono' }, r.previous + ' (rollback restores it)') : '');
+  add('Rolled back', r.rolled_back ? el('span', { class: 'mono' }, r.rolled_back + ' (a promote serves it again)') : '');
   if (r.canary) {
     add('Canary', 'the new actions of ' + r.canary.percent + '% of the callers' + (r.canary.principals && r.canary.principals.length ? ' and every new action of ' + r.canary.principals.join(', ') : '') +
       '; halts when a rate exceeds the default\'s by ' + (r.canary.halt_margin * 100).toFixed(1) + '% after ' + r.canary.halt_min_sample + ' actions each');
@@ -571,7 +572,7 @@ function rolloutSection(r) {
   parts.push(el('table', { id: 'rollout-versions' },
     el('thead', {}, el('tr', {}, ['Version', 'Role', 'Deprecation'].map(h => el('th', {}, h)))),
     el('tbody', {}, r.versions.map(v => el('tr', { 'data-version': v.version },
-      el('td', { class: 'mono' }, v.version), el('td', {}, v.role || ''),
+      el('td', { class: 'mono' }, v.version), el('td', {}, [(v.role || '').replace('_', ' '), v.held ? el('span', { class: 'muted' }, ' released, not the default by itself: ' + v.held) : '']),
       el('td', {}, !v.deprecated ? '' : v.deprecated_at ? ['deprecated ' + utc(v.deprecated_at) + ', sunset ' + utc(v.sunset),
         v.retired ? el('span', { class: 'flag' }, ' retired: new actions refused') : ''] : 'deprecated'))))));
   if (r.shadow) {
