@@ -169,4 +169,3 @@ func typeAllows(t any, want string) bool {
 	}
 	return false
 }
-
