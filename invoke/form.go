@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"sort"
 	"strconv"
@@ -626,10 +627,11 @@ func formBody(b *Binding, v any) (obj map[string]any, prefix string, ok bool, er
 // CheckForm is what a form binding (body: form) would refuse of a call's
 // arguments (decoded by contract.DecodeJSON; argsLen the size of their
 // canonical JSON), before anything is claimed or sent: a *FormError whose
-// pointer is the argument's, or nil. Any other binding checks nothing.
+// pointer is the argument's, or nil. Any other binding, and a GET or HEAD
+// (which sends no body), checks nothing.
 func CheckForm(b *Binding, args any, argsLen int) *FormError {
-	if b.Body != BodyForm {
-		return nil
+	if b.Body != BodyForm || b.Method == http.MethodGet || b.Method == http.MethodHead {
+		return nil // a GET or HEAD carries no body (Call)
 	}
 	obj, prefix, ok, err := formBody(b, args)
 	if !ok {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"net/url"
 	"reflect"
 	"runtime"
@@ -549,4 +550,16 @@ func decodeArgs(src string) (map[string]any, error) {
 		return nil, errors.New("not an object")
 	}
 	return args, nil
+}
+
+// A GET sends no body, so its form has nothing to refuse.
+func TestCheckFormSkipsABodilessMethod(t *testing.T) {
+	t.Parallel()
+	args := decodeJSON(t, `{"to":[]}`)
+	if fe := CheckForm(&Binding{Body: BodyForm, Method: http.MethodGet}, args, 9); fe != nil {
+		t.Fatalf("GET: %v", fe)
+	}
+	if fe := CheckForm(&Binding{Body: BodyForm}, args, 9); fe == nil {
+		t.Fatal("POST: nothing refused")
+	}
 }
