@@ -420,6 +420,8 @@ func (c *Config) check() []Problem {
 		if err := checkPublicURL(u); err != nil {
 			bad("http.public_url", "%q %v", u, err)
 		}
+	} else if msg := publicURLRequired(c); msg != "" {
+		bad("http.public_url", "%s", msg)
 	}
 	if l, err := LedgerDSN(c.Ledger); err != nil {
 		bad("ledger", "%v", err)
