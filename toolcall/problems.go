@@ -128,7 +128,7 @@ var codes = map[Code]CodeInfo{
 	CodeUpstreamDrifted: {503, "Upstream tool drifted",
 		"The tool runs on an upstream MCP server whose live definition of it (description, input or output schema) changed in a risky way since it was pinned in toolgate.lock, so the gateway stopped sending it calls: a changed definition may be an attack on the agents that read it as much as an evolution. Stored results still replay. An operator reviews the change (toolgate upstream diff) and accepts it (toolgate upstream accept --tool ID), which re-pins the definition; the tool then resumes.", unreachable},
 	CodeLedgerUnavailable: {503, "Ledger unavailable",
-		"The action ledger cannot be reached. Nothing was executed; retry after Retry-After.", unreachable},
+		"The action ledger cannot be reached. Nothing was executed; retry after Retry-After. The detail is the same words whatever the cause: why the ledger does not serve is in the gateway's log and, for an operator key, in /readyz.", unreachable},
 	CodeNotFound:         {404, "Not found", "No such endpoint.", invalid},
 	CodeMethodNotAllowed: {405, "Method not allowed", "This endpoint does not take that HTTP method.", invalid},
 	CodeVersionRetired: {410, "Version retired",
@@ -295,16 +295,20 @@ func storeFailed(err error) *Problem {
 	return ledgerUnavailable(err)
 }
 
-// ledgerUnavailable is the 503 of a store that did not answer.
+// ledgerUnavailable is the 503 of a store that did not answer. Its detail
+// is the same words whatever the cause: why the store does not serve (a
+// replica id held by another gateway, with that session's backend pid and
+// application_name; a standby; a set-up in progress) is the operators' to
+// read, in the log (the cause) and in /readyz for an operator key, never in
+// an answer any agent key gets.
 func ledgerUnavailable(err error) *Problem {
-	// A store that is not set up yet says why, in words fit for the caller
-	// (the PostgreSQL store's NotReadyReason: no host, no credentials).
-	var nr interface{ NotReadyReason() string }
-	if errors.As(err, &nr) && nr.NotReadyReason() != "" {
-		return Errorf(CodeLedgerUnavailable, "the ledger is not ready (%s); nothing was executed", nr.NotReadyReason()).withRetry(1).withCause(err)
-	}
-	return Errorf(CodeLedgerUnavailable, "the ledger did not answer; nothing was executed").withRetry(1).withCause(err)
+	return Errorf(CodeLedgerUnavailable, "%s", LedgerUnavailableDetail).withRetry(1).withCause(err)
 }
+
+// LedgerUnavailableDetail is the detail of every call's 503
+// ledger_unavailable: generic, so that no caller learns the ledger's
+// internals (docs/security.md).
+const LedgerUnavailableDetail = "the ledger is not available right now; nothing was executed; retry after Retry-After"
 
 // Ready reports whether the ledger answers: nil, or a ledger_unavailable
 // problem (GET /readyz).
