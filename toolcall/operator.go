@@ -424,8 +424,6 @@ func (s *Service) assign(ctx context.Context, p *Principal, id string, r ledger.
 			a.ID, ae.Current.Assignee, ae.Current.At.Format(time.RFC3339)).withAction(a, a.State)
 	case errors.Is(err, ledger.ErrNotAssignable):
 		return nil, Errorf(CodeActionNotAssignable, "action %q is %s; only unknown actions and those awaiting approval can be assigned", a.ID, a.State).withAction(a, a.State)
-	case errors.Is(err, ledger.ErrAssignmentLimit):
-		return nil, Errorf(CodeActionNotAssignable, "action %q has %d assignment changes, the most one action records", a.ID, ledger.MaxAssignmentChanges).withAction(a, a.State)
 	case errors.Is(err, ledger.ErrStale):
 		return nil, Errorf(CodeActionInProgress, "the action changed meanwhile; read it and try again").withRetry(1)
 	}

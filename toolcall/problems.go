@@ -114,7 +114,7 @@ var codes = map[Code]CodeInfo{
 	CodeActionNotAwaitingApproval: {409, "Action not awaiting approval",
 		"Only actions in state awaiting_approval can be approved or denied.", conflict},
 	CodeActionNotAssignable: {409, "Action not assignable",
-		"Only actions that wait for a person can be assigned or released: unknown ones (needs_operator included) and those awaiting approval; and one action records at most 64 assignment changes. The action's record (GET /v1/actions/{action_id}) shows its state and its assignee.", conflict},
+		"Only actions that wait for a person can be assigned or released: unknown ones (needs_operator included) and those awaiting approval. The action's record (GET /v1/actions/{action_id}) shows its state and its assignee.", conflict},
 	CodeActionAssigned: {409, "Action assigned to someone else",
 		"Another operator has taken this action (the detail names them and since when). Talk to them first; to take it over or release it anyway, send the request again with \"take_over\": true (toolgate actions assign --take-over). An assignment is information, not a lock: resolving, reconciling, approving and denying are never refused because of it.", conflict},
 	CodeActionDenied: {403, "Action denied",
