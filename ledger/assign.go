@@ -6,8 +6,9 @@ import (
 	"fmt"
 	"strings"
 	"time"
-	"unicode"
 	"unicode/utf8"
+
+	"github.com/toolgate/toolgate/internal/textsafe"
 )
 
 // Assignment: who works an action that needs a person (docs/operator-cli.md).
@@ -114,24 +115,38 @@ func (e *AssignedError) Error() string {
 }
 
 // CheckAssignText validates an assignee ("" allowed: a release) and a note:
-// valid UTF-8 within their bounds, and no control characters in the assignee.
+// valid UTF-8 within their bounds, and an assignee that shows as itself (a
+// *NameError otherwise): no control, format, bidi, zero-width or separator
+// character (textsafe.CheckName), no white space at its ends. A note may
+// hold any text; every place that shows one escapes it (textsafe).
 func CheckAssignText(assignee, note string) error {
 	switch {
 	case len(assignee) > MaxAssigneeBytes:
 		return fmt.Errorf("assignee is %d bytes, more than %d", len(assignee), MaxAssigneeBytes)
 	case !utf8.ValidString(assignee):
 		return errors.New("assignee is not valid UTF-8")
-	case strings.IndexFunc(assignee, unicode.IsControl) >= 0:
-		return errors.New("assignee holds a control character")
-	case assignee != strings.TrimSpace(assignee):
-		return errors.New("assignee starts or ends with white space")
 	case len(note) > MaxAssignmentNoteBytes:
 		return fmt.Errorf("note is %d bytes, more than %d", len(note), MaxAssignmentNoteBytes)
 	case !utf8.ValidString(note):
 		return errors.New("note is not valid UTF-8")
 	}
+	if err := textsafe.CheckName(assignee); err != nil {
+		return &NameError{Field: "assignee", Err: err}
+	}
+	if assignee != strings.TrimSpace(assignee) {
+		return &NameError{Field: "assignee", Err: errors.New("starts or ends with white space")}
+	}
 	return nil
 }
+
+// NameError is a name (an assignee) that would not show as itself.
+type NameError struct {
+	Field string // the request field: "assignee"
+	Err   error
+}
+
+func (e *NameError) Error() string { return e.Field + " " + e.Err.Error() }
+func (e *NameError) Unwrap() error { return e.Err }
 
 // Assign records an assignment change on a and stores it, a compare-and-set
 // like every write: when another writer changed the action first, it is read

@@ -408,6 +408,10 @@ func (s *Service) Unassign(ctx context.Context, p *Principal, id, note string, t
 
 func (s *Service) assign(ctx context.Context, p *Principal, id string, r ledger.AssignRequest) (*ledger.Action, error) {
 	if err := ledger.CheckAssignText(r.Assignee, r.Note); err != nil {
+		var ne *ledger.NameError
+		if errors.As(err, &ne) {
+			return nil, InvalidArguments([]contract.FieldError{{Pointer: "/" + ne.Field, Code: "name", Detail: err.Error()}})
+		}
 		return nil, Errorf(CodeMalformedRequest, "%v", err)
 	}
 	a, err := s.Action(ctx, p, id)

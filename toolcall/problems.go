@@ -76,7 +76,7 @@ const (
 // codes is the one table of problem codes (docs/reference/http-api.md).
 var codes = map[Code]CodeInfo{
 	CodeInvalidArguments: {422, "Invalid arguments",
-		"The arguments do not satisfy the tool's contract. Each entry of errors[] names the argument by JSON pointer, the failing rule and what would satisfy it. Fix those fields and call again with the same Idempotency-Key: an invalid call does not consume the key.", invalid},
+		"The arguments do not satisfy the tool's contract. Each entry of errors[] names the argument by JSON pointer, the failing rule and what would satisfy it. Fix those fields and call again with the same Idempotency-Key: an invalid call does not consume the key. On an operator endpoint the pointer names a field of the request body (an assignee name that would not show as itself: /assignee).", invalid},
 	CodeMalformedRequest: {400, "Malformed request",
 		"The request body must be one JSON object such as {\"arguments\": {...}, \"version\": \"1.0.0\"}, and query parameters must have the documented forms. Send valid JSON.", invalid},
 	CodeKeyMissing: {400, "Idempotency key missing",
