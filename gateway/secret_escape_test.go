@@ -1,0 +1,76 @@
+package gateway_test
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/invoke"
+)
+
+// A downstream's error answer repeats the call's sensitive argument escaped
+// — as a JSON \u escape, nested in a JSON string, percent-encoded — in a
+// text body and in a JSON body. The action read shows nothing a reader
+// would decode to the value: not the plain form, not the escaped ones.
+func TestActionReadScrubsEscapedSensitiveValues(t *testing.T) {
+	t.Parallel()
+	const account = "acct-5ecret-4711"
+	bodies := map[string]struct{ ct, body string }{
+		"text": {"text/plain; charset=utf-8", `refused: account \u0061cct-5ecret-4711 (also %61cct%2D5ecret-4711 and ` + account + `)`},
+		"json": {"application/json", `{"error":"{\"account\":\"\\u0061cct-5ecret-4711\"}","hint":"account=%61cct-5ecret-4711"}`},
+	}
+	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b := bodies[r.URL.Query().Get("kind")]
+		w.Header().Set("Content-Type", b.ct)
+		w.WriteHeader(http.StatusUnprocessableEntity)
+		fmt.Fprint(w, b.body)
+	}))
+	t.Cleanup(down.Close)
+	reg, _ := writeTools(t, vaultTools())
+	g := newRig(t, func(c *gateway.Config) {
+		c.Registry, c.Keys = reg, secKeys()
+		c.Bindings = map[string]invoke.Binding{"vault.deposit": {URL: down.URL + "/deposit?kind={args.note}", Timeout: 2 * time.Second, SettleAfter: time.Hour}}
+	})
+	for kind := range bodies {
+		key := "esc-scrub-" + kind
+		r := g.do("POST", "/v1/tools/vault.deposit/calls", `{"version":"1.0.0","arguments":{"account":"`+account+`","amount":5,"note":"`+kind+`"}}`,
+			"Authorization", "Bearer "+secAgentAll, "Idempotency-Key", key)
+		if r.status != 422 {
+			t.Fatalf("%s: the call: %d %s", kind, r.status, r.body)
+		}
+		read := g.do("GET", "/v1/actions/"+key, "", "Authorization", "Bearer "+secOncallAll)
+		if read.status != 200 {
+			t.Fatalf("%s: read: %d %s", kind, read.status, read.body)
+		}
+		for _, reading := range decodeReadings(string(read.body)) {
+			if strings.Contains(reading, account) {
+				t.Errorf("%s: the action read decodes to the sensitive value:\n%s", kind, read.body)
+				break
+			}
+		}
+	}
+}
+
+// decodeReadings are what a reader decodes from s: s, and s with one or two
+// layers of JSON string escapes and percent escapes undone.
+func decodeReadings(s string) []string {
+	out := []string{s}
+	for range 3 {
+		last := out[len(out)-1]
+		next := last
+		if u, err := strconv.Unquote(`"` + strings.ReplaceAll(last, `"`, `\"`) + `"`); err == nil {
+			next = u
+		}
+		if u, err := url.PathUnescape(next); err == nil {
+			next = u
+		}
+		out = append(out, next)
+	}
+	return out
+}
