@@ -1,10 +1,12 @@
 package gateway_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -32,14 +34,17 @@ func TestActionReadScrubsEscapedSensitiveValues(t *testing.T) {
 		fmt.Fprint(w, b.body)
 	}))
 	t.Cleanup(down.Close)
-	reg, _ := writeTools(t, vaultTools())
+	// A tool with a sensitive argument and no sensitive result value: its
+	// text results are shown (scrubbed), not erased.
+	reg, _ := writeTools(t, map[string]string{"vault.plain/schemas/v1.0.0.json": schemaFile("vault.plain", "1.0.0", "mutating",
+		`{"type":"object","required":["account","note"],"properties":{"account":{"type":"string","x-sensitive":true},"amount":{"type":"integer"},"note":{"type":"string"}}}`, "")})
 	g := newRig(t, func(c *gateway.Config) {
 		c.Registry, c.Keys = reg, secKeys()
-		c.Bindings = map[string]invoke.Binding{"vault.deposit": {URL: down.URL + "/deposit?kind={args.note}", Timeout: 2 * time.Second, SettleAfter: time.Hour}}
+		c.Bindings = map[string]invoke.Binding{"vault.plain": {URL: down.URL + "/plain?kind={args.note}", Timeout: 2 * time.Second, SettleAfter: time.Hour}}
 	})
 	for kind := range bodies {
 		key := "esc-scrub-" + kind
-		r := g.do("POST", "/v1/tools/vault.deposit/calls", `{"version":"1.0.0","arguments":{"account":"`+account+`","amount":5,"note":"`+kind+`"}}`,
+		r := g.do("POST", "/v1/tools/vault.plain/calls", `{"arguments":{"account":"`+account+`","amount":5,"note":"`+kind+`"}}`,
 			"Authorization", "Bearer "+secAgentAll, "Idempotency-Key", key)
 		if r.status != 422 {
 			t.Fatalf("%s: the call: %d %s", kind, r.status, r.body)
@@ -57,20 +62,40 @@ func TestActionReadScrubsEscapedSensitiveValues(t *testing.T) {
 	}
 }
 
-// decodeReadings are what a reader decodes from s: s, and s with one or two
-// layers of JSON string escapes and percent escapes undone.
+// decodeReadings are what a reader decodes from a JSON document s: its
+// strings, and each with up to three layers of escapes undone (a JSON or
+// Go string's escapes, then the valid percent escapes).
 func decodeReadings(s string) []string {
 	out := []string{s}
-	for range 3 {
-		last := out[len(out)-1]
-		next := last
-		if u, err := strconv.Unquote(`"` + strings.ReplaceAll(last, `"`, `\"`) + `"`); err == nil {
-			next = u
-		}
-		if u, err := url.PathUnescape(next); err == nil {
-			next = u
-		}
-		out = append(out, next)
+	var v any
+	if err := json.Unmarshal([]byte(s), &v); err != nil {
+		return out
 	}
+	var walk func(any)
+	walk = func(v any) {
+		switch x := v.(type) {
+		case string:
+			for range 4 {
+				out = append(out, x)
+				if u, err := strconv.Unquote(`"` + x + `"`); err == nil {
+					x = u
+				} else if u, err := strconv.Unquote(`"` + strings.ReplaceAll(x, `"`, `\"`) + `"`); err == nil {
+					x = u
+				}
+				x = pctValid.ReplaceAllStringFunc(x, func(m string) string { u, _ := url.PathUnescape(m); return u })
+			}
+		case map[string]any:
+			for _, e := range x {
+				walk(e)
+			}
+		case []any:
+			for _, e := range x {
+				walk(e)
+			}
+		}
+	}
+	walk(v)
 	return out
 }
+
+var pctValid = regexp.MustCompile(`%[0-9A-Fa-f]{2}`)
