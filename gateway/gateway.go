@@ -117,6 +117,21 @@ type Config struct {
 	// more are answered 429 too_many_requests. Defaults
 	// DefaultMaxMCPStreamsPerKey and DefaultMaxMCPStreams; negative: no cap.
 	MaxMCPStreamsPerKey, MaxMCPStreams int
+
+	// MaxMCPStoredStreamsPerKey, MaxMCPStoredStreams,
+	// MaxMCPStoredBytesPerKey and MaxMCPStoredBytes bound the tools/call
+	// streams kept in the ledger for resumption (mcp_resume.go), per API key
+	// and in all, in count and in bytes, within the stream retention; a
+	// call past a bound runs, but its stream is not kept. Defaults
+	// DefaultMaxMCPStoredStreamsPerKey, DefaultMaxMCPStoredStreams,
+	// DefaultMaxMCPStoredBytesPerKey, DefaultMaxMCPStoredBytes; negative: no
+	// bound.
+	MaxMCPStoredStreamsPerKey, MaxMCPStoredStreams int
+	MaxMCPStoredBytesPerKey, MaxMCPStoredBytes     int64
+
+	// Now is the clock the MCP stream retention is judged by. Default
+	// time.Now.
+	Now func() time.Time
 }
 
 // Key is one API key: the SHA-256 of the bearer token and what it may do.

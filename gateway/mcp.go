@@ -188,7 +188,8 @@ func (api *mcpAPI) handler(toolID string, structured bool) mcp.ToolHandler {
 		var ans toolcall.Answer
 		var err error
 		pc := &ledger.ProviderCall{Name: "mcp"}
-		in := toolcall.Input{ToolID: tool.ID, Key: metaKey(req.Params.Meta), CorrelationID: h.Get("X-Correlation-Id"), Traceparent: h.Get("Traceparent")}
+		in := toolcall.Input{ToolID: tool.ID, Key: metaKey(req.Params.Meta), CorrelationID: h.Get("X-Correlation-Id"), Traceparent: h.Get("Traceparent"),
+			Admitted: admittedHook(ctx)} // an admitted call's stream is kept for resumption (mcp_resume.go)
 		args := bytes.TrimSpace(req.Params.Arguments)
 		p := s.authenticate(h)
 		switch {

@@ -285,6 +285,20 @@ type Input struct {
 	// so a front end that reads a request body does so only then; its error
 	// (a *Problem: request_too_large, malformed_request) is the answer.
 	Body func() (Body, error)
+	// Admitted, if set, is called once, when the call was admitted (its
+	// key, allow-list, body and arguments checked) and goes on to take
+	// time: to execute downstream, or to wait for the running action it
+	// joins. A refused call, a replay and an approval wait never call it.
+	// The MCP front end keeps only admitted calls' streams for resumption.
+	Admitted func()
+}
+
+// admitted calls Input.Admitted once.
+func (c *call) admitted() {
+	if f := c.in.Admitted; f != nil {
+		c.in.Admitted = nil
+		f()
+	}
 }
 
 // Body is what a call carries besides its tool and key (the call body in docs/reference/http-api.md).

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
-	"unicode"
 
 	"github.com/toolgate/toolgate/client"
+	"github.com/toolgate/toolgate/internal/textsafe"
 )
 
 // printActionTable writes one line per action for people: ages are relative to
@@ -78,23 +78,21 @@ func dash(s string) string {
 	return s
 }
 
-// oneLine keeps a value from breaking a line of output or from sending the
-// terminal control sequences: ids are visible ASCII, but a note, a reason or a
-// downstream's body may hold anything.
-func oneLine(s string) string { return printable(s, false) }
+// oneLine keeps a value from breaking a line of output, from sending the
+// terminal control sequences and from showing as something else: ids are
+// visible ASCII, but a note, an assignee, a reason or a downstream's body
+// may hold anything. Every character that does not show as itself (a
+// control, a bidi override, a zero-width or separator character) is
+// written as its escape, e.g. \u202e (internal/textsafe, the rule the
+// dashboard applies too).
+func oneLine(s string) string { return textsafe.Escape(s) }
 
-// printable replaces control characters (C0, DEL, C1) with spaces, keeping
-// newlines and tabs when multiline.
+// printable is oneLine keeping newlines and tabs when multiline.
 func printable(s string, multiline bool) string {
-	return strings.Map(func(r rune) rune {
-		if multiline && (r == '\n' || r == '\t') {
-			return r
-		}
-		if unicode.IsControl(r) {
-			return ' '
-		}
-		return r
-	}, s)
+	if multiline {
+		return textsafe.EscapeLines(s)
+	}
+	return textsafe.Escape(s)
 }
 
 // printAction writes one action for people: its fields, provider calls, result,

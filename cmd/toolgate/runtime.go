@@ -166,6 +166,8 @@ func startGatewayLogged(ctx context.Context, cfg *config.Config, tools fs.FS, lo
 		DeprecatedAt: loaded.DeprecatedAt, Released: loaded.Released, Release: loaded.Release, Approvals: approvals,
 		MaxInFlightPerKey: cfg.Limits.InFlightPerKey, MaxInFlightPerTenant: cfg.Limits.InFlightPerTenant,
 		MaxMCPStreamsPerKey: cfg.Limits.MCPStreamsPerKey, MaxMCPStreams: cfg.Limits.MCPStreams,
+		MaxMCPStoredStreamsPerKey: cfg.Limits.MCPStoredStreamsPerKey, MaxMCPStoredStreams: cfg.Limits.MCPStoredStreams,
+		MaxMCPStoredBytesPerKey: cfg.Limits.MCPStoredBytesPerKey, MaxMCPStoredBytes: cfg.Limits.MCPStoredBytes,
 	})
 	if err != nil {
 		up.close()
@@ -210,6 +212,14 @@ func startGatewayLogged(ctx context.Context, cfg *config.Config, tools fs.FS, lo
 		cl := &ledger.Cleaner{Store: store, Retention: cfg.Retention, TombstoneRetention: cfg.TombstoneRetention, Errorf: errorf}
 		cl.Run(rctx)
 	}()
+	if ss, ok := store.(ledger.StreamStore); ok {
+		bg.Add(1)
+		go func() {
+			defer bg.Done()
+			// Expired MCP streams go on a tick, not only when a new one opens.
+			(&ledger.StreamCleaner{Store: ss, Errorf: errorf}).Run(rctx)
+		}()
+	}
 	go func() { bg.Wait(); close(rt.done) }()
 	go func() {
 		if err := rt.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {

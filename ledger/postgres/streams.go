@@ -111,4 +111,28 @@ func (s *Store) PruneStreams(ctx context.Context, before time.Time) (n int, err 
 	return int(tag.RowsAffected()), nil
 }
 
+// StreamUsage counts the streams opened at or after since and their events'
+// bytes, of one key and in all.
+func (s *Store) StreamUsage(ctx context.Context, tenant, principal string, since time.Time) (u ledger.StreamUsage, err error) {
+	ctx, finish, err := s.op(ctx)
+	defer finish(&err)
+	if err != nil {
+		return u, err
+	}
+	if strings.ContainsRune(tenant, 0) || strings.ContainsRune(principal, 0) {
+		return u, fmt.Errorf("stream usage of %q: a NUL byte, which PostgreSQL text cannot hold", principal)
+	}
+	err = s.pool.QueryRow(ctx, `SELECT
+			(SELECT count(*) FROM mcp_streams WHERE created_at >= $3),
+			(SELECT count(*) FROM mcp_streams WHERE created_at >= $3 AND tenant = $1 AND principal = $2),
+			(SELECT coalesce(sum(octet_length(e.data)), 0) FROM mcp_stream_events e JOIN mcp_streams s ON s.stream_id = e.stream_id WHERE s.created_at >= $3),
+			(SELECT coalesce(sum(octet_length(e.data)), 0) FROM mcp_stream_events e JOIN mcp_streams s ON s.stream_id = e.stream_id
+				WHERE s.created_at >= $3 AND s.tenant = $1 AND s.principal = $2)`,
+		tenant, principal, since.UTC()).Scan(&u.Streams, &u.KeyStreams, &u.Bytes, &u.KeyBytes)
+	if err != nil {
+		return u, fmt.Errorf("stream usage: %w", translate(err))
+	}
+	return u, nil
+}
+
 var _ ledger.StreamStore = (*Store)(nil)
