@@ -113,6 +113,18 @@ type Config struct {
 	// more are answered 429 too_many_requests. Defaults
 	// DefaultMaxMCPStreamsPerKey and DefaultMaxMCPStreams; negative: no cap.
 	MaxMCPStreamsPerKey, MaxMCPStreams int
+
+	// MCPKeyArgumentOff stops listing mutating tools without a key argument
+	// with the idempotency_key argument over MCP (mcp.key_argument: off);
+	// their callers must send the key in _meta. Default false (auto).
+	MCPKeyArgumentOff bool
+	// MCPTaskAfter is how long an MCP tools/call of a client that declared
+	// the tasks extension runs before it is answered with a task. Default
+	// DefaultMCPTaskAfter.
+	MCPTaskAfter time.Duration
+	// Version is the toolgate version the MCP server names. Default: the
+	// binary's build information.
+	Version string
 }
 
 // Key is one API key: the SHA-256 of the bearer token and what it may do.
