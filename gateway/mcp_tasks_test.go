@@ -3,9 +3,11 @@ package gateway_test
 import (
 	"bufio"
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -280,3 +282,180 @@ func TestMCPTasksApproval(t *testing.T) {
 		t.Errorf("downstream answered %d requests, want 1 (the approved one)", n)
 	}
 }
+
+// TestMCPTasksBadInput: tasks/* from a client that did not declare the
+// extension gets -32021 with the capability it needs; tasks/get of another
+// caller's task (same tenant or not), and of ids made up, cut or changed,
+// answers "not found" (-32602), never a task; an expired task is not found.
+func TestMCPTasksBadInput(t *testing.T) {
+	t.Parallel()
+	d := newHeldDownstream(t)
+	g := tasksRig(t, d, true) // held for approval: a task at once
+	created := mustResult(t)(mcpRPC(t, g.url, "key-tasks-a", "tools/call",
+		`{"name":"refund.create_request","arguments":{`+refundRequestArgs+`,"idempotency_key":"bad-input-0001"}}`, true))
+	id, _ := created["taskId"].(string)
+	if id == "" {
+		t.Fatalf("no task: %v", created)
+	}
+	for _, m := range []string{"tasks/get", "tasks/cancel", "tasks/update"} {
+		_, e := mcpRPC(t, g.url, "key-tasks-a", m, `{"taskId":"`+id+`","inputResponses":{}}`, false)
+		data, _ := e["data"].(map[string]any)
+		req, _ := data["requiredCapabilities"].(map[string]any)
+		ext, _ := req["extensions"].(map[string]any)
+		if e == nil || e["code"] != float64(-32021) || ext["io.modelcontextprotocol/tasks"] == nil {
+			t.Errorf("%s without the extension: %v", m, e)
+		}
+	}
+	notFound := func(key, id, why string) {
+		t.Helper()
+		res, e := mcpRPC(t, g.url, key, "tasks/get", `{"taskId":`+strconvQuote(id)+`}`, true)
+		if res != nil || e["code"] != float64(-32602) {
+			t.Fatalf("%s: tasks/get answered %v %v, want not found", why, res, e)
+		}
+	}
+	notFound("key-tasks-b", id, "another key of the same tenant")
+	notFound("key-tasks-g", id, "a key of another tenant")
+	notFound("key-tasks-a", id[:len(id)-3], "a truncated id")
+	notFound("key-tasks-a", "tasks-conformance-nonexistent-12345", "a made-up id")
+	// The same id with the caller part changed to another key's name.
+	forged := gateway.ForgeTaskID(id, "acme", "tasks-b")
+	notFound("key-tasks-b", forged, "an id whose caller was rewritten")
+	// An id for the same action with a fresh nonce (the evidence differs).
+	notFound("key-tasks-a", gateway.ForgeTaskID(id, "acme", "tasks-a"), "an id with another nonce")
+	// The owner still reads it.
+	mustResult(t)(mcpRPC(t, g.url, "key-tasks-a", "tasks/get", `{"taskId":"`+id+`"}`, true))
+}
+
+// TestMCPTasksIDsProperty: over generated ids — random strings, random
+// bytes behind the prefix, and every single-byte change of a real id —
+// tasks/get answers not found and never another caller's task.
+func TestMCPTasksIDsProperty(t *testing.T) {
+	t.Parallel()
+	d := newHeldDownstream(t)
+	g := tasksRig(t, d, true)
+	created := mustResult(t)(mcpRPC(t, g.url, "key-tasks-a", "tools/call",
+		`{"name":"refund.create_request","arguments":{`+refundRequestArgs+`,"idempotency_key":"prop-ids-0001"}}`, true))
+	id := created["taskId"].(string)
+	rng := rand.New(rand.NewPCG(1, 2))
+	var ids []string
+	for i := 0; i < 40; i++ {
+		b := make([]byte, rng.IntN(80))
+		for j := range b {
+			b[j] = byte(rng.IntN(256))
+		}
+		ids = append(ids, string(b), "tgt1"+base64.RawURLEncoding.EncodeToString(b))
+	}
+	for i := 0; i < 60; i++ {
+		b := []byte(id)
+		pos := rng.IntN(len(b))
+		alphabet := "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+		c := alphabet[rng.IntN(len(alphabet))]
+		if b[pos] == c {
+			continue
+		}
+		b[pos] = c
+		ids = append(ids, string(b), id[:pos])
+	}
+	for _, cand := range ids {
+		for _, key := range []string{"key-tasks-a", "key-tasks-b", "key-tasks-g"} {
+			res, e := mcpRPC(t, g.url, key, "tasks/get", `{"taskId":`+strconvQuote(cand)+`}`, true)
+			if res != nil {
+				t.Fatalf("tasks/get %q as %s answered a task: %v", cand, key, res)
+			}
+			if e["code"] != float64(-32602) && e["code"] != float64(-32600) {
+				t.Fatalf("tasks/get %q as %s: %v", cand, key, e)
+			}
+		}
+	}
+}
+
+// TestMCPTasksExpired: past the retention a task is not found.
+func TestMCPTasksExpired(t *testing.T) {
+	t.Parallel()
+	d := newHeldDownstream(t)
+	now := time.Now()
+	var clock atomic.Int64
+	clock.Store(now.UnixNano())
+	g := newRig(t, tasksKeys, func(c *gateway.Config) {
+		c.Bindings["refund.create_request"] = invoke.Binding{URL: d.url, Timeout: 30 * time.Second, RequireApproval: true}
+		c.Retention = time.Hour
+		c.Ledger.Now = func() time.Time { return time.Unix(0, clock.Load()) }
+	})
+	created := mustResult(t)(mcpRPC(t, g.url, "key-tasks-a", "tools/call",
+		`{"name":"refund.create_request","arguments":{`+refundRequestArgs+`,"idempotency_key":"expired-0001"}}`, true))
+	id := created["taskId"].(string)
+	mustResult(t)(mcpRPC(t, g.url, "key-tasks-a", "tasks/get", `{"taskId":"`+id+`"}`, true))
+	clock.Store(now.Add(time.Hour + time.Second).UnixNano())
+	if res, e := mcpRPC(t, g.url, "key-tasks-a", "tasks/get", `{"taskId":"`+id+`"}`, true); res != nil || e["code"] != float64(-32602) {
+		t.Fatalf("expired task: %v %v", res, e)
+	}
+}
+
+// TestMCPKeyArgument: a keyless mutating tool is listed with a required
+// idempotency_key argument; a missing, empty, too long or malformed one is
+// a field error at /idempotency_key; the same key twice from a host
+// without _meta has one effect.
+func TestMCPKeyArgument(t *testing.T) {
+	t.Parallel()
+	d := newHeldDownstream(t)
+	g := newRig(t, tasksKeys, func(c *gateway.Config) {
+		c.Bindings["refund.create_request"] = invoke.Binding{URL: d.url, Timeout: 30 * time.Second}
+	})
+	list := mustResult(t)(mcpRPC(t, g.url, "key-tasks-a", "tools/list", `{}`, false))
+	found := false
+	for _, tl := range list["tools"].([]any) {
+		tool := tl.(map[string]any)
+		in := tool["inputSchema"].(map[string]any)
+		props := in["properties"].(map[string]any)
+		_, has := props["idempotency_key"]
+		switch tool["name"] {
+		case "refund.create_request":
+			found = true
+			if !has || !strings.Contains(fmt.Sprint(in["required"]), "idempotency_key") {
+				t.Errorf("refund.create_request lacks the required key argument: %v", in)
+			}
+		case "payments.issue_refund": // its contract's own key argument (also named idempotency_key) stays as it is
+			if p, _ := props["idempotency_key"].(map[string]any); !strings.HasPrefix(fmt.Sprint(p["description"]), "Idempotency key for clients that cannot set") {
+				t.Errorf("payments.issue_refund's own key argument was replaced: %v", p)
+			}
+		case "orders.get_order": // read-only
+			if has {
+				t.Errorf("%s got the key argument", tool["name"])
+			}
+		}
+	}
+	if !found {
+		t.Fatal("refund.create_request is not listed")
+	}
+	for _, c := range []struct{ name, arg, code string }{
+		{"missing", ``, "required"},
+		{"empty", `,"idempotency_key":""`, "minLength"},
+		{"too long", `,"idempotency_key":"` + strings.Repeat("k", 256) + `"`, "maxLength"},
+		{"not a string", `,"idempotency_key":12345678`, "type"},
+		{"spaces", `,"idempotency_key":"has spaces inside"`, "pattern"},
+	} {
+		res := mustResult(t)(mcpRPC(t, g.url, "key-tasks-a", "tools/call", `{"name":"refund.create_request","arguments":{`+refundRequestArgs+c.arg+`}}`, false))
+		text := fmt.Sprint(res["content"])
+		if res["isError"] != true || !strings.Contains(text, `"pointer":"/idempotency_key"`) || !strings.Contains(text, `"code":"`+c.code+`"`) {
+			t.Errorf("%s key argument: %v", c.name, res)
+		}
+	}
+	call := `{"name":"refund.create_request","arguments":{` + refundRequestArgs + `,"idempotency_key":"host-no-meta-0001"}}`
+	first := mustResult(t)(mcpRPC(t, g.url, "key-tasks-a", "tools/call", call, false))
+	again := mustResult(t)(mcpRPC(t, g.url, "key-tasks-a", "tools/call", call, false))
+	if first["isError"] == true || again["isError"] == true {
+		t.Fatalf("calls failed: %v / %v", first, again)
+	}
+	if m := again["_meta"].(map[string]any); m["toolgate/replayed"] != true || m["toolgate/action_id"] != "host-no-meta-0001" {
+		t.Errorf("second call: %v", m)
+	}
+	if n := d.count.Load(); n != 1 {
+		t.Errorf("downstream effects %d, want 1", n)
+	}
+	// The argument is not forwarded: the downstream saw the key only as a header.
+	if text := fmt.Sprint(first["content"]); !strings.Contains(text, `"key":"acme:host-no-meta-0001"`) {
+		t.Errorf("downstream key header: %s", text)
+	}
+}
+
+func strconvQuote(s string) string { b, _ := json.Marshal(s); return string(b) }
