@@ -166,6 +166,7 @@ func startGatewayLogged(ctx context.Context, cfg *config.Config, tools fs.FS, lo
 		DeprecatedAt: loaded.DeprecatedAt, Released: loaded.Released, Approvals: approvals,
 		MaxInFlightPerKey: cfg.Limits.InFlightPerKey, MaxInFlightPerTenant: cfg.Limits.InFlightPerTenant,
 		MaxMCPStreamsPerKey: cfg.Limits.MCPStreamsPerKey, MaxMCPStreams: cfg.Limits.MCPStreams,
+		MCPKeyArgumentOff: cfg.MCP.KeyArgument == config.MCPKeyArgumentOff, MCPTaskAfter: cfg.MCP.TaskAfter,
 	})
 	if err != nil {
 		up.close()
