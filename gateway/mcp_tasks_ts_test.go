@@ -64,11 +64,11 @@ func node22(dir string) string {
 
 // tsTaskRun is what tasks.mjs printed.
 type tsTaskRun struct {
-	ServerVersion string `json:"serverVersion"`
+	ServerVersion string         `json:"serverVersion"`
 	Era           string         `json:"era"`
 	Caps          map[string]any `json:"serverCapabilities"`
-	Kind          string `json:"kind"`
-	TaskID        string `json:"taskId"`
+	Kind          string         `json:"kind"`
+	TaskID        string         `json:"taskId"`
 	Events        []struct {
 		Status        string `json:"status"`
 		StatusMessage string `json:"statusMessage"`
