@@ -459,3 +459,32 @@ func TestMCPKeyArgument(t *testing.T) {
 }
 
 func strconvQuote(s string) string { b, _ := json.Marshal(s); return string(b) }
+
+// TestMCPKeyArgumentOff: with mcp.key_argument: off a keyless mutating tool
+// is listed as its contract says, and a call without _meta is refused with
+// the hint to send the key in _meta; nothing reaches the downstream.
+func TestMCPKeyArgumentOff(t *testing.T) {
+	t.Parallel()
+	d := newHeldDownstream(t)
+	g := newRig(t, tasksKeys, func(c *gateway.Config) {
+		c.Bindings["refund.create_request"] = invoke.Binding{URL: d.url, Timeout: 30 * time.Second}
+		c.MCPKeyArgumentOff = true
+	})
+	list := mustResult(t)(mcpRPC(t, g.url, "key-tasks-a", "tools/list", `{}`, false))
+	for _, tl := range list["tools"].([]any) {
+		tool := tl.(map[string]any)
+		if tool["name"] == "refund.create_request" {
+			if _, has := tool["inputSchema"].(map[string]any)["properties"].(map[string]any)["idempotency_key"]; has {
+				t.Fatalf("listed with the key argument: %v", tool["inputSchema"])
+			}
+		}
+	}
+	res := mustResult(t)(mcpRPC(t, g.url, "key-tasks-a", "tools/call",
+		`{"name":"refund.create_request","arguments":{`+refundRequestArgs+`,"idempotency_key":"off-mode-0001"}}`, false))
+	if text := fmt.Sprint(res["content"]); res["isError"] != true || !strings.Contains(text, "_meta") {
+		t.Fatalf("keyless call with key_argument off: %v", res)
+	}
+	if n := d.count.Load(); n != 0 {
+		t.Errorf("downstream answered %d requests, want 0", n)
+	}
+}
