@@ -98,6 +98,9 @@ type Config struct {
 	Limits      Limits      `yaml:"limits"`
 	ReplayCache ReplayCache `yaml:"replay_cache"`
 
+	// MCP is the /mcp server's settings (mcp.go).
+	MCP MCPServer `yaml:"mcp"`
+
 	file  string         // the file name given to ParseFile, "" for Parse
 	lines map[string]int // YAML path → line, for problems found after parsing
 }
@@ -375,6 +378,7 @@ func (c *Config) applyDefaults() {
 		c.Bindings[id] = b
 	}
 	c.applyLimitDefaults()
+	c.applyMCPDefaults()
 }
 
 var hex64 = regexp.MustCompile(`^[0-9a-fA-F]{64}$`)
@@ -459,6 +463,7 @@ func (c *Config) check() []Problem {
 		bad("max_body_bytes", "must not be negative")
 	}
 	c.checkLimits(bad)
+	c.checkMCPServer(bad)
 	if m := c.DecisionLog.Arguments; !contains(argumentModes, m) {
 		bad("decision_log.arguments", "%s", oneOf("arguments mode", m, argumentModes))
 	}

@@ -88,7 +88,7 @@ func TestParseErrors(t *testing.T) {
 		{"unknown field with did-you-mean", "bindings:\n  crm.close_ticket:\n    url: http://x/y\n    timout: 5s\n",
 			`toolgate.yaml:4: bindings.crm.close_ticket.timout: unknown field; did you mean "timeout"?`},
 		{"unknown top-level field", "listen: 127.0.0.1:1\nlisten_addr: x\n",
-			`toolgate.yaml:2: listen_addr: unknown field (known fields: auth, bindings, decision_log, http, join_timeout, lease, ledger, ledger_ha, ledger_session, limits, listen, max_body_bytes, reconcile_interval, replay_cache, replica_id, retention, tombstone_retention, tools_dir, tools_reload_interval, upstream_check_interval)`},
+			`toolgate.yaml:2: listen_addr: unknown field (known fields: auth, bindings, decision_log, http, join_timeout, lease, ledger, ledger_ha, ledger_session, limits, listen, max_body_bytes, mcp, reconcile_interval, replay_cache, replica_id, retention, tombstone_retention, tools_dir, tools_reload_interval, upstream_check_interval)`},
 		{"duration without a unit", "bindings:\n  t:\n    url: http://x/y\n    timeout: 5\n",
 			`toolgate.yaml:4: bindings.t.timeout: 5 has no unit: write a number with a unit, such as 500ms, 5s, 15m or 168h (5s for seconds)`},
 		{"duration that is a word", "retention: soon\n",

@@ -132,6 +132,18 @@ type Config struct {
 	// Now is the clock the MCP stream retention is judged by. Default
 	// time.Now.
 	Now func() time.Time
+
+	// MCPKeyArgumentOff stops listing mutating tools without a key argument
+	// with the idempotency_key argument over MCP (mcp.key_argument: off);
+	// their callers must send the key in _meta. Default false (auto).
+	MCPKeyArgumentOff bool
+	// MCPTaskAfter is how long an MCP tools/call of a client that declared
+	// the tasks extension runs before it is answered with a task. Default
+	// DefaultMCPTaskAfter.
+	MCPTaskAfter time.Duration
+	// Version is the toolgate version the MCP server names. Default: the
+	// binary's build information.
+	Version string
 }
 
 // Key is one API key: the SHA-256 of the bearer token and what it may do.

@@ -168,6 +168,8 @@ func startGatewayLogged(ctx context.Context, cfg *config.Config, tools fs.FS, lo
 		MaxMCPStreamsPerKey: cfg.Limits.MCPStreamsPerKey, MaxMCPStreams: cfg.Limits.MCPStreams,
 		MaxMCPStoredStreamsPerKey: cfg.Limits.MCPStoredStreamsPerKey, MaxMCPStoredStreams: cfg.Limits.MCPStoredStreams,
 		MaxMCPStoredBytesPerKey: cfg.Limits.MCPStoredBytesPerKey, MaxMCPStoredBytes: cfg.Limits.MCPStoredBytes,
+
+		MCPKeyArgumentOff: cfg.MCP.KeyArgument == config.MCPKeyArgumentOff, MCPTaskAfter: cfg.MCP.TaskAfter,
 	})
 	if err != nil {
 		up.close()
