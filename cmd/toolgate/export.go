@@ -28,9 +28,9 @@ load errors.`
 
 func runExport(_ context.Context, e env) int {
 	fs := newFlagSet(e, "export", exportSynopsis)
-	dir := fs.String("dir", "./agent-tools", "tools directory")
+	dir := fs.String("dir", defaultToolsDir, "tools directory (default: tools_dir of the configuration, else ./agent-tools)")
 	format := fs.String("format", "", "provider format: "+strings.Join(provider.Formats, "|"))
-	cfgPath := fs.String("config", "", "gateway configuration `file`: export only the tools it binds")
+	cfgPath := fs.String("config", "", "gateway configuration `file`: export only the tools it binds (default ./toolgate.yaml when it exists; --config \"\" reads none)")
 	args, code, ok := parseFlags(fs, e.Args)
 	if !ok {
 		return code
@@ -47,6 +47,11 @@ func runExport(_ context.Context, e env) int {
 		fs.Usage()
 		fmt.Fprintln(e.Stderr, "toolgate export: --format is required")
 		return exitUsage
+	}
+	if !isFlagSet(fs, "config") {
+		if _, err := os.Stat(defaultConfigFile); err == nil {
+			*cfgPath = defaultConfigFile
+		}
 	}
 	var cfg *config.Config
 	if *cfgPath != "" {
