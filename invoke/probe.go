@@ -45,7 +45,7 @@ func (c *Client) Lookup(ctx context.Context, r Request) LookupResult {
 	case http.StatusNotFound:
 		res.NotFound = true
 	default:
-		res.Err = fmt.Errorf("lookup: GET %s: downstream answered %d", b.LookupURL, resp.StatusCode)
+		res.Err = fmt.Errorf("lookup: GET %s: downstream answered %d", shownURL(&b, b.LookupURL, r.Vars), resp.StatusCode)
 	}
 	return res
 }
@@ -70,10 +70,10 @@ func (c *Client) State(ctx context.Context, r Request) (json.RawMessage, error) 
 		return nil, fmt.Errorf("state probe: %w", err)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return nil, fmt.Errorf("state probe: GET %s: downstream answered %d", b.StateURL, resp.StatusCode)
+		return nil, fmt.Errorf("state probe: GET %s: downstream answered %d", shownURL(&b, b.StateURL, r.Vars), resp.StatusCode)
 	}
 	if !json.Valid(body) {
-		return nil, fmt.Errorf("state probe: GET %s: answer is not JSON", b.StateURL)
+		return nil, fmt.Errorf("state probe: GET %s: answer is not JSON", shownURL(&b, b.StateURL, r.Vars))
 	}
 	return json.RawMessage(body), nil
 }
@@ -114,6 +114,15 @@ func (c *Client) get(ctx context.Context, b *Binding, tmpl string, r Request) (*
 // it: {downstream_key}, {tenant} and {action_id} expanded, so on-call can
 // search the downstream by the key, and each {args.FIELD} left as written (an
 // argument may be sensitive; errors reach logs and the action read).
+// shownURL is describeURL with the binding's downstream key.
+func shownURL(b *Binding, tmpl string, v Vars) string {
+	key, err := DownstreamKey(b, v)
+	if err != nil {
+		return tmpl
+	}
+	return describeURL(tmpl, v, key)
+}
+
 func describeURL(tmpl string, v Vars, key string) string {
 	return strings.NewReplacer("{downstream_key}", key, "{tenant}", v.Tenant, "{action_id}", v.ActionID).Replace(tmpl)
 }
