@@ -143,14 +143,14 @@ func printAction(w io.Writer, a *client.Action) {
 		row("Result", strings.TrimSpace(strconv.Itoa(a.Result.StatusCode)+" "+a.Result.ContentType))
 	}
 	tw.Flush()
-	if len(a.Arguments) > 0 {
-		fmt.Fprintln(w, "Arguments (x-sensitive values masked)")
-		fmt.Fprintln(w, indent(printable(resultBody(&client.Result{Body: a.Arguments}), true), "  "))
-	}
 	if a.Result != nil {
 		if body := resultBody(a.Result); body != "" {
 			fmt.Fprintln(w, indent(printable(body, true), "  "))
 		}
+	}
+	if len(a.Arguments) > 0 {
+		fmt.Fprintln(w, "Arguments (x-sensitive values masked)")
+		fmt.Fprintln(w, indent(printable(resultBody(&client.Result{Body: a.Arguments}), true), "  "))
 	}
 	if len(a.ProviderCalls) > 0 {
 		fmt.Fprintln(w, "\nProvider calls")
