@@ -84,6 +84,12 @@ type Config struct {
 	TombstoneRetention time.Duration
 	// DecisionLog receives one record per handled call. Default nil: no log.
 	DecisionLog *decisionlog.Writer
+	// ActionArguments is what a read of one action (GET /v1/actions/{id},
+	// toolgate actions show, the dashboard) shows of its arguments, as the
+	// decision log's arguments setting says: digest shows none (args_digest
+	// only); masked (the default) and full show them with x-sensitive values
+	// masked — a read of the API never shows a sensitive value raw.
+	ActionArguments decisionlog.ArgumentsMode
 	// Tracer makes the execute_tool spans. Default: no tracing (the caller's
 	// traceparent is still passed downstream).
 	Tracer trace.Tracer

@@ -43,7 +43,7 @@ func wireActions() []*ledger.Action {
 }
 
 // wireServer is a server with nothing but the example tools' maskers, for
-// renderAction.
+// renderAction and renderActionDetail.
 func wireServer(t *testing.T) *Server {
 	t.Helper()
 	m, err := masking.New(testrig.Registry(t))
@@ -51,7 +51,7 @@ func wireServer(t *testing.T) *Server {
 		t.Fatal(err)
 	}
 	reg := testrig.Registry(t)
-	s := &Server{calls: toolcall.New(toolcall.Config{Registry: reg, Ledger: &ledger.Service{}})}
+	s := &Server{calls: toolcall.New(toolcall.Config{Registry: reg, Ledger: &ledger.Service{}, Bindings: testrig.Bindings("http://127.0.0.1:9")})}
 	s.masksP.Store(m)
 	return s
 }
@@ -60,7 +60,7 @@ func TestActionRecordRoundTripsThroughTheClient(t *testing.T) {
 	t.Parallel()
 	filled := map[string]bool{}
 	for _, a := range wireActions() {
-		out, err := json.Marshal(wireServer(t).renderAction(a))
+		out, err := json.Marshal(wireServer(t).renderActionDetail(a))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -322,6 +322,25 @@ func decisionFailed(a *ledger.Action, err error) error {
 	return storeFailed(err)
 }
 
+// DownstreamKey is the key the action's downstream was (or will be) sent
+// under: the binding's downstream_key template expanded for the action. ""
+// for a tool with no binding or a key that does not expand.
+func (s *Service) DownstreamKey(a *ledger.Action) string {
+	b, ok := s.cfg.Bindings[a.ToolID]
+	if !ok {
+		return ""
+	}
+	var args map[string]any
+	if v, err := contract.DecodeJSON(a.Arguments); err == nil {
+		args, _ = v.(map[string]any)
+	}
+	k, err := invoke.DownstreamKey(&b, invoke.Vars{Tenant: a.Tenant, ActionID: a.ID, Args: args})
+	if err != nil {
+		return ""
+	}
+	return k
+}
+
 // Lookup asks an action's downstream whether its effect exists.
 func (s *Service) Lookup(ctx context.Context, a *ledger.Action) ledger.LookupAnswer {
 	b, ok := s.cfg.Bindings[a.ToolID]

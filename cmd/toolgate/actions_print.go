@@ -115,7 +115,10 @@ func printAction(w io.Writer, a *client.Action) {
 		row("Assignee", "-")
 	}
 	if a.ArgsDigest != "" {
-		row("Arguments", a.ArgsDigest)
+		row("Args digest", a.ArgsDigest)
+	}
+	if a.DownstreamKey != "" {
+		row("Downstream key", a.DownstreamKey)
 	}
 	if a.CorrelationID != "" {
 		row("Correlation", a.CorrelationID)
@@ -142,6 +145,10 @@ func printAction(w io.Writer, a *client.Action) {
 		if body := resultBody(a.Result); body != "" {
 			fmt.Fprintln(w, indent(printable(body, true), "  "))
 		}
+	}
+	if len(a.Arguments) > 0 {
+		fmt.Fprintln(w, "Arguments (x-sensitive values masked)")
+		fmt.Fprintln(w, indent(printable(resultBody(&client.Result{Body: a.Arguments}), true), "  "))
 	}
 	if len(a.ProviderCalls) > 0 {
 		fmt.Fprintln(w, "\nProvider calls")
@@ -212,6 +219,9 @@ func nextSteps(a *client.Action) string {
 		next = fmt.Sprintf("toolgate actions approve %s --note ...  (it runs at once), or deny %s --note ...", id, id)
 	case "unknown":
 		next = fmt.Sprintf("toolgate actions reconcile %s (ask the downstream again), or resolve %s --outcome succeeded|rejected|not_started --note ...", id, id)
+		if a.DownstreamKey != "" {
+			next += fmt.Sprintf("\nTo check by hand, search the downstream for the key %s.", oneLine(a.DownstreamKey))
+		}
 	default:
 		return ""
 	}

@@ -48,9 +48,9 @@ const exportTimeout = 30 * time.Second
 
 func runExport(ctx context.Context, e env) int {
 	fs := newFlagSet(e, "export", exportSynopsis)
-	dir := fs.String("dir", "./agent-tools", "tools directory")
+	dir := fs.String("dir", defaultToolsDir, "tools directory (default: tools_dir of the configuration, else ./agent-tools)")
 	format := fs.String("format", "", "provider format: "+strings.Join(provider.Formats, "|"))
-	cfgPath := fs.String("config", "", "gateway configuration `file`: ask the gateway at its listen, else read its ledger and export only the tools it binds")
+	cfgPath := fs.String("config", "", "gateway configuration `file`: ask the gateway at its listen, else read its ledger and export only the tools it binds (default ./toolgate.yaml when it exists and no DIR or --dir is given)")
 	gw := fs.String("gateway", "", "ask the gateway at this base `URL` (GET /v1/export) what it hands the key")
 	key := fs.String("key", "", "the API `key` of the agent the export is for, with --gateway or --config (default $"+envGatewayKey+"); never printed")
 	args, code, ok := parseFlags(fs, e.Args)
@@ -81,6 +81,11 @@ func runExport(ctx context.Context, e env) int {
 		}
 		code, _ := exportFromGateway(ctx, e, base, "--gateway", *format, *key, false)
 		return code
+	}
+	if !isFlagSet(fs, "config") && len(args) == 0 && !isFlagSet(fs, "dir") {
+		if _, err := os.Stat(defaultConfigFile); err == nil {
+			*cfgPath = defaultConfigFile
+		}
 	}
 	var cfg *config.Config
 	if *cfgPath != "" {

@@ -58,7 +58,7 @@ func (r lockResult) OK() bool {
 
 func runLock(_ context.Context, e env) int {
 	fs := newFlagSet(e, "lock", lockSynopsis)
-	dir := fs.String("dir", "./agent-tools", "tools directory")
+	dir := fs.String("dir", defaultToolsDir, "tools directory (default: tools_dir of ./toolgate.yaml, else ./agent-tools)")
 	check := fs.Bool("check", false, "write nothing; exit 1 when the lock is missing or out of date")
 	force := fs.Bool("force", false, "re-digest locked versions that changed in place (breaks immutability)")
 	format := fs.String("format", "text", "output format: "+strings.Join(reportFormats, "|"))
@@ -70,8 +70,8 @@ func runLock(_ context.Context, e env) int {
 		fmt.Fprintln(e.Stderr, "toolgate lock: at most one DIR")
 		return exitUsage
 	}
-	if len(args) == 1 {
-		*dir = args[0]
+	if !settleToolsDir(e, "lock", fs, dir, firstArg(args)) {
+		return exitUsage
 	}
 	if msg := checkFormat(*format); msg != "" {
 		fmt.Fprintln(e.Stderr, "toolgate lock: "+msg)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/toolgate/toolgate/config"
+	"github.com/toolgate/toolgate/decisionlog"
 	"github.com/toolgate/toolgate/gateway"
 	"github.com/toolgate/toolgate/invoke"
 	"github.com/toolgate/toolgate/ledger"
@@ -162,7 +163,7 @@ func startGatewayLogged(ctx context.Context, cfg *config.Config, tools fs.FS, lo
 		Upstream: up.invoker(), Drift: up.drift(), ReadyDetail: up.readyLines(), Redact: secrets.Scrub,
 		Registry: reg, Ledger: svc, Invoker: &invoke.Client{}, Bindings: bindings,
 		PublicURL: cfg.HTTP.PublicURL, JoinTimeout: cfg.JoinTimeout, MaxBodyBytes: cfg.MaxBodyBytes, Keys: keys, Logger: logger,
-		DecisionLog: dlog.writer, Retention: cfg.Retention, TombstoneRetention: cfg.TombstoneRetention,
+		DecisionLog: dlog.writer, ActionArguments: decisionlog.ArgumentsMode(cfg.DecisionLog.Arguments), Retention: cfg.Retention, TombstoneRetention: cfg.TombstoneRetention,
 		DeprecatedAt: loaded.DeprecatedAt, Released: loaded.Released, Release: loaded.Release, Approvals: approvals,
 		MaxInFlightPerKey: cfg.Limits.InFlightPerKey, MaxInFlightPerTenant: cfg.Limits.InFlightPerTenant,
 		MaxMCPStreamsPerKey: cfg.Limits.MCPStreamsPerKey, MaxMCPStreams: cfg.Limits.MCPStreams,
