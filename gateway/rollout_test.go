@@ -454,3 +454,21 @@ func TestRolloutDeprecationDatedByTheLock(t *testing.T) {
 		t.Fatalf("a version the lock dates needs no stamp: %+v", h)
 	}
 }
+
+// TestPromoteOfAHaltedCandidateAsksForItsName: a halted candidate is promoted
+// only when named (docs/release-gate.md); a promote without a version says
+// so, even when promoting it would also need an approval — the request is
+// wrong before any approval is looked for.
+func TestPromoteOfAHaltedCandidateAsksForItsName(t *testing.T) {
+	t.Parallel()
+	f := newFleet(t, 1, fleetOption{noTicks: true})
+	const tool = "notes.create"
+	f.transition(0, tool, "canary", `{"version":"1.0.0","percent":10}`)
+	f.transition(0, tool, "halt", `{"note":"bad canary"}`)
+	p := f.do(0, fleetOncall, "POST", "/v1/rollouts/"+tool+"/promote", `{}`).wantProblem(t, 409, "rollout_conflict")
+	if d, _ := p["detail"].(string); !strings.Contains(d, "name the version") {
+		t.Fatalf("detail %q: want it to ask for the version", d)
+	}
+	// Named, it is the approval rule's turn.
+	f.do(0, fleetOncall, "POST", "/v1/rollouts/"+tool+"/promote", `{"version":"1.0.0"}`).wantProblem(t, 409, "approval_required")
+}

@@ -179,6 +179,9 @@ func (s *Service) recordDefault(t *contract.Tool, r *ledger.Rollout) string {
 // history records; the request's approver does not override it. Pinning the
 // current default changes nothing that serves and needs no approval.
 func (s *Service) approvePromotion(t *contract.Tool, cur *ledger.Rollout, ch *rollout.Change) error {
+	if ch.Version == "" && cur != nil && cur.Mode == ledger.RolloutHalted {
+		return nil // a halted candidate must be named: Apply says so, before any approval is asked
+	}
 	to := t.Version(rollout.Target(cur, *ch))
 	from := s.defaultVersion(t)
 	if to == nil || from == nil || to == from || s.cfg.PromotionApproval == nil {
