@@ -169,6 +169,7 @@ func Check(c *Config, reg *contract.Registry) []Problem {
 		}
 	}
 	out = append(out, checkPins(c, reg)...)
+	out = append(out, checkBindingTiming(c, reg)...)
 	for _, t := range Unbound(c, reg) {
 		effect := "read-only"
 		if mutating(t) {
