@@ -67,7 +67,7 @@ const (
 	kindWarning  = "warning"  // lint and check only: a warning, nothing is refused
 	// kindConfigWarning: check only, a warning about toolgate.yaml.
 	kindConfigWarning = "config-warning"
-	kindCLI      = "cli"      // the command line given
+	kindCLI           = "cli" // the command line given
 )
 
 type brokenFixture struct {
