@@ -26,8 +26,9 @@ import (
 // answer, declared unknown meanwhile), by one compare-and-set. Anything
 // else (terminal, back to pending, claimed again, gone) means someone else
 // settled it, and the note is dropped. A crash loses the notes: the claims
-// then become unknown (by the lease, or at once for a replica with a stable
-// identity: ExpireOwn), never failed or retried blind.
+// then become unknown (by the lease, or, for a replica with a stable
+// identity, by ExpireOwn once their send window closed), never failed or
+// retried blind.
 
 // claimUnconfirmed is the reason recorded when a claim whose write was not
 // confirmed turns out to have landed: nothing was sent for it.

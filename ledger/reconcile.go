@@ -40,13 +40,15 @@ const (
 	// its own claims once the ledger answered again (own.go).
 	ReconcileOwnClaim = "own_claim"
 	// ReconcileOwnRestart: a claim this replica made before it restarted
-	// became unknown at once, without waiting for its lease (ExpireOwn).
+	// became unknown once its send window closed, without waiting for its
+	// lease (ExpireOwn).
 	ReconcileOwnRestart = "own_restart"
 )
 
 // ApplyLookup records what a lookup answer means for an unknown action (docs/reference/states.md):
 // found settles it at once; not found sends it back to pending only once
-// SettleAfter has passed since the last send; no answer schedules another try
+// SettleAfter has passed since the last send could still land
+// (NotFoundTrustedAt, sendwindow.go); no answer schedules another try
 // with backoff and, past HoldAfter, flags needs_operator. It returns which of
 // the Reconcile* results happened. Actions that are not unknown are left alone.
 func (s *Service) ApplyLookup(ctx context.Context, a *Action, ans LookupAnswer, p ReconcilePolicy, by Actor, principal string) (string, error) {

@@ -42,7 +42,8 @@ type Service struct {
 	// Replica, when set, is this gateway's stable identity across
 	// restarts, unique among the running gateways (toolgate.yaml
 	// replica_id): the running claims of its earlier processes become
-	// unknown at once (ExpireOwn) instead of after their lease.
+	// unknown once their send window closed (ExpireOwn) instead of after
+	// their lease.
 	Replica string
 	// SendWindow is how long an attempt of a tool's action may take from
 	// its claim until no request of it can be sent or reach the downstream
