@@ -152,10 +152,10 @@ func New(cfg Config) *Service {
 		cfg.Tracer = noopTracer
 	}
 	s := &Service{cfg: cfg, ro: newRollouts()}
+	s.tools.Store(&Tools{Registry: cfg.Registry, DeprecatedAt: cfg.DeprecatedAt, Released: cfg.Released})
 	if cfg.Ledger != nil && cfg.Ledger.SendWindow == nil {
 		cfg.Ledger.SendWindow = s.SendWindow
 	}
-	s.tools.Store(&Tools{Registry: cfg.Registry, DeprecatedAt: cfg.DeprecatedAt, Released: cfg.Released})
 	if cfg.OnChange != nil {
 		go s.watchChanges()
 	}
