@@ -153,11 +153,11 @@ func New(cfg Config) *Service {
 	}
 	s := &Service{cfg: cfg, ro: newRollouts()}
 	s.tools.Store(&Tools{Registry: cfg.Registry, DeprecatedAt: cfg.DeprecatedAt, Released: cfg.Released})
-	if cfg.Ledger != nil && cfg.Ledger.SendWindow == nil {
-		cfg.Ledger.SendWindow = s.SendWindow
-	}
 	if cfg.OnChange != nil {
 		go s.watchChanges()
+	}
+	if cfg.Ledger != nil && cfg.Ledger.SendWindow == nil {
+		cfg.Ledger.SendWindow = s.SendWindow
 	}
 	return s
 }
