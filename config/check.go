@@ -170,7 +170,7 @@ func Check(c *Config, reg *contract.Registry) []Problem {
 	}
 	out = append(out, checkPins(c, reg)...)
 	out = append(out, checkFormNames(c, reg)...)
-	out = append(out, checkProbeHosts(c)...)
+	out = append(out, checkBindingTiming(c, reg)...)
 	for _, t := range Unbound(c, reg) {
 		effect := "read-only"
 		if mutating(t) {

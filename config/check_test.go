@@ -26,6 +26,7 @@ const bindAll = `bindings:
     state: {url: "http://127.0.0.1:9090/orders/{args.order_id}"}
   refund.create_request:
     url: http://127.0.0.1:9090/requests/{args.order_id}
+    lookup: {url: "http://127.0.0.1:9090/requests/by-key/{downstream_key}"}
   orders.get_order:
     url: http://127.0.0.1:9090/orders/{args.order_id}
     method: GET
@@ -40,7 +41,7 @@ func TestCheckAgainstRegistry(t *testing.T) {
 	}{
 		{"every tool bound", bindAll, nil},
 		{"binding for a tool that does not exist", bindAll + "  payments.issue_refnd:\n    url: http://x/y\n", []string{
-			`toolgate.yaml:11: bindings.payments.issue_refnd: no tool "payments.issue_refnd"; did you mean "payments.issue_refund"? (a binding names a tool of the tools directory ../examples/agent-tools)`,
+			`toolgate.yaml:12: bindings.payments.issue_refnd: no tool "payments.issue_refnd"; did you mean "payments.issue_refund"? (a binding names a tool of the tools directory ../examples/agent-tools)`,
 		}},
 		{"args field that is no parameter", strings.Replace(bindAll, "{args.order_id}\"}", "{args.order_idd}\"}", 1), []string{
 			`toolgate.yaml:5: bindings.payments.issue_refund.state.url: {args.order_idd}: order_idd is not a top-level parameter of payments.issue_refund v1.0.0; did you mean "order_id"?`,
@@ -54,9 +55,9 @@ func TestCheckAgainstRegistry(t *testing.T) {
 		}},
 		{"nested args field of a scalar", strings.Replace(bindAll, "orders/{args.order_id}\n", "orders/{args.order_id.x}\n", 1), nil},
 		{"api key allowed a missing tool", bindAll + "auth:\n  keys:\n    - name: cs\n      key_sha256: " + HashKey("k") + "\n      tenant: acme\n      role: agent\n      tools: [payments.issue_refund, refund.create_requst]\n", []string{
-			`toolgate.yaml:17: auth.keys[0].tools[1]: no tool "refund.create_requst"; did you mean "refund.create_request"? (key cs would be allowed a tool that does not exist)`,
+			`toolgate.yaml:18: auth.keys[0].tools[1]: no tool "refund.create_requst"; did you mean "refund.create_request"? (key cs would be allowed a tool that does not exist)`,
 		}},
-		{"unbound tools are warnings", "bindings:\n  payments.issue_refund:\n    url: http://x/y\n", []string{
+		{"unbound tools are warnings", "bindings:\n  payments.issue_refund:\n    url: http://x/y\n    lookup: {url: \"http://x/k/{downstream_key}\"}\n", []string{
 			`toolgate.yaml:1: read-only tool orders.get_order has no binding: it is left out of export and MCP tools/list, and calls answer 503 tool_not_bound (add bindings.orders.get_order)`,
 			`toolgate.yaml:1: mutating tool refund.create_request has no binding: it is left out of export and MCP tools/list, and calls answer 503 tool_not_bound (add bindings.refund.create_request)`,
 		}},

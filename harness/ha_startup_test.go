@@ -312,10 +312,12 @@ func TestFailoverSettlesInFlight(t *testing.T) {
 
 // TestRestartExpiresOwnClaims: a gateway SIGKILLed while its calls are in
 // flight leaves their claims running. Restarted with the same replica_id,
-// it makes them unknown (to be looked up, never re-run blind) on its first
-// reconcile pass, instead of when their lease runs out; without a
-// replica_id they wait for the lease: the test measures that too with -long
-// or TOOLGATE_HARNESS_LONG=1.
+// it makes them unknown (to be looked up, never re-run blind) as soon as
+// their send window closes (the binding's 3s timeout after the claim: a
+// request sent before the kill may land until then), on its next reconcile
+// pass, instead of when their lease runs out; without a replica_id they
+// wait for the lease: the test measures that too with -long or
+// TOOLGATE_HARNESS_LONG=1.
 func TestRestartExpiresOwnClaims(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs real gateway processes and two PostgreSQL servers")
@@ -339,7 +341,8 @@ func TestRestartExpiresOwnClaims(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		g := startHAGateway(t, addr, haConfig(t, addr, rs.DSN(), downstream, tt.extra))
+		cfg := strings.Replace(haConfig(t, addr, rs.DSN(), downstream, tt.extra), "timeout: 30s", "timeout: 3s", 1)
+		g := startHAGateway(t, addr, cfg)
 		waitUntil(t, 20*time.Second, g.logs, func() bool {
 			status, _ := g.get("/readyz")
 			return status == http.StatusOK

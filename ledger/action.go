@@ -30,7 +30,11 @@ type Action struct {
 	Attempts   int       // downstream attempts started (claims)
 	LeaseOwner string    // who holds the running claim
 	LeaseUntil time.Time // the running claim lapses after this unless renewed
-	LastSentAt time.Time // when a request was last written downstream (the settle rule)
+	LastSentAt time.Time // when the last attempt was claimed, its request about to be sent
+	// SendUntil is when the last attempt's send window closes: no request
+	// of it may be sent or reach the downstream later (sendwindow.go). Zero
+	// on actions recorded before it existed (SendWindowEnd).
+	SendUntil time.Time
 
 	UnknownSince time.Time // when the action last became unknown
 	NextCheckAt  time.Time // when the reconciler should next run the lookup

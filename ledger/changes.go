@@ -20,7 +20,7 @@ type Change uint32
 // none: they are fixed at Insert. Rev changes with every write.
 const (
 	ChangeState      Change = 1 << iota // State, NeedsOperator
-	ChangeLease                         // Attempts, LeaseOwner, LeaseUntil, LastSentAt
+	ChangeLease                         // Attempts, LeaseOwner, LeaseUntil, LastSentAt, SendUntil
 	ChangeCheck                         // UnknownSince, NextCheckAt, Checks
 	ChangeBinding                       // Version, ArgsDigest, Arguments
 	ChangeResult                        // Result
@@ -59,7 +59,8 @@ func Changes(prev, a *Action) Change {
 		c |= ChangeState
 	}
 	if prev.Attempts != a.Attempts || prev.LeaseOwner != a.LeaseOwner ||
-		!SameInstant(prev.LeaseUntil, a.LeaseUntil) || !SameInstant(prev.LastSentAt, a.LastSentAt) {
+		!SameInstant(prev.LeaseUntil, a.LeaseUntil) || !SameInstant(prev.LastSentAt, a.LastSentAt) ||
+		!SameInstant(prev.SendUntil, a.SendUntil) {
 		c |= ChangeLease
 	}
 	if prev.Checks != a.Checks || !SameInstant(prev.UnknownSince, a.UnknownSince) || !SameInstant(prev.NextCheckAt, a.NextCheckAt) {

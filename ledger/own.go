@@ -26,8 +26,9 @@ import (
 // answer, declared unknown meanwhile), by one compare-and-set. Anything
 // else (terminal, back to pending, claimed again, gone) means someone else
 // settled it, and the note is dropped. A crash loses the notes: the claims
-// then become unknown (by the lease, or at once for a replica with a stable
-// identity: ExpireOwn), never failed or retried blind.
+// then become unknown (by the lease, or, for a replica with a stable
+// identity, by ExpireOwn once their send window closed), never failed or
+// retried blind.
 
 // claimUnconfirmed is the reason recorded when a claim whose write was not
 // confirmed turns out to have landed: nothing was sent for it.
@@ -66,7 +67,7 @@ func claimedAt(a *Action) time.Time {
 
 // is reports whether a is still this claim (whatever its state): the same
 // attempt, and its last move to running is the one made at the claim's
-// time (a lease expiry moves LastSentAt, not the history; an operator's
+// time (a lease expiry moves the lease, not the history; an operator's
 // not_started and a new claim add a later move to running).
 func (c claim) is(a *Action) bool {
 	return a.Attempts == c.attempts && !c.sentAt.IsZero() && claimedAt(a).Equal(c.sentAt)
@@ -191,13 +192,18 @@ type OwnedLister interface {
 	RunningOwned(ctx context.Context, prefix, except string, limit int) ([]*Action, error)
 }
 
-// ExpireOwn makes unknown, at once, every running action that an earlier
-// process of this replica (Service.Replica) claimed: that process is gone,
-// and with it whatever it knew, so the outcome is unknown and the
-// reconciler looks it up, as after a lease expiry but without waiting for
-// the lease. It does its work once per Service (later calls return 0); it
-// does nothing without a Replica or on a store that is not an
-// OwnedLister. It returns how many actions it moved.
+// ExpireOwn takes over the running actions that an earlier process of this
+// replica (Service.Replica) claimed: that process is gone, and with it
+// whatever it knew, so the outcome is unknown and the reconciler looks it
+// up, as after a lease expiry but without waiting for the lease. Holding
+// the replica id proves only that the earlier process's connection is
+// gone, not the process (it may be cut off from the ledger, still
+// sending), so a claim becomes unknown only once its send window has
+// closed (sendwindow.go); until then it is left as it is, and ExpireOwn
+// comes back to it on a later call. Its work is done once no such claim
+// is left (later calls return 0); it does nothing without a Replica or on
+// a store that is not an OwnedLister. It returns how many actions it made
+// unknown.
 func (s *Service) ExpireOwn(ctx context.Context) (int, error) {
 	if s.Replica == "" || s.ownExpired.Load() {
 		return 0, nil
@@ -210,6 +216,7 @@ func (s *Service) ExpireOwn(ctx context.Context) (int, error) {
 	const limit = 200
 	now := s.now()
 	moved := 0
+	waiting := map[actionKey]bool{} // claims whose request may still land
 	for {
 		list, err := ol.RunningOwned(ctx, s.Replica+"/", s.owner(), limit)
 		if err != nil {
@@ -217,13 +224,15 @@ func (s *Service) ExpireOwn(ctx context.Context) (int, error) {
 		}
 		n := 0
 		for _, a := range list {
-			b := a.clone()
-			reason := fmt.Sprintf("orphaned: replica %s restarted; the process that claimed it (%s) stopped", s.Replica, a.LeaseOwner)
-			if err := b.Move(Unknown, ByReconciler, "", reason, now); err != nil {
+			if a.SendMayLand(now) {
+				waiting[actionKey{a.Tenant, a.ID}] = true // its owner may still be sending: not yet
 				continue
 			}
-			// The request may still land downstream: settle from now.
-			b.LastSentAt, b.NextCheckAt = now, now
+			b := a.clone()
+			reason := fmt.Sprintf("orphaned: replica %s restarted; the process that claimed it (%s) stopped", s.Replica, a.LeaseOwner)
+			if unknown, err := takeOver(b, reason, now); err != nil || !unknown {
+				continue
+			}
 			if err := s.write(ctx, a, b); err == nil {
 				n++
 			} else if !errors.Is(err, ErrStale) {
@@ -232,7 +241,9 @@ func (s *Service) ExpireOwn(ctx context.Context) (int, error) {
 		}
 		moved += n
 		if len(list) < limit || n == 0 {
-			s.ownExpired.Store(true)
+			if len(waiting) == 0 {
+				s.ownExpired.Store(true)
+			}
 			return moved, nil
 		}
 	}

@@ -223,22 +223,34 @@ func TestOwnClaimOnlyOverItsClaim(t *testing.T) {
 }
 
 // TestExpireOwn: a replica with a stable identity makes the running claims
-// of its earlier processes unknown at once, leaves its own and other
-// replicas' claims alone, and does so once.
+// of its earlier processes unknown as soon as their send window closes (not
+// before: holding the replica id proves only that the earlier process's
+// connection is gone), leaves its own and other replicas' claims alone,
+// and is done once none is left.
 func TestExpireOwn(t *testing.T) {
 	t.Parallel()
-	s, _ := setup(t)
+	s, clk := setup(t)
 	owned := &ownedStore{Store: s.Store}
+	const window = 10 * time.Second
 	claims := map[string]string{"old": "gw-1/p1", "other": "gw-2/p9", "prefix-only": "gw-10/p1"}
 	for id, owner := range claims {
-		old := &ledger.Service{Store: owned, Now: s.Now, Lease: time.Hour, Owner: owner}
+		old := &ledger.Service{Store: owned, Now: s.Now, Lease: time.Hour, Owner: owner, SendWindow: func(string) time.Duration { return window }}
 		start(t, old, id, false)
 	}
 	now := &ledger.Service{Store: owned, Now: s.Now, Lease: time.Hour, Owner: "gw-1/p2", Replica: "gw-1"}
 	start(t, now, "mine", false)
+	before, _ := now.Get(ctx, "acme", "old")
+	clk.Add(window - time.Nanosecond)
+	if n, err := now.ExpireOwn(ctx); err != nil || n != 0 {
+		t.Fatalf("ExpireOwn inside the send window = %d, %v; want 0", n, err)
+	}
+	if a, _ := now.Get(ctx, "acme", "old"); a.State != ledger.Running || a.Rev != before.Rev {
+		t.Fatalf("inside its send window the earlier claim was changed: %s rev %d (was %d)", a.State, a.Rev, before.Rev)
+	}
+	clk.Add(time.Nanosecond)
 	n, err := now.ExpireOwn(ctx)
 	if err != nil || n != 1 {
-		t.Fatalf("ExpireOwn = %d, %v; want 1", n, err)
+		t.Fatalf("ExpireOwn at the window's end = %d, %v; want 1", n, err)
 	}
 	for id, want := range map[string]ledger.State{"old": ledger.Unknown, "other": ledger.Running, "prefix-only": ledger.Running, "mine": ledger.Running} {
 		a, err := now.Get(ctx, "acme", id)

@@ -40,13 +40,15 @@ const (
 	// its own claims once the ledger answered again (own.go).
 	ReconcileOwnClaim = "own_claim"
 	// ReconcileOwnRestart: a claim this replica made before it restarted
-	// became unknown at once, without waiting for its lease (ExpireOwn).
+	// became unknown once its send window closed, without waiting for its
+	// lease (ExpireOwn).
 	ReconcileOwnRestart = "own_restart"
 )
 
 // ApplyLookup records what a lookup answer means for an unknown action (docs/reference/states.md):
 // found settles it at once; not found sends it back to pending only once
-// SettleAfter has passed since the last send; no answer schedules another try
+// SettleAfter has passed since the last send could still land
+// (NotFoundTrustedAt, sendwindow.go); no answer schedules another try
 // with backoff and, past HoldAfter, flags needs_operator. It returns which of
 // the Reconcile* results happened. Actions that are not unknown are left alone.
 func (s *Service) ApplyLookup(ctx context.Context, a *Action, ans LookupAnswer, p ReconcilePolicy, by Actor, principal string) (string, error) {
@@ -67,14 +69,16 @@ func (s *Service) ApplyLookup(ctx context.Context, a *Action, ans LookupAnswer, 
 		}
 		b.Result = ans.Result
 		result = ReconcileFound
-	case ans.NotFound && now.Sub(a.LastSentAt) >= p.SettleAfter:
-		if err := b.Move(Pending, by, principal, fmt.Sprintf("lookup found no effect %s after the last send", now.Sub(a.LastSentAt).Round(time.Millisecond)), now); err != nil {
+	case ans.NotFound && !now.Before(a.NotFoundTrustedAt(p.SettleAfter)):
+		// The last request can no longer land (sendwindow.go).
+		reason := fmt.Sprintf("lookup found no effect %s after the last send could still land", now.Sub(a.SendWindowEnd()).Round(time.Millisecond))
+		if err := b.Move(Pending, by, principal, reason, now); err != nil {
 			return "", err
 		}
 		result = ReconcileNotFound
 	case ans.NotFound:
 		b.Checks++
-		b.NextCheckAt = a.LastSentAt.Add(p.SettleAfter)
+		b.NextCheckAt = a.NotFoundTrustedAt(p.SettleAfter)
 		result = ReconcileSettling
 	default:
 		b.Checks++
@@ -115,10 +119,15 @@ func backoff(p ReconcilePolicy, checks int) time.Duration {
 	return d
 }
 
-// ExpireLeases makes every running action whose lease ended at or before now
-// unknown (docs/reference/states.md, orphans). A gateway on an embedded ledger calls it once at
-// start-up with all=true: every running action there was orphaned by its
-// previous process. It returns how many actions it moved.
+// ExpireLeases makes unknown every running action whose lease ended at or
+// before now and whose send window has closed (docs/reference/states.md,
+// orphans; sendwindow.go); a claim whose request may still land keeps
+// running, its lease extended to the window's end. A gateway on an
+// embedded ledger calls it once at start-up with all=true: every running
+// action there was orphaned by its previous process (the ledger's file
+// lock proves that process gone), so each becomes unknown as soon as its
+// window closes, whatever its lease. It returns how many actions it made
+// unknown.
 func (s *Service) ExpireLeases(ctx context.Context, all bool, limit int) (int, error) {
 	now := s.now()
 	until := now
@@ -136,22 +145,27 @@ func (s *Service) ExpireLeases(ctx context.Context, all bool, limit int) (int, e
 		if err != nil {
 			return moved, fmt.Errorf("expire leases: %w", err)
 		}
-		n := 0
+		n, touched := 0, 0
 		for _, a := range list {
+			if a.SendMayLand(now) && a.LeaseUntil.Equal(a.SendWindowEnd()) {
+				continue // taken over already: its lease ends with its window
+			}
 			b := a.clone()
-			if err := b.Move(Unknown, ByReconciler, "", reason, now); err != nil {
+			unknown, err := takeOver(b, reason, now)
+			if err != nil {
 				continue
 			}
-			// The request may still land downstream: settle from now.
-			b.LastSentAt, b.NextCheckAt = now, now
 			if err := s.write(ctx, a, b); err == nil {
-				n++
+				touched++
+				if unknown {
+					n++
+				}
 			} else if !errors.Is(err, ErrStale) {
 				return moved + n, err
 			}
 		}
 		moved += n
-		if len(list) < limit || n == 0 {
+		if len(list) < limit || touched == 0 {
 			return moved, nil
 		}
 	}

@@ -42,8 +42,15 @@ type Service struct {
 	// Replica, when set, is this gateway's stable identity across
 	// restarts, unique among the running gateways (toolgate.yaml
 	// replica_id): the running claims of its earlier processes become
-	// unknown at once (ExpireOwn) instead of after their lease.
+	// unknown once their send window closed (ExpireOwn) instead of after
+	// their lease.
 	Replica string
+	// SendWindow is how long an attempt of a tool's action may take from
+	// its claim until no request of it can be sent or reach the downstream
+	// (sendwindow.go): the gateway gives its binding's timeout, plus its
+	// state probe's when it probes. Defaults to (nil, or 0 for a tool) the
+	// Lease.
+	SendWindow func(toolID string) time.Duration
 
 	// CacheSize is how many terminal actions the call path keeps in memory
 	// for replays (GetForCall). Defaults to DefaultCacheSize; negative turns
@@ -213,6 +220,7 @@ func (s *Service) claimInMemory(a *Action, now time.Time) error {
 	a.LeaseOwner = s.owner()
 	a.LeaseUntil = now.Add(s.lease())
 	a.LastSentAt = now
+	a.SendUntil = now.Add(s.sendWindow(a))
 	return nil
 }
 
@@ -386,7 +394,10 @@ func finishMove(a *Action, o Outcome, res *Result, reason string, now time.Time)
 		to = Pending
 	case Lost:
 		to = Unknown
-		b.LastSentAt = now
+		// The attempt is over: nothing more of it is sent (sendwindow.go).
+		if b.SendUntil.IsZero() || now.Before(b.SendUntil) {
+			b.SendUntil = now
+		}
 	}
 	if b.State == Unknown && to == Unknown {
 		return nil, true, nil // already unknown: nothing new to record

@@ -148,7 +148,7 @@ func TestFinishOutcomes(t *testing.T) {
 			if got.LeaseOwner != "" || !got.LeaseUntil.IsZero() {
 				t.Fatalf("lease not released: %q %v", got.LeaseOwner, got.LeaseUntil)
 			}
-			if tt.want == ledger.Unknown && (!got.UnknownSince.Equal(clk.Now()) || !got.LastSentAt.Equal(clk.Now()) || !got.NextCheckAt.Equal(clk.Now())) {
+			if tt.want == ledger.Unknown && (!got.UnknownSince.Equal(clk.Now()) || !got.SendWindowEnd().Equal(clk.Now()) || !got.NextCheckAt.Equal(clk.Now())) {
 				t.Fatalf("unknown bookkeeping: %+v", got)
 			}
 			if res != nil && string(got.Result.Body) != `{"ok":1}` {
@@ -250,13 +250,24 @@ func TestExpireLeases(t *testing.T) {
 	if n, _ := s.ExpireLeases(ctx, false, 0); n != 0 {
 		t.Fatalf("a fresh lease expired")
 	}
-	// At start-up on an embedded ledger every running action is an orphan.
-	if n, _ := s.ExpireLeases(ctx, true, 0); n != 1 {
-		t.Fatalf("orphans %d, want 1", n)
+	// At start-up on an embedded ledger every running action is an orphan,
+	// made unknown once its request can no longer land (its send window,
+	// here the lease's 30s, as no SendWindow is set).
+	claimed := clk.Now()
+	if n, _ := s.ExpireLeases(ctx, true, 0); n != 0 {
+		t.Fatalf("orphans %d inside their send window, want 0", n)
 	}
 	got, _ := s.Get(ctx, "acme", "exp-00002")
-	if got.State != ledger.Unknown || !got.LastSentAt.Equal(clk.Now()) {
-		t.Fatalf("orphan: %s, last sent %v", got.State, got.LastSentAt)
+	if got.State != ledger.Running || !got.LeaseUntil.Equal(claimed.Add(30*time.Second)) {
+		t.Fatalf("orphan inside its window: %s, lease until %v", got.State, got.LeaseUntil)
+	}
+	clk.Add(30 * time.Second)
+	if n, _ := s.ExpireLeases(ctx, false, 0); n != 1 {
+		t.Fatalf("orphans %d at their window's end, want 1", n)
+	}
+	got, _ = s.Get(ctx, "acme", "exp-00002")
+	if got.State != ledger.Unknown || !got.LastSentAt.Equal(claimed) || !got.SendWindowEnd().Equal(clk.Now()) {
+		t.Fatalf("orphan: %s, last sent %v, window end %v", got.State, got.LastSentAt, got.SendWindowEnd())
 	}
 }
 

@@ -31,11 +31,16 @@ func (c *call) execute(ctx context.Context, a *ledger.Action, b invoke.Binding) 
 	f.Binding = &b
 	actionEvidence(f, a)
 	probe := c.s.cfg.ProbeState && b.StateURL != ""
+	// Nothing of the attempt is sent, or waited for, past the send window
+	// its claim recorded (ledger/sendwindow.go): after it, other processes
+	// may declare the claim lost and trust a lookup's "not found".
+	sctx, cancel := context.WithDeadline(ctx, c.s.cfg.Ledger.SendDeadline(a))
 	if probe {
-		f.ProbeBefore, f.ProbeBeforeErr = c.s.probeState(ctx, b, req)
+		f.ProbeBefore, f.ProbeBeforeErr = c.s.probeState(sctx, b, req)
 	}
 	began := time.Now()
-	res := c.s.invokeWithLease(ctx, a, b, req)
+	res := c.s.invokeWithLease(sctx, a, b, req)
+	cancel()
 	f.Downstream = time.Since(began)
 	endDownstreamSpan(span, res)
 	defer func() {

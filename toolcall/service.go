@@ -48,7 +48,9 @@ type Invoker interface {
 // other field has the default its comment names.
 type Config struct {
 	Registry *contract.Registry
-	Ledger   *ledger.Service
+	// Ledger records the actions. New sets its SendWindow, when unset, to
+	// this service's (Service.SendWindow).
+	Ledger *ledger.Service
 	// Invoker reaches the downstreams. Default: an invoke.Client.
 	Invoker Invoker
 	// Upstream reaches the tools of upstream MCP servers: the bindings whose
@@ -160,10 +162,30 @@ func New(cfg Config) *Service {
 	if cfg.OnChange != nil {
 		go s.watchChanges()
 	}
+	if cfg.Ledger != nil && cfg.Ledger.SendWindow == nil {
+		cfg.Ledger.SendWindow = s.SendWindow
+	}
 	return s
 }
 
 func (s *Service) log() *slog.Logger { return s.cfg.Logger }
+
+// SendWindow is how long an attempt of a tool's action may take from its
+// claim until no request of it can be sent or reach the downstream
+// (ledger.Service.SendWindow): the binding's timeout, and the state probe's
+// before it when this service probes; 0 for a tool without a binding.
+// execute holds every attempt to it.
+func (s *Service) SendWindow(toolID string) time.Duration {
+	b, ok := s.cfg.Bindings[toolID]
+	if !ok {
+		return 0
+	}
+	b = b.WithDefaults()
+	if s.cfg.ProbeState && b.StateURL != "" {
+		return 2 * b.Timeout
+	}
+	return b.Timeout
+}
 
 // actionAttrs are the log attributes that name an action.
 func actionAttrs(a *ledger.Action) []any {

@@ -22,6 +22,7 @@ bindings:
     not_started_statuses: [503]
   refund.create_request:
     url: http://127.0.0.1:9/refund-requests
+    lookup: {url: "http://127.0.0.1:9/lookup?key={downstream_key}"}
   orders.get_order:
     url: http://127.0.0.1:9/orders/{args.order_id}
     method: GET
@@ -64,7 +65,9 @@ const (
 	kindCase     = "case"     // lint, check, serve, test
 	kindConfig   = "config"   // check, serve
 	kindWarning  = "warning"  // lint and check only: a warning, nothing is refused
-	kindCLI      = "cli"      // the command line given
+	// kindConfigWarning: check only, a warning about toolgate.yaml.
+	kindConfigWarning = "config-warning"
+	kindCLI           = "cli" // the command line given
 )
 
 type brokenFixture struct {
@@ -151,6 +154,12 @@ func brokenFixtures() []brokenFixture {
 		{name: "config_not_started_404", kind: kindConfig, setup: editing("toolgate.yaml", "not_started_statuses: [503]", "not_started_statuses: [503, 404]")},
 		{name: "config_decision_log_mode", kind: kindConfig, setup: editing("toolgate.yaml", "listen: 127.0.0.1:0", "listen: 127.0.0.1:0\ndecision_log: {path: /dev/null, arguments: raw}")},
 		{name: "config_unbound_and_unknown", kind: kindConfig, setup: editing("toolgate.yaml", "  refund.create_request:\n    url: http://127.0.0.1:9/refund-requests\n", "  refund.create_requests:\n    url: http://127.0.0.1:9/refund-requests\n")},
+		// toolgate.yaml: warnings (check exits 0)
+		{name: "config_settle_after_below_timeout", kind: kindConfigWarning, setup: editing("toolgate.yaml", "    timeout: 2s", "    timeout: 30s\n    settle_after: 10s")},
+		{name: "config_hold_after_below_settle_after", kind: kindConfigWarning, setup: editing("toolgate.yaml", "    timeout: 2s", "    timeout: 2s\n    hold_after: 5s")},
+		{name: "config_lease_below_timeout", kind: kindConfigWarning, setup: editing("toolgate.yaml", "    timeout: 2s", "    timeout: 45s\n    settle_after: 45s")},
+		{name: "config_mutating_without_lookup", kind: kindConfigWarning, setup: editing("toolgate.yaml", "    lookup: {url: \"http://127.0.0.1:9/lookup?key={downstream_key}\"}\n", "")},
+		{name: "config_lookup_on_another_host", kind: kindConfigWarning, setup: editing("toolgate.yaml", "http://127.0.0.1:9/refunds/by-key/", "https://keys.example.net/refunds/by-key/")},
 		// command-line misuse
 		{name: "cli_validate_schema_given_a_contract", kind: kindCLI, args: []string{"validate", "--schema", "$DIR/" + pay, "-"}},
 		{name: "cli_validate_schema_with_a_typo", kind: kindCLI, setup: writing("plain.json", "{\n  \"type\": \"object\",\n  \"requried\": [\"a\"]\n}\n"), args: []string{"validate", "--schema", "$DIR/plain.json", "-"}},
@@ -182,6 +191,8 @@ func commandsFor(f brokenFixture) [][]string {
 		return [][]string{check, serve}
 	case kindWarning:
 		return [][]string{lint, check}
+	case kindConfigWarning:
+		return [][]string{check}
 	}
 	return [][]string{f.args}
 }
@@ -243,6 +254,10 @@ func checkFixtureVerdicts(t *testing.T, f brokenFixture, r map[string]cliResult)
 	case kindWarning:
 		if r["lint"].code != exitOK || r["check"].code != exitOK || !strings.Contains(r["lint"].stdout, ": warning [") {
 			t.Errorf("lint exit %d, check exit %d: want 0 with a warning", r["lint"].code, r["check"].code)
+		}
+	case kindConfigWarning:
+		if r["check"].code != exitOK || strings.Count(r["check"].stdout, ": warning [") != 1 || strings.Contains(r["check"].stdout, ": error [") {
+			t.Errorf("check exit %d: want 0 with one warning:\n%s", r["check"].code, r["check"].stdout)
 		}
 	}
 }

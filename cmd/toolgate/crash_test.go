@@ -69,8 +69,8 @@ func startServe(t *testing.T, bin, cfg, addr string, logw io.Writer) *exec.Cmd {
 // TestCrashWhileDownstreamHoldsTheRequest SIGKILLs a real gateway process
 // while its downstream request is in flight, lets the request land, restarts
 // the gateway on the same SQLite file and checks that the action is found
-// orphaned (unknown), reconciled against the downstream, and that the
-// sandbox counts exactly one refund.
+// orphaned (unknown, once the request's 2s send window closed), reconciled
+// against the downstream, and that the sandbox counts exactly one refund.
 func TestCrashWhileDownstreamHoldsTheRequest(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the real binary")
@@ -88,7 +88,7 @@ reconcile_interval: 100ms
 bindings:
   payments.issue_refund:
     url: %s/refunds
-    timeout: 30s
+    timeout: 2s
     lookup: {url: "%s/refunds/by-key/{downstream_key}"}
     settle_after: 200ms
 `, addr, tools, filepath.Join(dir, "ledger.db"), sbURL, sbURL)

@@ -52,6 +52,7 @@ bindings:
     lookup: {url: "%s/refunds/by-key/{downstream_key}"}
   refund.create_request:
     url: "http://127.0.0.1:1/requests/{args.order_id}"
+    lookup: {url: "http://127.0.0.1:1/requests/by-key/{downstream_key}"}
   orders.get_order:
     url: "http://127.0.0.1:1/orders/{args.order_id}"
     method: GET

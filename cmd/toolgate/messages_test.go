@@ -164,12 +164,14 @@ auth:
 bindings:
   payments.issue_refund:
     url: %s/refunds
+    lookup: {url: "%s/refunds/by-key/{downstream_key}"}
   refund.create_request:
     url: %s/requests
+    lookup: {url: "%s/requests/by-key/{downstream_key}"}
   orders.get_order:
     url: "%s/orders/{args.order_id}"
     method: GET
-`, tools, filepath.Join(dir, "ledger.db"), logPath, config.HashKey(logAgentKey), sbURL, sbURL, sbURL)
+`, tools, filepath.Join(dir, "ledger.db"), logPath, config.HashKey(logAgentKey), sbURL, sbURL, sbURL, sbURL, sbURL)
 	if err := os.WriteFile(cfgPath, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}

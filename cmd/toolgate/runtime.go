@@ -108,7 +108,9 @@ func startGatewayLogged(ctx context.Context, cfg *config.Config, tools fs.FS, lo
 	var store ledger.Store
 	switch ld.Kind {
 	case "sqlite":
-		store, err = sqlite.Open(ctx, sqlite.Config{Path: ld.Location})
+		// One gateway per file: the start-up below takes every running
+		// claim in it for an orphan of this gateway's previous process.
+		store, err = sqlite.Open(ctx, sqlite.Config{Path: ld.Location, Exclusive: true})
 	case "postgres":
 		store, err = postgres.Open(ctx, postgres.Config{DSN: ld.Location, RequireSyncStandby: cfg.LedgerHA, StartWithoutPrimary: true, ReplicaID: cfg.ReplicaID, SessionDSN: cfg.LedgerSession, Logf: infof})
 	default:

@@ -16,11 +16,11 @@ import (
 const columns = `tenant, id, tool_id, version, state, needs_operator, args_digest, arguments,
 	attempts, lease_owner, lease_until, last_sent_at, unknown_since, next_check_at, checks,
 	result_status, result_content_type, result_body, provider_calls,
-	correlation_id, scope, policy_version, created_at, updated_at, history, rev`
+	correlation_id, scope, policy_version, created_at, updated_at, history, send_until, rev`
 
 // insertSQL is Insert's statement: no row written means the action exists.
 const insertSQL = `INSERT INTO actions (` + columns + `)
-	VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$23,$24,$25,$26)
+	VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$23,$24,$25,$26,$27)
 	ON CONFLICT (tenant, id) DO NOTHING`
 
 // Insert stores a new action with Rev 1 and sets a.Rev, in one INSERT … ON
@@ -87,7 +87,7 @@ func (s *Store) Get(ctx context.Context, tenant, id string) (_ *ledger.Action, e
 }
 
 // updateSQL writes every column but tenant, id, tool_id and created_at when the
-// stored revision is $24 (Update gives the parameters), and reports in the
+// stored revision is $25 (Update gives the parameters), and reports in the
 // same statement (so in the same snapshot) whether the row exists: the conditional UPDATE is the whole
 // compare-and-set, the second CTE only names the failure (and gives the
 // state the write replaced).
@@ -97,8 +97,8 @@ const updateSQL = `WITH upd AS (
 		attempts = $8, lease_owner = $9, lease_until = $10, last_sent_at = $11, unknown_since = $12,
 		next_check_at = $13, checks = $14, result_status = $15, result_content_type = $16, result_body = $17,
 		provider_calls = $18, correlation_id = $19, scope = $20, policy_version = $21,
-		updated_at = $22, history = $23, rev = $24 + 1
-	WHERE tenant = $1 AND id = $2 AND rev = $24
+		updated_at = $22, history = $23, send_until = $24, rev = $25 + 1
+	WHERE tenant = $1 AND id = $2 AND rev = $25
 	RETURNING rev
 ), cur AS (
 	SELECT rev, state FROM actions WHERE tenant = $1 AND id = $2
@@ -120,7 +120,7 @@ func (s *Store) Update(ctx context.Context, a *ledger.Action) (err error) {
 		return fmt.Errorf("update action %s: %w", a.ID, err)
 	}
 	// values order: tenant, id, tool_id (fixed at insert), the updatable
-	// fields, created_at at 22, then updated_at, history and rev.
+	// fields, created_at at 22, then updated_at, history, send_until and rev.
 	vals = append(append(vals[:2:2], vals[3:22]...), vals[23:]...)
 	return s.update(ctx, a, updateSQL, vals)
 }
@@ -333,7 +333,7 @@ func scan(row pgx.Row) (*ledger.Action, error) {
 		a                                             ledger.Action
 		state                                         string
 		leaseUntil, lastSent, unknownSince, nextCheck *int64
-		createdAt, updatedAt                          *int64
+		createdAt, updatedAt, sendUntil               *int64
 		status, attempts, checks                      *int32
 		args, body                                    []byte
 		calls, hist                                   *string
@@ -342,7 +342,7 @@ func scan(row pgx.Row) (*ledger.Action, error) {
 	err := row.Scan(&a.Tenant, &a.ID, &a.ToolID, &a.Version, &state, &a.NeedsOperator, &a.ArgsDigest, &args,
 		&attempts, &a.LeaseOwner, &leaseUntil, &lastSent, &unknownSince, &nextCheck, &checks,
 		&status, &ctype, &body, &calls,
-		&a.CorrelationID, &a.Scope, &a.PolicyVersion, &createdAt, &updatedAt, &hist, &a.Rev)
+		&a.CorrelationID, &a.Scope, &a.PolicyVersion, &createdAt, &updatedAt, &hist, &sendUntil, &a.Rev)
 	if err != nil {
 		return nil, translate(err)
 	}
@@ -356,7 +356,7 @@ func scan(row pgx.Row) (*ledger.Action, error) {
 	if checks != nil {
 		a.Checks = int(*checks)
 	}
-	a.LeaseUntil, a.LastSentAt = fromNanos(leaseUntil), fromNanos(lastSent)
+	a.LeaseUntil, a.LastSentAt, a.SendUntil = fromNanos(leaseUntil), fromNanos(lastSent), fromNanos(sendUntil)
 	a.UnknownSince, a.NextCheckAt = fromNanos(unknownSince), fromNanos(nextCheck)
 	a.CreatedAt, a.UpdatedAt = fromNanos(createdAt), fromNanos(updatedAt)
 	if status != nil {

@@ -15,7 +15,7 @@ import (
 // Narrow updates.
 //
 // A claim or a completion changes a handful of columns (state, lease,
-// result, history, updated_at, rev) of a row of 26. Update sends every
+// result, history, updated_at, rev) of a row of 27. Update sends every
 // updatable column, so the server decodes them all and stores new copies of
 // values that did not move (an arguments blob large enough to be TOASTed is
 // written out again, because a parameter is a new value even when its bytes
@@ -39,7 +39,7 @@ var setCols = [...]string{
 	"attempts", "lease_owner", "lease_until", "last_sent_at", "unknown_since",
 	"next_check_at", "checks", "result_status", "result_content_type", "result_body",
 	"provider_calls", "correlation_id", "scope", "policy_version",
-	"updated_at", "history",
+	"updated_at", "history", "send_until",
 }
 
 const (
@@ -64,6 +64,7 @@ const (
 	colPolicyVersion
 	colUpdatedAt
 	colHistory
+	colSendUntil // last: added by migration 006, after the columns values orders before it
 	nSetCols
 )
 
@@ -174,6 +175,7 @@ func changed(prev, a *ledger.Action) uint32 {
 	set(colPolicyVersion, prev.PolicyVersion != a.PolicyVersion)
 	set(colUpdatedAt, !ledger.SameInstant(prev.UpdatedAt, a.UpdatedAt))
 	set(colHistory, ledger.HistoryPrefix(prev.History, a.History) != len(a.History))
+	set(colSendUntil, !ledger.SameInstant(prev.SendUntil, a.SendUntil))
 	return m
 }
 
@@ -247,6 +249,8 @@ func setValue(a *ledger.Action, col int) (any, error) {
 		return text(a.PolicyVersion)
 	case colUpdatedAt:
 		return nanos(a.UpdatedAt)
+	case colSendUntil:
+		return nanos(a.SendUntil)
 	case colHistory:
 		h, err := jsonList(a.History, func(h ledger.Transition) ledger.Transition { h.At = h.At.UTC(); return h })
 		if err != nil {

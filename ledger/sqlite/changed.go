@@ -154,7 +154,7 @@ func changed(prev, a *ledger.Action) (mask uint32, from int) {
 	set(colCorrelationID, prev.CorrelationID != a.CorrelationID)
 	set(colDoc, prev.Version != a.Version || prev.NeedsOperator != a.NeedsOperator || prev.ArgsDigest != a.ArgsDigest ||
 		prev.Attempts != a.Attempts || prev.LeaseOwner != a.LeaseOwner || !ledger.SameInstant(prev.LastSentAt, a.LastSentAt) ||
-		!ledger.SameInstant(prev.UnknownSince, a.UnknownSince) || prev.Checks != a.Checks || prev.Scope != a.Scope ||
+		!ledger.SameInstant(prev.SendUntil, a.SendUntil) || !ledger.SameInstant(prev.UnknownSince, a.UnknownSince) || prev.Checks != a.Checks || prev.Scope != a.Scope ||
 		!ledger.SameInstant(prev.UpdatedAt, a.UpdatedAt) || !sameResultHead(prev.Result, a.Result))
 	set(colArguments, (prev.Arguments == nil) != (a.Arguments == nil) || !bytes.Equal(prev.Arguments, a.Arguments))
 	set(colResultBody, !ledger.SameResult(prev.Result, a.Result))

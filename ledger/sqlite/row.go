@@ -22,6 +22,7 @@ import (
 //	n  attempts            lo lease_owner      ls last_sent_at (unix ns)
 //	us unknown_since (ns)  c  checks           rs result_status (present iff a result)
 //	rt result_content_type sc scope            ua updated_at (ns)
+//	su send_until (ns; absent on rows written before it)
 type doc struct {
 	Version       string `json:"v"`
 	NeedsOperator *int64 `json:"no"` // 0 or 1; json_object writes the integer
@@ -29,6 +30,7 @@ type doc struct {
 	Attempts      int    `json:"n"`
 	LeaseOwner    string `json:"lo"`
 	LastSentAt    *int64 `json:"ls"`
+	SendUntil     *int64 `json:"su"`
 	UnknownSince  *int64 `json:"us"`
 	Checks        int    `json:"c"`
 	ResultStatus  *int   `json:"rs"`
@@ -84,6 +86,9 @@ func appendDoc(dst []byte, a *ledger.Action) ([]byte, error) {
 	if err := tm("ls", a.LastSentAt); err != nil {
 		return nil, err
 	}
+	if err := tm("su", a.SendUntil); err != nil {
+		return nil, err
+	}
 	if err := tm("us", a.UnknownSince); err != nil {
 		return nil, err
 	}
@@ -111,6 +116,7 @@ func readDoc(a *ledger.Action, text []byte) error {
 	a.Version, a.ArgsDigest, a.Attempts, a.LeaseOwner = d.Version, d.ArgsDigest, d.Attempts, d.LeaseOwner
 	a.NeedsOperator = d.NeedsOperator != nil && *d.NeedsOperator != 0
 	a.LastSentAt, a.UnknownSince, a.UpdatedAt = docTime(d.LastSentAt), docTime(d.UnknownSince), docTime(d.UpdatedAt)
+	a.SendUntil = docTime(d.SendUntil)
 	a.Checks, a.Scope = d.Checks, d.Scope
 	if d.ResultStatus != nil {
 		a.Result = &ledger.Result{StatusCode: *d.ResultStatus, ContentType: d.ResultType}

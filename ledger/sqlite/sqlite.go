@@ -58,6 +58,11 @@ type Config struct {
 	BusyTimeout time.Duration
 	// ReadConns caps the read-only connections. Defaults to max(4, GOMAXPROCS).
 	ReadConns int
+	// Exclusive holds the database's serving lock while the store is open
+	// (lock.go): Open fails with *InUseError, naming the holder, while
+	// another process holds it. A gateway that serves the file sets it;
+	// default false (reports and operator commands share the file).
+	Exclusive bool
 }
 
 // DefaultBusyTimeout is the busy timeout used when Config.BusyTimeout is zero.
@@ -76,6 +81,8 @@ type Store struct {
 
 	cpdb *sql.DB       // one connection: background checkpoints
 	cp   *checkpointer // checkpoint.go
+
+	lock *serveLock // Config.Exclusive (lock.go)
 }
 
 var _ ledger.Store = (*Store)(nil)
@@ -103,6 +110,24 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		reads = max(4, runtime.GOMAXPROCS(0))
 	}
 
+	var lock *serveLock
+	if cfg.Exclusive {
+		// Before anything reads or writes the file.
+		l, err := takeLock(cfg.Path)
+		var iu *InUseError
+		if errors.As(err, &iu) {
+			return nil, err // names the path already
+		}
+		if err != nil {
+			return nil, fmt.Errorf("open ledger %s: %w", cfg.Path, err)
+		}
+		lock = l
+		defer func() {
+			if lock != nil {
+				lock.release()
+			}
+		}()
+	}
 	if err := createPrivate(cfg.Path); err != nil {
 		return nil, fmt.Errorf("open ledger %s: %w", cfg.Path, err)
 	}
@@ -176,6 +201,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	s.cp = newCheckpointer(cp)
 	s.gc = newCommitter(s)
+	s.lock, lock = lock, nil
 	return s, nil
 }
 
@@ -215,7 +241,12 @@ func (s *Store) Close() error {
 	if s.cp != nil {
 		s.cp.close()
 	}
-	return s.closeDBs()
+	err := s.closeDBs()
+	if lerr := s.lock.release(); err == nil {
+		err = lerr
+	}
+	s.lock = nil
+	return err
 }
 
 func (s *Store) closeDBs() error {

@@ -32,6 +32,7 @@ func fullAction(tenant, id string) *ledger.Action {
 		LeaseOwner:    "gateway-7",
 		LeaseUntil:    base.Add(30 * time.Second).In(zone),
 		LastSentAt:    base.Add(-2 * time.Second).In(zone),
+		SendUntil:     base.Add(8*time.Second + 3).In(zone),
 		UnknownSince:  base.Add(-time.Second),
 		NextCheckAt:   base.Add(5*time.Second + 1),
 		Checks:        4,
@@ -91,7 +92,7 @@ func testRoundTripZeroFields(t *testing.T, s ledger.Store) {
 		t.Fatalf("Result: want nil, got %+v", got.Result)
 	}
 	for name, tm := range map[string]time.Time{
-		"LeaseUntil": got.LeaseUntil, "LastSentAt": got.LastSentAt, "UnknownSince": got.UnknownSince,
+		"LeaseUntil": got.LeaseUntil, "LastSentAt": got.LastSentAt, "SendUntil": got.SendUntil, "UnknownSince": got.UnknownSince,
 		"NextCheckAt": got.NextCheckAt, "UpdatedAt": got.UpdatedAt,
 	} {
 		if !tm.IsZero() {
@@ -273,7 +274,7 @@ func testLifecycle(t *testing.T, s ledger.Store) {
 		a.Arguments, a.ArgsDigest = []byte(`{"amount":5}`), "sha256:ab"
 	})
 	step(ledger.Running, ledger.ByGateway, "claim", 2*time.Second, func(a *ledger.Action) {
-		a.Attempts, a.LeaseOwner, a.LeaseUntil, a.LastSentAt = 1, "g1", at(32*time.Second), at(2*time.Second)
+		a.Attempts, a.LeaseOwner, a.LeaseUntil, a.LastSentAt, a.SendUntil = 1, "g1", at(32*time.Second), at(2*time.Second), at(12*time.Second)
 	})
 	step(ledger.Unknown, ledger.ByGateway, "timeout", 12*time.Second, func(a *ledger.Action) { a.NextCheckAt = at(13 * time.Second) })
 	if !a.LeaseUntil.IsZero() || a.LeaseOwner != "" {
@@ -300,7 +301,7 @@ func testUpdateClearsFields(t *testing.T, s ledger.Store) {
 	a := insert(t, s, fullAction("t1", "clear"))
 	cur := get(t, s, "t1", "clear")
 	cur.NeedsOperator, cur.ArgsDigest, cur.Arguments = false, "", nil
-	cur.Attempts, cur.LeaseOwner, cur.LeaseUntil, cur.LastSentAt = 0, "", time.Time{}, time.Time{}
+	cur.Attempts, cur.LeaseOwner, cur.LeaseUntil, cur.LastSentAt, cur.SendUntil = 0, "", time.Time{}, time.Time{}, time.Time{}
 	cur.UnknownSince, cur.NextCheckAt, cur.Checks = time.Time{}, time.Time{}, 0
 	cur.Result, cur.ProviderCalls, cur.History = nil, nil, nil
 	cur.CorrelationID, cur.Scope, cur.PolicyVersion, cur.UpdatedAt = "", "", "", time.Time{}

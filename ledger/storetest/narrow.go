@@ -304,6 +304,9 @@ func mutate(r *rand.Rand, a *ledger.Action, rev int64) {
 				a.State, a.NeedsOperator = randState(r), r.IntN(2) == 0
 			case 1:
 				a.Attempts, a.LeaseOwner, a.LeaseUntil, a.LastSentAt = r.IntN(5), randText(r), randTime(r), randTime(r)
+				if r.IntN(2) == 0 {
+					a.SendUntil = randTime(r)
+				}
 			case 2:
 				a.UnknownSince, a.NextCheckAt, a.Checks = randTime(r), randTime(r), r.IntN(9)
 			case 3:
@@ -365,7 +368,7 @@ func mix(r *rand.Rand, a, old *ledger.Action) {
 		a.State, a.NeedsOperator = o.State, o.NeedsOperator
 	}
 	if r.IntN(2) == 0 {
-		a.Attempts, a.LeaseOwner, a.LeaseUntil, a.LastSentAt = o.Attempts, o.LeaseOwner, o.LeaseUntil, o.LastSentAt
+		a.Attempts, a.LeaseOwner, a.LeaseUntil, a.LastSentAt, a.SendUntil = o.Attempts, o.LeaseOwner, o.LeaseUntil, o.LastSentAt, o.SendUntil
 	}
 	if r.IntN(2) == 0 {
 		a.UnknownSince, a.NextCheckAt, a.Checks = o.UnknownSince, o.NextCheckAt, o.Checks

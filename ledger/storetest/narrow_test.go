@@ -40,7 +40,7 @@ func (n *narrowSim) UpdateChanged(ctx context.Context, prev, a *ledger.Action) e
 		w.State, w.NeedsOperator = a.State, a.NeedsOperator
 	}
 	if c.Has(ledger.ChangeLease) {
-		w.Attempts, w.LeaseOwner, w.LeaseUntil, w.LastSentAt = a.Attempts, a.LeaseOwner, a.LeaseUntil, a.LastSentAt
+		w.Attempts, w.LeaseOwner, w.LeaseUntil, w.LastSentAt, w.SendUntil = a.Attempts, a.LeaseOwner, a.LeaseUntil, a.LastSentAt, a.SendUntil
 	}
 	if c.Has(ledger.ChangeCheck) {
 		w.UnknownSince, w.NextCheckAt, w.Checks = a.UnknownSince, a.NextCheckAt, a.Checks

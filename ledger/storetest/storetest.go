@@ -78,6 +78,7 @@ func Exercise(t *testing.T, newDB NewDatabase) {
 		{"AssignRace", testAssignRace},
 		{"NarrowWritesRandom", testNarrowWritesRandom},
 		{"NarrowWritesService", testNarrowWritesService},
+		{"SendWindow", testSendWindow},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
