@@ -48,7 +48,7 @@ const exportTimeout = 30 * time.Second
 
 func runExport(ctx context.Context, e env) int {
 	fs := newFlagSet(e, "export", exportSynopsis)
-	dir := fs.String("dir", defaultToolsDir, "tools directory (default: tools_dir of the configuration, else ./agent-tools)")
+	dir := fs.String("dir", "", "tools directory (default: tools_dir of the configuration, else ./agent-tools)")
 	format := fs.String("format", "", "provider format: "+strings.Join(provider.Formats, "|"))
 	cfgPath := fs.String("config", "", "gateway configuration `file`: ask the gateway at its listen, else read its ledger and export only the tools it binds (default ./toolgate.yaml when it exists and no DIR or --dir is given)")
 	gw := fs.String("gateway", "", "ask the gateway at this base `URL` (GET /v1/export) what it hands the key")
@@ -106,6 +106,9 @@ func runExport(ctx context.Context, e env) int {
 				return code
 			}
 		}
+	}
+	if *dir == "" {
+		*dir = defaultToolsDir
 	}
 	reg, err := contract.Load(*dir)
 	if err != nil {

@@ -32,7 +32,7 @@ var gateNow = time.Now
 
 func runGate(ctx context.Context, e env) int {
 	fs := newFlagSet(e, "gate", gateSynopsis)
-	dir := fs.String("dir", defaultToolsDir, "tools directory (default: tools_dir of ./toolgate.yaml, else ./agent-tools)")
+	dir := fs.String("dir", "", "tools directory (default: tools_dir of ./toolgate.yaml, else ./agent-tools)")
 	toolID := fs.String("tool", "", "tool id (required)")
 	from := fs.String("from", "", "the released version being replaced (required)")
 	to := fs.String("to", "", "the version to release (required)")

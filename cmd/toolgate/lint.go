@@ -33,7 +33,7 @@ type lintReport struct {
 
 func runLint(ctx context.Context, e env) int {
 	fs := newFlagSet(e, "lint", lintSynopsis)
-	dir := fs.String("dir", defaultToolsDir, "tools directory (default: tools_dir of ./toolgate.yaml, else ./agent-tools)")
+	dir := fs.String("dir", "", "tools directory (default: tools_dir of ./toolgate.yaml, else ./agent-tools)")
 	format := fs.String("format", "text", "output format: "+strings.Join(reportFormats, "|"))
 	ledgerDSN := fs.String("ledger", "", "also check the live actions of this ledger (sqlite://PATH or postgres://…) against the schema files")
 	args, code, ok := parseFlags(fs, e.Args)

@@ -58,7 +58,7 @@ func (r lockResult) OK() bool {
 
 func runLock(_ context.Context, e env) int {
 	fs := newFlagSet(e, "lock", lockSynopsis)
-	dir := fs.String("dir", defaultToolsDir, "tools directory (default: tools_dir of ./toolgate.yaml, else ./agent-tools)")
+	dir := fs.String("dir", "", "tools directory (default: tools_dir of ./toolgate.yaml, else ./agent-tools)")
 	check := fs.Bool("check", false, "write nothing; exit 1 when the lock is missing or out of date")
 	force := fs.Bool("force", false, "re-digest locked versions that changed in place (breaks immutability)")
 	format := fs.String("format", "text", "output format: "+strings.Join(reportFormats, "|"))

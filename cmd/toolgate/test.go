@@ -79,7 +79,7 @@ func isTerminal(w io.Writer) bool {
 
 func runTest(ctx context.Context, e env) int {
 	fs := newFlagSet(e, "test", testSynopsis)
-	dir := fs.String("dir", defaultToolsDir, "tools directory (default: tools_dir of ./toolgate.yaml, else ./agent-tools)")
+	dir := fs.String("dir", "", "tools directory (default: tools_dir of ./toolgate.yaml, else ./agent-tools)")
 	toolID := fs.String("tool", "", "only this tool")
 	from := fs.String("from", "", "the version being replaced: its cases are replayed too, and the report shows the diff")
 	to := fs.String("to", "", "the version to replay against (default: the tool's default version)")

@@ -20,7 +20,7 @@ func settleToolsDir(e env, cmd string, fset *flag.FlagSet, dir *string, arg stri
 		*dir = arg
 		return true
 	}
-	if isFlagSet(fset, "dir") {
+	if isFlagSet(fset, "dir") && *dir != "" {
 		return true
 	}
 	cfg, err := readOptionalConfig(defaultConfigFile, false)
@@ -30,6 +30,9 @@ func settleToolsDir(e env, cmd string, fset *flag.FlagSet, dir *string, arg stri
 	}
 	if cfg != nil && cfg.ToolsDir != "" {
 		*dir = cfg.ToolsDir
+	}
+	if *dir == "" {
+		*dir = defaultToolsDir
 	}
 	return true
 }

@@ -48,7 +48,7 @@ func runValidate(_ context.Context, e env) int {
 	fs := newFlagSet(e, "validate", validateSynopsis)
 	tool := fs.String("tool", "", "tool id to validate against")
 	version := fs.String("version", "", "tool version (default: the newest not deprecated)")
-	dir := fs.String("dir", defaultToolsDir, "tools directory (default: tools_dir of ./toolgate.yaml, else ./agent-tools)")
+	dir := fs.String("dir", "", "tools directory (default: tools_dir of ./toolgate.yaml, else ./agent-tools)")
 	schemaFile := fs.String("schema", "", "a plain JSON Schema document to validate against instead of a tool")
 	format := fs.String("format", "text", "output format: "+strings.Join(reportFormats, "|"))
 	args, code, ok := parseFlags(fs, e.Args)
@@ -71,6 +71,9 @@ func runValidate(_ context.Context, e env) int {
 	}
 	if *tool != "" && !settleToolsDir(e, "validate", fs, dir, "") {
 		return exitUsage
+	}
+	if *dir == "" {
+		*dir = defaultToolsDir
 	}
 	data, err := readInputFile(e, args[0])
 	if err != nil {
