@@ -122,7 +122,7 @@ func (s *Store) StreamUsage(ctx context.Context, tenant, principal string, since
 	if strings.ContainsRune(tenant, 0) || strings.ContainsRune(principal, 0) {
 		return u, fmt.Errorf("stream usage of %q: a NUL byte, which PostgreSQL text cannot hold", principal)
 	}
-	err = s.pool.QueryRow(ctx, `SELECT
+	err = s.queryRow(ctx, `SELECT
 			(SELECT count(*) FROM mcp_streams WHERE created_at >= $3),
 			(SELECT count(*) FROM mcp_streams WHERE created_at >= $3 AND tenant = $1 AND principal = $2),
 			(SELECT coalesce(sum(octet_length(e.data)), 0) FROM mcp_stream_events e JOIN mcp_streams s ON s.stream_id = e.stream_id WHERE s.created_at >= $3),
