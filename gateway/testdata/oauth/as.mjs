@@ -27,8 +27,10 @@ const provider = new Provider(issuer, {
     redirect_uris: [],
     token_endpoint_auth_method: "client_secret_basic",
     scope: c.scope,
+    id_token_signed_response_alg: jwks.keys[0].alg,
   })),
   jwks,
+  scopes: ["toolgate:call", "toolgate:operate"],
   features: {
     devInteractions: { enabled: false },
     clientCredentials: { enabled: true },
