@@ -161,6 +161,13 @@ type oauthOption func(*oauth.Config)
 
 func newOAuthRig(t testing.TB, i *idp, issuer string, opts ...oauthOption) *oauthRig {
 	t.Helper()
+	return newOAuthRigWith(t, i, issuer, nil, opts...)
+}
+
+// newOAuthRigWith is newOAuthRig with gw editing the gateway's
+// configuration (given the sandbox's URL) before it is built.
+func newOAuthRigWith(t testing.TB, i *idp, issuer string, gw func(c *gateway.Config, sbURL string), opts ...oauthOption) *oauthRig {
+	t.Helper()
 	ts := httptest.NewUnstartedServer(nil)
 	ts.Config.MaxHeaderBytes = 2 << 20 // the 1 MB token reaches the gateway
 	base := "http://" + ts.Listener.Addr().String()
@@ -195,6 +202,9 @@ func newOAuthRig(t testing.TB, i *idp, issuer string, opts ...oauthOption) *oaut
 		Bindings: testrig.Bindings(sbURL), JoinTimeout: 5 * time.Second,
 		Logger: slog.New(slog.NewTextHandler(io.MultiWriter(logs, testLogWriter{t}), &slog.HandlerOptions{Level: slog.LevelDebug})), PublicURL: base, OAuth: v, DecisionLog: w,
 		Keys: []gateway.Key{{Name: "oncall", SHA256Hex: config.HashKey("key-oncall"), Tenant: "acme", Role: "operator", Tools: []string{"*"}}},
+	}
+	if gw != nil {
+		gw(&cfg, sbURL)
 	}
 	srv, err := gateway.New(cfg)
 	if err != nil {
