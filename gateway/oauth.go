@@ -184,12 +184,14 @@ func (s *Server) metadataURL(r *http.Request) string {
 	return s.baseURL(r) + path
 }
 
-// baseURL is the gateway's origin as clients reach it: the public URL's, or
-// the request's scheme and host.
+// baseURL is the gateway's address as clients reach it: the public URL
+// (with its path, behind a proxy that serves the gateway under one), or the
+// request's scheme and host. The challenge names the metadata under it, so
+// a client finds it where the proxy forwards.
 func (s *Server) baseURL(r *http.Request) string {
 	if s.cfg.PublicURL != "" {
 		if u, err := url.Parse(s.cfg.PublicURL); err == nil && u.Host != "" {
-			return u.Scheme + "://" + u.Host
+			return strings.TrimSuffix(u.Scheme+"://"+u.Host+u.EscapedPath(), "/")
 		}
 	}
 	scheme := "http"
