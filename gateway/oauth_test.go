@@ -341,3 +341,64 @@ func TestOAuthJWKSTrouble(t *testing.T) {
 
 // answered reports a call's success: 201 for a new action, 200 for a replay.
 func answered(r reply) bool { return r.status == 200 || r.status == 201 }
+
+// TestOAuthOperatorEndpoints: every endpoint takes tokens as it takes keys:
+// without one, 401 with the challenge; an agent-scoped token on an operator
+// endpoint, 403 insufficient_scope naming the operator scope; an
+// operator-scoped token, neither.
+func TestOAuthOperatorEndpoints(t *testing.T) {
+	t.Parallel()
+	k := newKey(t, "k1", jose.ES256)
+	i := newIDP(t, k)
+	g := newOAuthRig(t, i, i.url)
+	rootMeta := strings.TrimSuffix(g.audience, "/mcp") + "/.well-known/oauth-protected-resource"
+	agent := g.token(k)
+	operator := g.token(k, func(c map[string]any) { c["scope"] = "toolgate:operate"; c["sub"] = "oncall-bot" })
+	for _, ep := range endpoints {
+		r := g.do(ep.method, ep.path, ep.body, "Idempotency-Key", "auth-act-0001")
+		r.wantProblem(t, 401, "unauthenticated")
+		wantChallenge(t, r, rootMeta, "toolgate:call", "")
+		if ep.operator {
+			r := g.do(ep.method, ep.path, ep.body, bearer(agent)...)
+			r.wantProblem(t, 403, "forbidden")
+			wantChallenge(t, r, rootMeta, "toolgate:operate", "insufficient_scope")
+		}
+		if r := g.do(ep.method, ep.path, ep.body, append(bearer(operator), "Idempotency-Key", "auth-act-0001")...); r.status == 401 || r.status == 403 {
+			t.Errorf("%s %s with an operator token: %d %s", ep.method, ep.path, r.status, r.body)
+		}
+	}
+	// The operator's reads see the action an agent token made, and what it did.
+	act := g.do("GET", "/v1/actions/auth-act-0001", "", bearer(operator)...).json(t)
+	if act["state"] == nil {
+		t.Fatalf("operator read: %v", act)
+	}
+}
+
+// TestOAuthSubjectsShareTenantKeys: idempotency keys are per tenant, for
+// tokens as for keys: a second subject of the tenant that sends the first
+// one's key with the same arguments gets the first one's action replayed
+// (one effect), with other arguments 409; a subject of another tenant with
+// the same key makes its own action.
+func TestOAuthSubjectsShareTenantKeys(t *testing.T) {
+	t.Parallel()
+	k := newKey(t, "k1", jose.ES256)
+	i := newIDP(t, k)
+	g := newOAuthRig(t, i, i.url)
+	a := g.token(k, func(c map[string]any) { c["sub"] = "agent-a" })
+	b := g.token(k, func(c map[string]any) { c["sub"] = "agent-b" })
+	other := g.token(k, func(c map[string]any) { c["sub"] = "agent-a"; c["tenant"] = "globex" })
+	first := g.refund("shared-key-0001", okArgs, bearer(a)...)
+	if first.status != 201 {
+		t.Fatalf("agent-a: %d %s", first.status, first.body)
+	}
+	again := g.refund("shared-key-0001", okArgs, bearer(b)...)
+	if again.status != first.status || again.header.Get("Idempotent-Replayed") != "true" || !sameBytes(again.body, first.body) {
+		t.Fatalf("agent-b with agent-a's key: %d %v %s", again.status, again.header, again.body)
+	}
+	g.refund("shared-key-0001", strings.Replace(okArgs, "1500", "1600", 1), bearer(b)...).wantProblem(t, 409, "idempotency_key_reused")
+	g.wantEffects(1)
+	if r := g.refund("shared-key-0001", okArgs, bearer(other)...); r.status != 201 {
+		t.Fatalf("another tenant with the same key: %d %s", r.status, r.body)
+	}
+	g.wantEffects(2)
+}
