@@ -259,7 +259,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	cleanTraceHeaders(r.Header)
-	if p := s.authenticate(r.Header); p != nil {
+	p, fail := s.identify(r.Context(), r.Header)
+	if s.tokens != nil {
+		// A token is verified once per request: authorize reads the result.
+		r = r.WithContext(context.WithValue(r.Context(), identifiedKey{}, &identified{p: p, fail: fail, header: r.Header.Get("Authorization")}))
+	}
+	if p != nil {
 		release, refused := s.inFlight.acquire(p)
 		if refused != nil {
 			writeProblem(w, refused)
@@ -357,7 +362,7 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request, who role) (*P
 	if s.noAuth != nil && r.Host != "" && !loopbackHost(r.Host) {
 		return nil, problem(toolcall.CodeForbidden, "without configured keys the gateway answers only on a loopback host name, not %q", r.Host)
 	}
-	p, fail := s.identify(r.Context(), r.Header)
+	p, fail := s.identifyRequest(r)
 	if p == nil {
 		return nil, s.refused(w, r, fail)
 	}

@@ -85,6 +85,23 @@ func (s *Server) identify(ctx context.Context, h http.Header) (*Principal, authF
 	return s.tokens.principal(id, role, s.inFlight), authFailure{}
 }
 
+// identified is what ServeHTTP found of a request's credential.
+type identified struct {
+	p      *Principal
+	fail   authFailure
+	header string // the Authorization header it was found for
+}
+
+type identifiedKey struct{}
+
+// identifyRequest is identify for r, reusing what ServeHTTP found.
+func (s *Server) identifyRequest(r *http.Request) (*Principal, authFailure) {
+	if id, ok := r.Context().Value(identifiedKey{}).(*identified); ok && id.header == r.Header.Get("Authorization") {
+		return id.p, id.fail
+	}
+	return s.identify(r.Context(), r.Header)
+}
+
 // principal is the interned principal of a verified token.
 func (t *tokenAuth) principal(id *oauth.Identity, role string, f *inFlight) *Principal {
 	tools := append([]string(nil), id.Tools...)
@@ -228,8 +245,9 @@ func (s *Server) oauthRoutes(m *http.ServeMux) {
 		h.Set("Access-Control-Allow-Origin", "*")
 		w.Write(body)
 	}
+	m.HandleFunc("GET /.well-known/oauth-protected-resource", serve)
+	m.HandleFunc("GET /.well-known/oauth-protected-resource/mcp", serve)
 	for _, p := range []string{wellKnownResource, wellKnownResourceMCP} {
-		m.HandleFunc("GET "+p, serve)
 		m.HandleFunc(p, methodNotAllowed)
 	}
 }
