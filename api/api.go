@@ -16,13 +16,20 @@ import (
 
 // Action is the record of one action (GET /v1/actions/{action_id}, docs/reference/http-api.md).
 type Action struct {
-	ActionID      string         `json:"action_id"`
-	Tenant        string         `json:"tenant"`
-	ToolID        string         `json:"tool_id"`
-	Version       string         `json:"version,omitempty"`
-	State         string         `json:"state"`
-	NeedsOperator bool           `json:"needs_operator"`
-	ArgsDigest    string         `json:"args_digest,omitempty"`
+	ActionID      string `json:"action_id"`
+	Tenant        string `json:"tenant"`
+	ToolID        string `json:"tool_id"`
+	Version       string `json:"version,omitempty"`
+	State         string `json:"state"`
+	NeedsOperator bool   `json:"needs_operator"`
+	ArgsDigest    string `json:"args_digest,omitempty"`
+	// Arguments are the action's arguments with x-sensitive values masked,
+	// on a read of one action (not in a list), unless the decision log's
+	// arguments setting is digest.
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+	// DownstreamKey is the key the downstream was sent (the binding's
+	// downstream_key): what to search the downstream by.
+	DownstreamKey string         `json:"downstream_key,omitempty"`
 	Attempts      int            `json:"attempts"`
 	ProviderCalls []ProviderCall `json:"provider_calls"`
 	Result        *Result        `json:"result"`

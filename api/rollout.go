@@ -14,9 +14,13 @@ type Rollout struct {
 	// deprecate: "registry").
 	Default       string `json:"default"`
 	DefaultSource string `json:"default_source"`
-	// Previous is what rollback restores.
-	Previous  string `json:"previous,omitempty"`
-	Candidate string `json:"candidate,omitempty"`
+	// Previous is what rollback restores ("": nothing to roll back to).
+	Previous string `json:"previous,omitempty"`
+	// RolledBack is the version the last rollback left, while the default
+	// is the one it restored: a rollback does not undo a rollback; a
+	// promote serves it again.
+	RolledBack string `json:"rolled_back,omitempty"`
+	Candidate  string `json:"candidate,omitempty"`
 	// Mode is stable, shadow, canary or halted.
 	Mode   string          `json:"mode"`
 	Canary *CanarySettings `json:"canary,omitempty"`
@@ -53,8 +57,12 @@ type CanarySettings struct {
 // RolloutVersion is one version of a tool as the rollout sees it.
 type RolloutVersion struct {
 	Version string `json:"version"`
-	// Role is default, candidate, previous or "" for another version.
-	Role       string `json:"role,omitempty"`
+	// Role is default, candidate, previous, rolled_back or "" for another version.
+	Role string `json:"role,omitempty"`
+	// Held says why toolgate.lock released the version but holds it from
+	// being the default by itself (a promotion the release gate's approval
+	// rule covers, with no approval); a promote makes it the default.
+	Held       string `json:"held,omitempty"`
 	Deprecated bool   `json:"deprecated"`
 	// DeprecatedAt starts the deprecation window (from toolgate.lock's
 	// deprecated_at, else from when a gateway first served the deprecation);
@@ -167,7 +175,11 @@ type PromoteRequest struct {
 // a rollback restores, the candidate a halt stops; the transition is
 // refused (409 rollout_conflict) when the rollout no longer matches it.
 type RolloutNoteRequest struct {
-	Version  string `json:"version,omitempty"`
+	Version string `json:"version,omitempty"`
+	// From, on a rollback: the default the operator saw and rolls back
+	// from; refused (409 rollout_changed, naming the change that came
+	// first) when it is no longer the default.
+	From     string `json:"from,omitempty"`
 	Note     string `json:"note,omitempty"`
 	Revision *int64 `json:"revision,omitempty"`
 }

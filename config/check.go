@@ -169,6 +169,8 @@ func Check(c *Config, reg *contract.Registry) []Problem {
 		}
 	}
 	out = append(out, checkPins(c, reg)...)
+	out = append(out, checkFormNames(c, reg)...)
+	out = append(out, checkProbeHosts(c)...)
 	for _, t := range Unbound(c, reg) {
 		effect := "read-only"
 		if mutating(t) {

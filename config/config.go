@@ -69,7 +69,13 @@ type Config struct {
 	// (a StatefulSet pod name). With it, the claims a crashed process left
 	// running become unknown as soon as the replica is back, not after
 	// their lease. Default: none (claims of a lost process wait for the lease).
-	ReplicaID          string        `yaml:"replica_id"`
+	ReplicaID string `yaml:"replica_id"`
+	// LedgerSession is a postgres:// DSN of the ledger's database that
+	// reaches PostgreSQL directly, for what needs a session of its own (the
+	// replica_id lock) when ledger goes through a transaction pooler such
+	// as PgBouncer (docs/postgres.md, "Behind a connection pooler").
+	// Default: none (ledger's connections are used).
+	LedgerSession      string        `yaml:"ledger_session"`
 	Retention          time.Duration `yaml:"retention"`           // default 168h
 	TombstoneRetention time.Duration `yaml:"tombstone_retention"` // default 720h
 	JoinTimeout        time.Duration `yaml:"join_timeout"`        // default 5s
@@ -92,6 +98,9 @@ type Config struct {
 	HTTP        HTTP        `yaml:"http"`
 	Limits      Limits      `yaml:"limits"`
 	ReplayCache ReplayCache `yaml:"replay_cache"`
+
+	// MCP is the /mcp server's settings (mcp.go).
+	MCP MCPServer `yaml:"mcp"`
 
 	file  string         // the file name given to ParseFile, "" for Parse
 	lines map[string]int // YAML path → line, for problems found after parsing
@@ -393,6 +402,7 @@ func (c *Config) applyDefaults() {
 		c.Bindings[id] = b
 	}
 	c.applyLimitDefaults()
+	c.applyMCPDefaults()
 }
 
 var hex64 = regexp.MustCompile(`^[0-9a-fA-F]{64}$`)
@@ -438,6 +448,8 @@ func (c *Config) check() []Problem {
 		if err := checkPublicURL(u); err != nil {
 			bad("http.public_url", "%q %v", u, err)
 		}
+	} else if msg := publicURLRequired(c); msg != "" {
+		bad("http.public_url", "%s", msg)
 	}
 	if l, err := LedgerDSN(c.Ledger); err != nil {
 		bad("ledger", "%v", err)
@@ -445,6 +457,13 @@ func (c *Config) check() []Problem {
 		bad("ledger_ha", "true needs a postgres:// ledger with a synchronous standby; %s has no standby", l.Kind)
 	} else if c.ReplicaID != "" && l.Kind != "postgres" {
 		bad("replica_id", "needs a postgres:// ledger: a %s ledger has one gateway, whose running claims become unknown at every start", l.Kind)
+	}
+	if c.LedgerSession != "" {
+		if l, err := LedgerDSN(c.LedgerSession); err != nil || l.Kind != "postgres" {
+			bad("ledger_session", "must be a postgres:// DSN that reaches the ledger's PostgreSQL directly (not through a pooler)")
+		} else if ld, err := LedgerDSN(c.Ledger); err == nil && ld.Kind != "postgres" {
+			bad("ledger_session", "needs a postgres:// ledger")
+		}
 	}
 	if c.ReplicaID != "" && !replicaIDPattern.MatchString(c.ReplicaID) {
 		bad("replica_id", "%q must be 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit", c.ReplicaID)
@@ -468,6 +487,7 @@ func (c *Config) check() []Problem {
 		bad("max_body_bytes", "must not be negative")
 	}
 	c.checkLimits(bad)
+	c.checkMCPServer(bad)
 	if m := c.DecisionLog.Arguments; !contains(argumentModes, m) {
 		bad("decision_log.arguments", "%s", oneOf("arguments mode", m, argumentModes))
 	}

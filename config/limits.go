@@ -12,19 +12,23 @@ import (
 // gateway's memory (docs/security.md). Each default is the owning
 // package's.
 const (
-	DefaultReadHeaderTimeout     = gateway.DefaultReadHeaderTimeout
-	DefaultReadTimeout           = gateway.DefaultReadTimeout
-	DefaultIdleTimeout           = gateway.DefaultIdleTimeout
-	DefaultMaxHeaderBytes        = gateway.DefaultMaxHeaderBytes
-	DefaultInFlightPerKey        = gateway.DefaultMaxInFlightPerKey
-	DefaultInFlightPerTenant     = gateway.DefaultMaxInFlightPerTenant
-	DefaultMCPStreamsPerKey      = gateway.DefaultMaxMCPStreamsPerKey
-	DefaultMCPStreams            = gateway.DefaultMaxMCPStreams
-	DefaultReplayCacheEntries    = ledger.DefaultCacheSize
-	DefaultReplayCacheBytes      = ledger.DefaultCacheBytes
-	DefaultReplayCacheEntryBytes = ledger.DefaultCacheEntryBytes
-	DefaultDecisionLogQueueBytes = decisionlog.DefaultQueueBytes
-	DefaultDecisionLogMaxPayload = decisionlog.DefaultMaxPayloadBytes
+	DefaultReadHeaderTimeout      = gateway.DefaultReadHeaderTimeout
+	DefaultReadTimeout            = gateway.DefaultReadTimeout
+	DefaultIdleTimeout            = gateway.DefaultIdleTimeout
+	DefaultMaxHeaderBytes         = gateway.DefaultMaxHeaderBytes
+	DefaultInFlightPerKey         = gateway.DefaultMaxInFlightPerKey
+	DefaultInFlightPerTenant      = gateway.DefaultMaxInFlightPerTenant
+	DefaultMCPStreamsPerKey       = gateway.DefaultMaxMCPStreamsPerKey
+	DefaultMCPStreams             = gateway.DefaultMaxMCPStreams
+	DefaultMCPStoredStreamsPerKey = gateway.DefaultMaxMCPStoredStreamsPerKey
+	DefaultMCPStoredStreams       = gateway.DefaultMaxMCPStoredStreams
+	DefaultMCPStoredBytesPerKey   = gateway.DefaultMaxMCPStoredBytesPerKey
+	DefaultMCPStoredBytes         = gateway.DefaultMaxMCPStoredBytes
+	DefaultReplayCacheEntries     = ledger.DefaultCacheSize
+	DefaultReplayCacheBytes       = ledger.DefaultCacheBytes
+	DefaultReplayCacheEntryBytes  = ledger.DefaultCacheEntryBytes
+	DefaultDecisionLogQueueBytes  = decisionlog.DefaultQueueBytes
+	DefaultDecisionLogMaxPayload  = decisionlog.DefaultMaxPayloadBytes
 )
 
 // HTTP is the HTTP server's limits.
@@ -51,6 +55,14 @@ type Limits struct {
 	// (GET /mcp) open at once for one API key and on one gateway.
 	MCPStreamsPerKey int `yaml:"mcp_streams_per_key"` // default 32; -1: no cap
 	MCPStreams       int `yaml:"mcp_streams"`         // default 1024; -1: no cap
+	// MCPStoredStreamsPerKey, MCPStoredStreams, MCPStoredBytesPerKey and
+	// MCPStoredBytes bound the MCP tools/call streams kept in the ledger
+	// for resumption (within their 15-minute retention), per API key and
+	// in all; a call past a bound runs, but its stream is not kept.
+	MCPStoredStreamsPerKey int   `yaml:"mcp_stored_streams_per_key"` // default 1000; -1: no cap
+	MCPStoredStreams       int   `yaml:"mcp_stored_streams"`         // default 20000; -1: no cap
+	MCPStoredBytesPerKey   int64 `yaml:"mcp_stored_bytes_per_key"`   // default 32 MiB; -1: no cap
+	MCPStoredBytes         int64 `yaml:"mcp_stored_bytes"`           // default 512 MiB; -1: no cap
 }
 
 // ReplayCache bounds the cache of finished actions that replays are answered from.
@@ -72,6 +84,10 @@ func (c *Config) applyLimitDefaults() {
 	setInt(&c.Limits.InFlightPerTenant, DefaultInFlightPerTenant)
 	setInt(&c.Limits.MCPStreamsPerKey, DefaultMCPStreamsPerKey)
 	setInt(&c.Limits.MCPStreams, DefaultMCPStreams)
+	setInt(&c.Limits.MCPStoredStreamsPerKey, DefaultMCPStoredStreamsPerKey)
+	setInt(&c.Limits.MCPStoredStreams, DefaultMCPStoredStreams)
+	setInt64(&c.Limits.MCPStoredBytesPerKey, DefaultMCPStoredBytesPerKey)
+	setInt64(&c.Limits.MCPStoredBytes, DefaultMCPStoredBytes)
 	setInt(&c.ReplayCache.Entries, DefaultReplayCacheEntries)
 	setInt64(&c.ReplayCache.Bytes, DefaultReplayCacheBytes)
 	setInt64(&c.ReplayCache.MaxEntryBytes, DefaultReplayCacheEntryBytes)
@@ -122,7 +138,16 @@ func (c *Config) checkLimits(bad func(path, format string, a ...any)) {
 		v    int
 	}{{"limits.in_flight_per_key", c.Limits.InFlightPerKey}, {"limits.in_flight_per_tenant", c.Limits.InFlightPerTenant},
 		{"limits.mcp_streams_per_key", c.Limits.MCPStreamsPerKey}, {"limits.mcp_streams", c.Limits.MCPStreams},
+		{"limits.mcp_stored_streams_per_key", c.Limits.MCPStoredStreamsPerKey}, {"limits.mcp_stored_streams", c.Limits.MCPStoredStreams},
 		{"replay_cache.entries", c.ReplayCache.Entries}} {
+		if n.v < -1 {
+			bad(n.name, "must be a whole number of at least 1 (or -1 for no limit)")
+		}
+	}
+	for _, n := range []struct {
+		name string
+		v    int64
+	}{{"limits.mcp_stored_bytes_per_key", c.Limits.MCPStoredBytesPerKey}, {"limits.mcp_stored_bytes", c.Limits.MCPStoredBytes}} {
 		if n.v < -1 {
 			bad(n.name, "must be a whole number of at least 1 (or -1 for no limit)")
 		}

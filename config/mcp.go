@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/toolgate/toolgate/invoke"
 	"github.com/toolgate/toolgate/upstream"
@@ -69,3 +70,40 @@ func (c *Config) checkMCP(id string, b Binding) []Problem {
 
 // maxMCPHeaders bounds an MCP binding's headers.
 const maxMCPHeaders = 32
+
+// MCPServer is the gateway's own MCP server (/mcp): its settings for hosts
+// that cannot set _meta and for the tasks extension (docs/providers.md).
+type MCPServer struct {
+	// KeyArgument: auto (the default) lists each mutating tool whose
+	// contract has no key argument with a required idempotency_key
+	// argument; off lists tools as their contracts say (the key then
+	// travels in _meta only).
+	KeyArgument string `yaml:"key_argument"`
+	// TaskAfter is how long a tools/call of a client that declared the
+	// tasks extension runs before it is answered with a task. Default 1s.
+	TaskAfter time.Duration `yaml:"task_after"`
+}
+
+// The values of mcp.key_argument, and mcp.task_after's default and bounds.
+const (
+	MCPKeyArgumentAuto  = "auto"
+	MCPKeyArgumentOff   = "off"
+	DefaultMCPTaskAfter = time.Second
+	maxMCPTaskAfter     = 10 * time.Minute
+)
+
+var mcpKeyArgumentModes = []string{MCPKeyArgumentAuto, MCPKeyArgumentOff}
+
+func (c *Config) applyMCPDefaults() {
+	setStr(&c.MCP.KeyArgument, MCPKeyArgumentAuto)
+	setDur(&c.MCP.TaskAfter, DefaultMCPTaskAfter)
+}
+
+func (c *Config) checkMCPServer(bad func(path, format string, a ...any)) {
+	if m := c.MCP.KeyArgument; !contains(mcpKeyArgumentModes, m) {
+		bad("mcp.key_argument", "%s", oneOf("key argument mode", m, mcpKeyArgumentModes))
+	}
+	if d := c.MCP.TaskAfter; d < 0 || d > maxMCPTaskAfter {
+		bad("mcp.task_after", "%s: must be between 0s and %s", d, maxMCPTaskAfter)
+	}
+}

@@ -40,3 +40,32 @@ func TestPublicURL(t *testing.T) {
 		t.Errorf("a misspelt public_url: %v", err)
 	}
 }
+
+// A gateway with API keys that listens beyond loopback must be told its
+// public address: GET /v1/openapi.json would otherwise name whatever Host a
+// request claims.
+func TestPublicURLRequiredBeyondLoopback(t *testing.T) {
+	t.Parallel()
+	keys := "auth:\n  keys:\n    - {name: a, key_sha256: " + HashKey("k") + ", tenant: t, role: agent, tools: [\"*\"]}\n"
+	for _, tc := range []struct {
+		doc     string
+		refused bool
+	}{
+		{"listen: 0.0.0.0:8080\n" + keys, true},
+		{"listen: \":8080\"\n" + keys, true},
+		{"listen: 10.0.0.7:8080\n" + keys, true},
+		{"listen: 127.0.0.1:8080\n" + keys, false},
+		{"listen: localhost:8080\n" + keys, false},
+		{"listen: \"[::1]:8080\"\n" + keys, false},
+		{"listen: 0.0.0.0:8080\nhttp: {public_url: https://tools.example.com}\n" + keys, false},
+		{"listen: 0.0.0.0:8080\n", false}, // no keys: nothing to name
+	} {
+		_, err := Parse([]byte(tc.doc))
+		if tc.refused != (err != nil) {
+			t.Errorf("%q: %v", tc.doc, err)
+		}
+		if err != nil && (!strings.Contains(err.Error(), "http.public_url") || !strings.Contains(err.Error(), "is required")) {
+			t.Errorf("%q: %v does not name http.public_url", tc.doc, err)
+		}
+	}
+}

@@ -39,3 +39,32 @@ func TestReplicaID(t *testing.T) {
 		})
 	}
 }
+
+// TestLedgerSession: ledger_session is a postgres:// DSN beside a postgres ledger.
+func TestLedgerSession(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name, yaml, err string
+	}{
+		{name: "direct beside a pooler", yaml: "ledger: postgres://pgbouncer:6432/toolgate\nledger_session: postgres://db1:5432,db2:5432/toolgate?target_session_attrs=read-write\nreplica_id: gw-0\n"},
+		{name: "not a DSN", yaml: "ledger: postgres://pgbouncer:6432/toolgate\nledger_session: db1:5432\n", err: "ledger_session: must be a postgres:// DSN"},
+		{name: "on sqlite", yaml: "ledger: sqlite://./toolgate.db\nledger_session: postgres://db1/toolgate\n", err: "ledger_session: needs a postgres:// ledger"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c, err := ParseFile("toolgate.yaml", []byte(tt.yaml))
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("err = %v, want one containing %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.LedgerSession == "" {
+				t.Fatal("LedgerSession not read")
+			}
+		})
+	}
+}

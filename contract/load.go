@@ -310,13 +310,26 @@ func (l *loader) parseVersion(path string, raw []byte, toolID, fileVersion strin
 	badRule := func(rule, ptr, msg string) {
 		l.addRule(rule, path, lineAt(ptr), ptr, msg)
 	}
-	if _, err := DecodeJSON(raw); err != nil {
+	whole, err := DecodeJSON(raw)
+	if err != nil {
 		l.add(path, 0, "%v", err)
 		if line, ok := errLine(err); ok {
 			l.problems[len(l.problems)-1].Line = line
 		}
 		return nil
 	}
+	// The schemas' references are bounded before anything resolves them
+	// (refs.go), on this first decoding: a refused file is decoded once,
+	// and its line is not looked for (that would decode it again).
+	if m, ok := whole.(map[string]any); ok {
+		for _, field := range [...]string{"parameters", "result"} {
+			if p := checkRefs(m[field], "/"+field); p != nil {
+				l.add(path, 0, "%s v%s: %s: %s", toolID, fileVersion, p.pointer, p.message)
+				return nil
+			}
+		}
+	}
+	whole = nil
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &fields); err != nil {
 		bad("", "a schema file must be a JSON object")
@@ -441,7 +454,6 @@ func (l *loader) parseVersion(path string, raw []byte, toolID, fileVersion strin
 			v.programs = append(v.programs, prg)
 		}
 	}
-	var err error
 	if v.sensParams, err = sensitivePointers(v.params); err != nil {
 		badRule(RuleAnnotation, "/parameters", fmt.Sprintf("%s: parameters: %v", label, err))
 	}

@@ -197,7 +197,7 @@ func compileWith(doc any, url string, withNotes bool) (*Schema, error) {
 func compileMeta(doc any, url string, withNotes bool, meta *jsonschema.Schema) (*Schema, error) {
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
-	jsonschemax.Configure(c) // ECMA-262 patterns with a time limit, formats by their RFCs
+	jsonschemax.ConfigureDocument(c, doc) // ECMA-262 patterns with a time limit, formats by their RFCs, the draft's type rules
 	c.UseLoader(noLoader{})
 	var n *notes
 	if withNotes {

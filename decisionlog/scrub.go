@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"net/url"
 	"strconv"
-	"strings"
 
 	secrets "github.com/toolgate/toolgate/internal/secret"
 )
@@ -22,7 +21,7 @@ const maxScrubValues = 256
 // wherever else they appear in its text.
 type scrubber struct {
 	values   map[string]bool
-	replacer *strings.Replacer
+	replacer *secrets.Replacer
 }
 
 // collect adds every string and number inside v (a value a rule selected).
@@ -68,7 +67,7 @@ func (s *scrubber) text(t string) string {
 		return t
 	}
 	if s.replacer == nil {
-		s.replacer = secrets.Replacer(s.values, MaskToken)
+		s.replacer = secrets.NewReplacer(s.values, MaskToken)
 	}
 	return s.replacer.Replace(t)
 }

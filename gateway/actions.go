@@ -45,7 +45,7 @@ func (s *Server) getAction(w http.ResponseWriter, r *http.Request, p *Principal)
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, s.renderAction(a))
+	return writeJSON(w, http.StatusOK, s.renderActionDetail(a))
 }
 
 // listActions serves
@@ -264,6 +264,19 @@ func (s *Server) viewAction(a *ledger.Action) actionView {
 // result body as JSON, other text as a string, anything else as base64 in
 // body_base64.
 func (s *Server) renderAction(a *ledger.Action) api.Action { return s.viewAction(a).Action }
+
+// renderActionDetail is the record of one action as a read of it shows it:
+// renderAction, plus its masked arguments (unless the decision log's
+// arguments setting is digest) and its downstream key, what on-call needs to
+// find the effect downstream.
+func (s *Server) renderActionDetail(a *ledger.Action) api.Action {
+	v := s.viewAction(a)
+	if s.cfg.ActionArguments != decisionlog.ModeDigest && len(v.Arguments) > 0 {
+		v.Action.Arguments = v.Arguments
+	}
+	v.Action.DownstreamKey = s.calls.DownstreamKey(a)
+	return v.Action
+}
 
 func timePtr(t time.Time) *time.Time {
 	if t.IsZero() {

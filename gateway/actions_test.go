@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/toolgate/toolgate/decisionlog"
+	"github.com/toolgate/toolgate/gateway"
 )
 
 func TestTwoPhaseAction(t *testing.T) {
@@ -108,4 +111,45 @@ func TestListActions(t *testing.T) {
 	g.do("GET", "/v1/actions?limit=0", "").wantProblem(t, 400, "malformed_request")
 	g.do("GET", "/v1/actions?limit=501", "").wantProblem(t, 400, "malformed_request")
 	g.do("GET", "/v1/actions?cursor=not-a-cursor", "").wantProblem(t, 400, "malformed_request")
+}
+
+// TestActionReadCarriesArgumentsAndDownstreamKey: a read of one action shows
+// what on-call needs — its arguments, x-sensitive values masked, and the key
+// the downstream knows it by — and under decision_log.arguments: digest no
+// arguments; a list never carries them.
+func TestActionReadCarriesArgumentsAndDownstreamKey(t *testing.T) {
+	t.Parallel()
+	const secret = "jane.marker@example.com"
+	args := strings.Replace(okArgs, "{", `{"customer_email":"`+secret+`",`, 1)
+	for _, mode := range []decisionlog.ArgumentsMode{"", decisionlog.ModeMasked, decisionlog.ModeFull, decisionlog.ModeDigest} {
+		t.Run(string(mode), func(t *testing.T) {
+			t.Parallel()
+			g := newRig(t, func(c *gateway.Config) { c.ActionArguments = mode })
+			if r := g.refund("read-args-0001", args); r.status != 201 {
+				t.Fatalf("call: %d %s", r.status, r.body)
+			}
+			raw := g.do("GET", "/v1/actions/read-args-0001", "")
+			if strings.Contains(string(raw.body), secret) {
+				t.Fatalf("the read shows the sensitive value: %s", raw.body)
+			}
+			rec := raw.json(t)
+			if rec["downstream_key"] != "default:read-args-0001" {
+				t.Errorf("downstream_key %v, want default:read-args-0001", rec["downstream_key"])
+			}
+			a, has := rec["arguments"].(map[string]any)
+			if mode == decisionlog.ModeDigest {
+				if has {
+					t.Errorf("digest mode shows arguments %v", a)
+				}
+				return
+			}
+			if !has || a["order_id"] == nil || a["customer_email"] == nil || a["customer_email"] == secret {
+				t.Errorf("arguments %v: want them with customer_email masked", rec["arguments"])
+			}
+			list := g.do("GET", "/v1/actions", "")
+			if strings.Contains(string(list.body), `"arguments"`) {
+				t.Errorf("a list carries arguments: %s", list.body)
+			}
+		})
+	}
 }

@@ -99,7 +99,7 @@ func TestAssignAnUnknownAction(t *testing.T) {
 	// Bounded texts, clear errors.
 	long := `{"note":"` + strings.Repeat("x", ledger.MaxAssignmentNoteBytes+1) + `","take_over":true}`
 	g.do("POST", path+"/assign", long, alice...).wantProblem(t, 400, "malformed_request")
-	g.do("POST", path+"/assign", `{"assignee":"a\u0007b","take_over":true}`, alice...).wantProblem(t, 400, "malformed_request")
+	g.do("POST", path+"/assign", `{"assignee":"a\u0007b","take_over":true}`, alice...).wantProblem(t, 422, "invalid_arguments")
 	g.do("POST", path+"/assign", `{"assignee":7}`, alice...).wantProblem(t, 400, "malformed_request")
 	g.do("POST", "/v1/actions/assign-key-none/assign", `{}`, alice...).wantProblem(t, 404, "action_not_found")
 

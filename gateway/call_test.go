@@ -79,10 +79,11 @@ func TestDuplicateWhileRunningJoins(t *testing.T) {
 	}
 	wg.Add(1)
 	go func() { defer wg.Done(); replies[1] = g.refund("refund-key-0003", okArgs) }()
+	// The duplicate is waiting for the first call's outcome (it joined) before
+	// the downstream answers: what makes this a join, not a replay.
 	waitFor(t, "the duplicate to join", func() bool {
-		return g.action("refund-key-0003")["state"] == "running"
+		return g.svc.Waiting("default", "refund-key-0003") == 1
 	})
-	time.Sleep(50 * time.Millisecond) // give the duplicate time to arrive; the outcome does not depend on it
 	g.sb.Release()
 	wg.Wait()
 	if replies[0].status != 201 || replies[1].status != 201 || !sameBytes(replies[0].body, replies[1].body) {

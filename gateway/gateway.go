@@ -85,6 +85,12 @@ type Config struct {
 	TombstoneRetention time.Duration
 	// DecisionLog receives one record per handled call. Default nil: no log.
 	DecisionLog *decisionlog.Writer
+	// ActionArguments is what a read of one action (GET /v1/actions/{id},
+	// toolgate actions show, the dashboard) shows of its arguments, as the
+	// decision log's arguments setting says: digest shows none (args_digest
+	// only); masked (the default) and full show them with x-sensitive values
+	// masked — a read of the API never shows a sensitive value raw.
+	ActionArguments decisionlog.ArgumentsMode
 	// Tracer makes the execute_tool spans. Default: no tracing (the caller's
 	// traceparent is still passed downstream).
 	Tracer trace.Tracer
@@ -102,6 +108,10 @@ type Config struct {
 	// rollout record the default is the newest released version the release
 	// policy does not deprecate. Default nil: no lock, every version is.
 	Released func(toolID, version string) bool
+	// Release returns what toolgate.lock says of a released version beyond
+	// its digest: why it is held from being the default, and the version it
+	// replaced as the released default. Default nil: nothing held or replaced.
+	Release func(toolID, version string) (held, replaces string)
 
 	// MaxInFlightPerKey and MaxInFlightPerTenant cap the requests one API
 	// key, and all keys of one tenant, may have in flight at once; more are
@@ -119,6 +129,33 @@ type Config struct {
 	// static keys (docs/oauth.md); its Config's Audience is the resource the
 	// metadata endpoints name. Default nil: static keys only.
 	OAuth *oauth.Verifier
+
+	// MaxMCPStoredStreamsPerKey, MaxMCPStoredStreams,
+	// MaxMCPStoredBytesPerKey and MaxMCPStoredBytes bound the tools/call
+	// streams kept in the ledger for resumption (mcp_resume.go), per API key
+	// and in all, in count and in bytes, within the stream retention; a
+	// call past a bound runs, but its stream is not kept. Defaults
+	// DefaultMaxMCPStoredStreamsPerKey, DefaultMaxMCPStoredStreams,
+	// DefaultMaxMCPStoredBytesPerKey, DefaultMaxMCPStoredBytes; negative: no
+	// bound.
+	MaxMCPStoredStreamsPerKey, MaxMCPStoredStreams int
+	MaxMCPStoredBytesPerKey, MaxMCPStoredBytes     int64
+
+	// Now is the clock the MCP stream retention is judged by. Default
+	// time.Now.
+	Now func() time.Time
+
+	// MCPKeyArgumentOff stops listing mutating tools without a key argument
+	// with the idempotency_key argument over MCP (mcp.key_argument: off);
+	// their callers must send the key in _meta. Default false (auto).
+	MCPKeyArgumentOff bool
+	// MCPTaskAfter is how long an MCP tools/call of a client that declared
+	// the tasks extension runs before it is answered with a task. Default
+	// DefaultMCPTaskAfter.
+	MCPTaskAfter time.Duration
+	// Version is the toolgate version the MCP server names. Default: the
+	// binary's build information.
+	Version string
 }
 
 // Key is one API key: the SHA-256 of the bearer token and what it may do.
@@ -194,7 +231,7 @@ func New(cfg Config) (*Server, error) {
 		ProbeState: cfg.DecisionLog != nil, Tracer: cfg.Tracer, Logger: cfg.Logger,
 		DeprecatedAt: cfg.DeprecatedAt, PromotionApproval: promotionApproval(cfg.Approvals),
 		RolloutObserver: newRolloutMetrics(cfg.Prometheus, cfg.Registry),
-		Released:        cfg.Released, OnChange: s.servingChanged,
+		Released:        cfg.Released, Release: cfg.Release, OnChange: s.servingChanged,
 	})
 	masks, err := masking.New(cfg.Registry)
 	if err != nil {

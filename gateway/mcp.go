@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -73,6 +74,8 @@ type mcpAPI struct {
 
 	mu      sync.Mutex
 	servers map[*Principal]*mcpServer
+
+	tasks mcpTasks // mcp_tasks.go
 }
 
 // mcpServer is one principal's MCP server and the definitions it lists
@@ -103,12 +106,19 @@ func (api *mcpAPI) entryLocked(p *Principal) *mcpServer {
 	if e, ok := api.servers[p]; ok {
 		return e
 	}
-	srv := mcp.NewServer(&mcp.Implementation{Name: "toolgate", Version: "1"}, &mcp.ServerOptions{
+	// Exactly what the server answers: tools (which change), and the
+	// prompts and resources lists the SDK serves (empty), and the tasks
+	// extension (mcp_tasks.go).
+	caps := &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true},
+		Prompts: &mcp.PromptCapabilities{}, Resources: &mcp.ResourceCapabilities{}}
+	caps.AddExtension(MCPTasksExtension, map[string]any{})
+	srv := mcp.NewServer(&mcp.Implementation{Name: "toolgate", Version: api.s.version()}, &mcp.ServerOptions{
 		Instructions: "Tools behind toolgate. Mutating tools run exactly once per idempotency key: give each intended action its own key (in the argument the tool's schema offers, or in _meta \"" + MCPKeyMeta + "\") and reuse it when you retry that action.",
-		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
+		Capabilities: caps,
 		// The tool list depends on the key: no intermediary may share it.
 		SetCacheable: func(_ context.Context, _ mcp.Request, c *mcp.Cacheable) { c.CacheScope = "private" },
 	})
+	api.addTaskMethods(srv, p)
 	e := &mcpServer{srv: srv, defs: map[string]string{}}
 	api.sync(p, e)
 	api.servers[p] = e
@@ -144,13 +154,19 @@ func (api *mcpAPI) sync(p *Principal, e *mcpServer) {
 		if !ok || !p.Allows(id) || api.s.reg().Tool(id) == nil {
 			continue
 		}
-		if in, _ := t.InputSchema.(map[string]any); in == nil || in["type"] != "object" {
+		in, _ := t.InputSchema.(map[string]any)
+		if in == nil || in["type"] != "object" {
 			api.s.log().Warn("mcp: tool not listed: MCP needs an object input schema", "tool_id", id)
 			continue
 		}
+		keyArg := api.wantsKeyArgument(p, api.s.reg().Tool(id), in)
+		if keyArg {
+			addKeyArgument(&t, in)
+			def = append(def[:len(def):len(def)], " +key"...) // what is listed differs from the export
+		}
 		want[t.Name] = string(def)
 		if e.defs[t.Name] != string(def) {
-			e.srv.AddTool(&t, api.handler(id, t.OutputSchema != nil))
+			e.srv.AddTool(&t, api.handler(id, t.OutputSchema != nil, keyArg))
 		}
 	}
 	var gone []string
@@ -167,8 +183,11 @@ func (api *mcpAPI) sync(p *Principal, e *mcpServer) {
 
 // handler runs one tools/call through the call service, observed as one
 // call. The request's Authorization, traceparent and X-Correlation-ID are
-// those of the HTTP request that carried it.
-func (api *mcpAPI) handler(toolID string, structured bool) mcp.ToolHandler {
+// those of the HTTP request that carried it. keyArg: the tool is listed
+// with the idempotency_key argument (mcp_meta.go), which is taken out of
+// the arguments here. A mutating call from a client that declared the
+// tasks extension may become a task (mcp_tasks.go).
+func (api *mcpAPI) handler(toolID string, structured, keyArg bool) mcp.ToolHandler {
 	s := api.s
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		tool := s.reg().Tool(toolID)
@@ -183,42 +202,134 @@ func (api *mcpAPI) handler(toolID string, structured bool) mcp.ToolHandler {
 				}
 			}
 		}
-		obs := s.beginCall(ctx, h)
-		const where = "MCP tools/call"
-		var ans toolcall.Answer
-		var err error
 		pc := &ledger.ProviderCall{Name: "mcp"}
-		in := toolcall.Input{ToolID: tool.ID, Key: metaKey(req.Params.Meta), CorrelationID: h.Get("X-Correlation-Id"), Traceparent: h.Get("Traceparent")}
+		in := toolcall.Input{ToolID: tool.ID, Key: metaKey(req.Params.Meta), CorrelationID: h.Get("X-Correlation-Id"), Traceparent: h.Get("Traceparent"),
+			Admitted: admittedHook(ctx)} // an admitted call's stream is kept for resumption (mcp_resume.go)
 		args := bytes.TrimSpace(req.Params.Arguments)
 		p := s.authenticate(h)
+		var early error // a refusal made before the call service
 		switch {
 		case p == nil:
-			err = problem(toolcall.CodeUnauthenticated, "send a valid API key as 'Authorization: Bearer <key>'")
+			early = problem(toolcall.CodeUnauthenticated, "send a valid API key as 'Authorization: Bearer <key>'")
 		case len(args) > 0 && !bytes.Equal(args, []byte("null")) && args[0] != '{':
-			f := &ans.Facts
-			f.Principal, f.Tenant, f.ToolID, f.Provider = p.Name, p.Tenant, tool.ID, pc
-			err = toolcall.InvalidArguments([]contract.FieldError{{Pointer: "", Code: "type", Detail: "the arguments must be a JSON object"}})
+			early = toolcall.InvalidArguments([]contract.FieldError{{Pointer: "", Code: "type", Detail: "the arguments must be a JSON object"}})
 		default:
 			if len(args) == 0 || bytes.Equal(args, []byte("null")) {
 				args = json.RawMessage("{}")
 			}
-			in.Body = constInput(toolcall.Body{Arguments: args, Provider: pc})
-			ans, err = s.calls.Call(obs.ctx, p, in)
-		}
-		rep := s.replyOf(where, &ans, err)
-		s.endCall(&obs, &ans.Facts, &rep)
-		if rep.gone {
-			return nil, ctx.Err()
-		}
-		if !rep.forModel() {
-			detail := http.StatusText(rep.status)
-			if rep.problem != nil {
-				detail = rep.problem.Code + ": " + rep.problem.Detail
+			if keyArg {
+				var fe *contract.FieldError
+				args, in.Key, fe = takeKeyArgument(args, in.Key)
+				if fe != nil {
+					early = toolcall.InvalidArguments([]contract.FieldError{*fe})
+				}
 			}
-			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: detail}
 		}
-		return api.result(tool, ans.Facts.Version, &rep, structured), nil
+		// run calls the service (or answers the early refusal) and observes the call.
+		run := func(ctx context.Context) mcpReply {
+			obs := s.beginCall(ctx, h)
+			const where = "MCP tools/call"
+			var ans toolcall.Answer
+			err := early
+			if err != nil {
+				if p != nil {
+					f := &ans.Facts
+					f.Principal, f.Tenant, f.ToolID, f.Provider = p.Name, p.Tenant, tool.ID, pc
+				}
+			} else {
+				in.Body = constInput(toolcall.Body{Arguments: args, Provider: pc})
+				ans, err = s.calls.Call(obs.ctx, p, in)
+			}
+			rep := s.replyOf(where, &ans, err)
+			s.endCall(&obs, &ans.Facts, &rep)
+			return mcpReply{reply: rep, version: ans.Facts.Version}
+		}
+		answer := func(rep mcpReply) (*mcp.CallToolResult, error) {
+			if rep.gone {
+				return nil, ctx.Err()
+			}
+			if !rep.forModel() {
+				detail := http.StatusText(rep.status)
+				if rep.problem != nil {
+					detail = rep.problem.Code + ": " + rep.problem.Detail
+				}
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: detail}
+			}
+			return api.result(tool, rep.version, &rep.reply, structured), nil
+		}
+		slot, _ := ctx.Value(taskSlotKey{}).(*taskSlot)
+		if early != nil || slot == nil || !declaresTasks(req.ClientCapabilities()) || !api.mutatingKeyed(p, tool, in.Key, args) {
+			return answer(run(ctx))
+		}
+		return api.asTask(ctx, p, in.Key, pc, slot, run, answer)
 	}
+}
+
+// mcpReply is a tools/call's reply and the version that served it.
+type mcpReply struct {
+	reply
+	version string
+}
+
+// asTask runs a tools/call that may become a task: it waits up to
+// taskAfter for the call, which goes on when the wait ends (its answer is
+// in the ledger), and answers a task handle for a call not finished by
+// then, held for approval, or unknown.
+func (api *mcpAPI) asTask(ctx context.Context, p *Principal, key string, pc *ledger.ProviderCall, slot *taskSlot,
+	run func(context.Context) mcpReply, answer func(mcpReply) (*mcp.CallToolResult, error)) (*mcp.CallToolResult, error) {
+	now := time.Now()
+	ref := newTaskRef(p, key)
+	pc.CallID = ref.callID()
+	lt := api.tasks.started(ref.String(), now)
+	done := make(chan mcpReply, 1)
+	go func() {
+		rep := run(context.WithoutCancel(ctx))
+		var terr *taskError
+		if rep.actionID == "" { // the call ended before it reached the ledger
+			terr = &taskError{Code: jsonrpc.CodeInternalError, Message: rep.modelText("")}
+			if rep.problem != nil {
+				terr.Message = rep.problem.Code + ": " + rep.problem.Detail
+			}
+		}
+		api.tasks.finish(lt, terr)
+		done <- rep
+	}()
+	t := time.NewTimer(api.s.taskAfter())
+	defer t.Stop()
+	select {
+	case rep := <-done:
+		if !rep.becomesTask() {
+			return answer(rep)
+		}
+	case <-t.C:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	a, err := api.s.cfg.Ledger.Get(ctx, p.Tenant, key)
+	if err != nil || !ref.recordedOn(a) {
+		a = nil // not in the ledger yet (or this call joined another's action: its evidence comes later)
+	}
+	slot.task = api.handle(ref, a, now)
+	return &mcp.CallToolResult{}, nil
+}
+
+// mutatingKeyed reports whether a call of tool by p is one a task may
+// follow: a mutating tool, called with a valid idempotency key (from
+// _meta, the idempotency_key argument or the contract's key argument).
+func (api *mcpAPI) mutatingKeyed(p *Principal, tool *contract.Tool, key string, args json.RawMessage) bool {
+	v := api.s.calls.Serving(p, tool)
+	if v == nil || !v.Mutating() {
+		return false
+	}
+	if key == "" {
+		if prop := v.IdempotencyKeyProperty(); prop != "" {
+			var m map[string]json.RawMessage
+			if json.Unmarshal(args, &m) == nil {
+				json.Unmarshal(m[prop], &key)
+			}
+		}
+	}
+	return toolcall.ValidKey(key)
 }
 
 // metaKey reads the idempotency key from a request's _meta.

@@ -15,24 +15,37 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/toolgate/toolgate/ledger"
 	"github.com/toolgate/toolgate/toolcall"
 )
 
 // Resumable MCP streams (streamable HTTP resumability). A tools/call POST
 // that asks for server-sent events gets a priming event first — an event id
-// and a retry field — and every event of its answer is stored in the
-// ledger's database (ledger.StreamStore) before it is sent. A client whose
-// stream drops reconnects with GET /mcp and Last-Event-ID, on this gateway or
-// any other on the same ledger, and receives the events it missed: the
-// stored answer of the one execution, never a second call. The call itself
-// runs to its end when the client goes away.
+// and a retry field — and every event of its answer is sent with an id. A
+// call that is admitted (its key, allow-list and arguments checked; it goes
+// on to execute or to wait for the running action it joins:
+// toolcall.Input.Admitted) has its stream stored in the ledger's database
+// (ledger.StreamStore) from then on, each event before it is sent. A client
+// whose stream drops reconnects with GET /mcp and Last-Event-ID, on this
+// gateway or any other on the same ledger, and receives the events it
+// missed: the stored answer of the one execution, never a second call. The
+// call itself runs to its end when the client goes away. A refused call, a
+// replay or an approval wait is answered at once and not stored: its stream
+// cannot be resumed (404); the same call sent again gets the same answer.
+//
+// The stored streams are bounded per key and in all, in count and bytes
+// (Config.MaxMCPStored*): a call that finds a bound reached still runs, as
+// an SSE stream without event ids (nothing to resume), and
+// toolgate_mcp_streams_unstored_total counts it. A stream is kept
+// MCPStreamRetention: a resumption of an older one is 404, and the gateway's
+// ledger.StreamCleaner deletes it.
 const (
 	// MCPStreamRetry is the retry field of the priming event: how long a
 	// client waits before it reconnects.
 	MCPStreamRetry = time.Second
 	// MCPStreamRetention is how long a stream's events are kept.
-	MCPStreamRetention = 15 * time.Minute
+	MCPStreamRetention = ledger.StreamRetention
 	// MCPResumeWait is how long a resumed stream waits for events that are
 	// not stored yet (the call still in flight) before it ends; the client
 	// then reconnects with the same Last-Event-ID.
@@ -45,6 +58,17 @@ const (
 	// with subscriptions/listen instead of the notification stream
 	// (mcp_notify.go).
 	mcpNoResumeFrom = "2026-07-28"
+	// mcpPendingEvents bounds the events of a stream kept in memory before
+	// its call is admitted (they are stored once it is).
+	mcpPendingEvents = 16
+)
+
+// Defaults of the bounds of the stored streams (Config.MaxMCPStored*).
+const (
+	DefaultMaxMCPStoredStreamsPerKey       = 1000
+	DefaultMaxMCPStoredStreams             = 20000
+	DefaultMaxMCPStoredBytesPerKey   int64 = 32 << 20
+	DefaultMaxMCPStoredBytes         int64 = 512 << 20
 )
 
 // mcpResume serves resumable tools/call streams over a StreamStore. A nil
@@ -52,6 +76,9 @@ const (
 type mcpResume struct {
 	s         *Server
 	store     ledger.StreamStore
+	limits    ledger.StreamLimits
+	now       func() time.Time
+	unstored  *prometheus.CounterVec
 	lastPrune atomic.Int64
 }
 
@@ -63,7 +90,49 @@ func newMCPResume(s *Server) *mcpResume {
 	if !ok {
 		return nil
 	}
-	return &mcpResume{s: s, store: st}
+	bound := func(v, d int64) int64 {
+		switch {
+		case v == 0:
+			return d
+		case v < 0:
+			return 0
+		}
+		return v
+	}
+	c := s.cfg
+	m := &mcpResume{s: s, store: st, now: c.Now, limits: ledger.StreamLimits{
+		PerKey:      int(bound(int64(c.MaxMCPStoredStreamsPerKey), DefaultMaxMCPStoredStreamsPerKey)),
+		Total:       int(bound(int64(c.MaxMCPStoredStreams), DefaultMaxMCPStoredStreams)),
+		PerKeyBytes: bound(c.MaxMCPStoredBytesPerKey, DefaultMaxMCPStoredBytesPerKey),
+		TotalBytes:  bound(c.MaxMCPStoredBytes, DefaultMaxMCPStoredBytes),
+	}}
+	if m.now == nil {
+		m.now = time.Now
+	}
+	m.unstored = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "toolgate_mcp_streams_unstored_total",
+		Help: "MCP tools/call streams served without being kept for resumption because the stored streams reached a bound: of the key (limit=mcp_stored_streams_per_key, mcp_stored_bytes_per_key) or of all keys (limit=mcp_stored_streams, mcp_stored_bytes), or the ledger did not answer (limit=ledger)."},
+		[]string{"limit"})
+	if err := c.Prometheus.Register(m.unstored); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			m.unstored = are.ExistingCollector.(*prometheus.CounterVec)
+		}
+	}
+	for _, l := range []string{"mcp_stored_streams_per_key", "mcp_stored_bytes_per_key", "mcp_stored_streams", "mcp_stored_bytes", "ledger"} {
+		m.unstored.WithLabelValues(l)
+	}
+	return m
+}
+
+// admittedKey is the context key of a stored stream's admission hook.
+type admittedKey struct{}
+
+// admittedHook is the function a tools/call handler passes as
+// toolcall.Input.Admitted: it stores the request's stream from then on
+// (nil when the request has no stream to store).
+func admittedHook(ctx context.Context) func() {
+	f, _ := ctx.Value(admittedKey{}).(func())
+	return f
 }
 
 // serve handles r: a resumption (GET with Last-Event-ID) itself, a tools/call
@@ -94,28 +163,47 @@ func (m *mcpResume) serve(w http.ResponseWriter, r *http.Request, p *Principal, 
 	// The whole body is read: the SDK reads it from memory, after the
 	// priming event is sent.
 	r.Body = io.NopCloser(bytes.NewReader(body))
-	sid := crand.Text()
-	now := time.Now()
-	if err := m.store.OpenStream(r.Context(), ledger.StreamInfo{ID: sid, Tenant: p.Tenant, Principal: p.Name, Created: now}); err != nil {
-		m.s.log().Warn("mcp: the stream is not resumable: the ledger did not store it", "error", err.Error())
-		next.ServeHTTP(w, r)
+	now := m.now()
+	m.prune(now)
+	if why := m.full(r.Context(), p, now); why != "" {
+		m.unstored.WithLabelValues(why).Inc()
+		next.ServeHTTP(w, r) // served, not kept: no event ids, nothing to resume
 		return nil
 	}
-	m.prune(now)
-	sw := &storedStream{m: m, w: w, rc: http.NewResponseController(w), sid: sid, reqID: id, header: http.Header{}}
+	sid := crand.Text()
+	sw := &storedStream{m: m, w: w, rc: http.NewResponseController(w), sid: sid, reqID: id, header: http.Header{},
+		info: ledger.StreamInfo{ID: sid, Tenant: p.Tenant, Principal: p.Name, Created: now}}
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache, no-transform")
 	w.WriteHeader(http.StatusOK)
 	sw.send(fmt.Sprintf("id: %s_0\nretry: %d\ndata: \n\n", sid, MCPStreamRetry.Milliseconds()))
 	// The call runs to its end when the client goes away: its answer is
-	// stored for the client that resumes.
-	next.ServeHTTP(sw, r.WithContext(context.WithoutCancel(r.Context())))
+	// stored for the client that resumes, once the call is admitted.
+	ctx := context.WithValue(context.WithoutCancel(r.Context()), admittedKey{}, sw.admit)
+	next.ServeHTTP(sw, r.WithContext(ctx))
 	sw.finish()
 	return nil
 }
 
-// prune deletes expired streams, at most once a minute per gateway.
+// full names the bound of the stored streams that p's next stream would
+// pass ("" when none), or "ledger" when the ledger did not say.
+func (m *mcpResume) full(ctx context.Context, p *Principal, now time.Time) string {
+	u, err := m.store.StreamUsage(ctx, p.Tenant, p.Name, now.Add(-MCPStreamRetention))
+	if err != nil {
+		m.s.log().Warn("mcp: the stream is not resumable: the ledger did not say how many streams it keeps", "error", err.Error())
+		return "ledger"
+	}
+	name, held := m.limits.Exceeded(u)
+	if name != "" {
+		m.s.log().Warn("mcp: the stream is not resumable: the stored streams reached a bound", "limit", "limits."+name, "held", held,
+			"principal", p.Name, "tenant", p.Tenant)
+	}
+	return name
+}
+
+// prune deletes expired streams, at most once a minute per gateway (the
+// gateway's ledger.StreamCleaner deletes them on its own tick as well).
 func (m *mcpResume) prune(now time.Time) {
 	last := m.lastPrune.Load()
 	if now.UnixNano()-last < int64(time.Minute) || !m.lastPrune.CompareAndSwap(last, now.UnixNano()) {
@@ -124,7 +212,7 @@ func (m *mcpResume) prune(now time.Time) {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		if _, err := m.store.PruneStreams(ctx, now.Add(-MCPStreamRetention)); err != nil {
+		if _, err := m.store.PruneStreams(ctx, now.Add(1-MCPStreamRetention)); err != nil {
 			m.s.log().Warn("mcp: pruning expired streams", "error", err.Error())
 		}
 	}()
@@ -144,21 +232,26 @@ func toolsCallID(body []byte) (json.RawMessage, bool) {
 }
 
 // storedStream is the ResponseWriter the MCP SDK answers a tools/call
-// through: each server-sent event it writes is stored, then sent to the client
-// with its id, for as long as the client listens.
+// through: each server-sent event it writes is sent to the client with its
+// id, for as long as the client listens, and stored first once the call is
+// admitted.
 type storedStream struct {
 	m      *mcpResume
 	w      http.ResponseWriter
 	rc     *http.ResponseController
 	sid    string
+	info   ledger.StreamInfo
 	reqID  json.RawMessage
 	header http.Header // the SDK's headers: ours are sent already
 
-	mu     sync.Mutex
-	status int
-	buf    []byte // an event not yet complete, or a refusal's text
-	idx    int
-	gone   bool
+	mu       sync.Mutex
+	status   int
+	buf      []byte // an event not yet complete, or a refusal's text
+	idx      int
+	gone     bool
+	admitted bool                 // the call was admitted: the stream is kept
+	opened   bool                 // the ledger holds the stream
+	pending  []ledger.StreamEvent // events sent before the call was admitted
 }
 
 func (sw *storedStream) Header() http.Header { return sw.header }
@@ -189,7 +282,7 @@ func (sw *storedStream) Write(p []byte) (int, error) {
 		ev := sw.buf[:end]
 		sw.buf = sw.buf[end+2:]
 		if data := sseData(ev); len(data) > 0 {
-			sw.store(data)
+			sw.event(data)
 		}
 	}
 	return len(p), nil
@@ -198,15 +291,49 @@ func (sw *storedStream) Write(p []byte) (int, error) {
 // Flush sends what is written; the events are flushed as they are sent.
 func (sw *storedStream) Flush() {}
 
-// store keeps one event's data and sends it to the client. Called with mu held.
-func (sw *storedStream) store(data []byte) {
-	sw.idx++
+// admit keeps the stream from now on: it is opened in the ledger with the
+// events sent so far. Called by the call service (toolcall.Input.Admitted).
+func (sw *storedStream) admit() {
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	if sw.admitted {
+		return
+	}
+	sw.admitted = true
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := sw.m.store.AppendStreamEvent(ctx, sw.sid, sw.idx, data); err != nil {
-		sw.m.s.log().Warn("mcp: an event of the stream was not stored; a resumed stream will miss it", "error", err.Error())
+	if err := sw.m.store.OpenStream(ctx, sw.info); err != nil {
+		sw.m.s.log().Warn("mcp: the stream is not resumable: the ledger did not store it", "error", err.Error())
+		return
+	}
+	sw.opened = true
+	for _, e := range sw.pending {
+		sw.append(e.Index, e.Data)
+	}
+	sw.pending = nil
+}
+
+// event stores one event's data when the stream is kept (or keeps it in
+// memory until the call is admitted) and sends it to the client. Called
+// with mu held.
+func (sw *storedStream) event(data []byte) {
+	sw.idx++
+	switch {
+	case sw.opened:
+		sw.append(sw.idx, data)
+	case !sw.admitted && len(sw.pending) < mcpPendingEvents:
+		sw.pending = append(sw.pending, ledger.StreamEvent{Index: sw.idx, Data: bytes.Clone(data)})
 	}
 	sw.sendLocked(formatEvent(sw.sid, sw.idx, data))
+}
+
+// append stores one event. Called with mu held.
+func (sw *storedStream) append(idx int, data []byte) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := sw.m.store.AppendStreamEvent(ctx, sw.sid, idx, data); err != nil {
+		sw.m.s.log().Warn("mcp: an event of the stream was not stored; a resumed stream will miss it", "error", err.Error())
+	}
 }
 
 func (sw *storedStream) send(s string) {
@@ -229,7 +356,7 @@ func (sw *storedStream) sendLocked(s string) {
 }
 
 // finish answers a refusal of the SDK as a JSON-RPC error event (the client
-// was told 200 already) and marks the stream done.
+// was told 200 already) and marks a kept stream done.
 func (sw *storedStream) finish() {
 	sw.mu.Lock()
 	if sw.status != 0 && (sw.status != http.StatusOK || !strings.HasPrefix(sw.header.Get("Content-Type"), "text/event-stream")) {
@@ -239,9 +366,13 @@ func (sw *storedStream) finish() {
 		}
 		data, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": sw.reqID,
 			"error": map[string]any{"code": -32600, "message": msg}})
-		sw.store(data)
+		sw.event(data)
 	}
+	opened := sw.opened
 	sw.mu.Unlock()
+	if !opened {
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := sw.m.store.CloseStream(ctx, sw.sid); err != nil {
@@ -267,6 +398,8 @@ func (m *mcpResume) resume(w http.ResponseWriter, r *http.Request, p *Principal)
 		return problem(toolcall.CodeLedgerUnavailable, "the ledger did not answer; reconnect with the same Last-Event-ID")
 	case info.Tenant != p.Tenant || info.Principal != p.Name:
 		return notFound
+	case m.now().Sub(info.Created) >= MCPStreamRetention:
+		return notFound // expired: what it holds is not given out, whether or not a sweep deleted it yet
 	}
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")

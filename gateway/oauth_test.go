@@ -216,7 +216,7 @@ func TestOAuthUnknownKidRefetchesOnce(t *testing.T) {
 	t.Parallel()
 	k1, k2 := newKey(t, "k1", jose.ES256), newKey(t, "k2", jose.ES256)
 	i := newIDP(t, k1)
-	clock := &fakeClock{now: time.Now()}
+	clock := &oauthClock{now: time.Now()}
 	g := newOAuthRig(t, i, i.url, func(c *oauth.Config) { c.RefetchInterval = 30 * time.Second; c.Now = clock.Now })
 	if r := g.refund("oauth-kid-0001", okArgs, bearer(g.token(k1))...); !answered(r) {
 		t.Fatalf("known kid: %d %s", r.status, r.body)
@@ -246,19 +246,19 @@ func TestOAuthUnknownKidRefetchesOnce(t *testing.T) {
 	g.wantEffects(2)
 }
 
-// fakeClock is the verifier's clock, moved by the test.
-type fakeClock struct {
+// oauthClock is the verifier's clock, moved by the test.
+type oauthClock struct {
 	mu  sync.Mutex
 	now time.Time
 }
 
-func (c *fakeClock) Now() time.Time {
+func (c *oauthClock) Now() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.now
 }
 
-func (c *fakeClock) advance(d time.Duration) {
+func (c *oauthClock) advance(d time.Duration) {
 	c.mu.Lock()
 	c.now = c.now.Add(d)
 	c.mu.Unlock()

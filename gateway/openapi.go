@@ -54,18 +54,27 @@ var openapiJSON = sync.OnceValues(func() ([]byte, error) {
 func OpenAPIJSON() ([]byte, error) { return openapiJSON() }
 
 // serverURL is the address the served document names as its server: the
-// configured public URL, else the scheme and Host the request was sent to.
+// configured public URL; without one, the scheme and Host the request was
+// sent to only when that Host names this machine (localhost, 127.0.0.0/8,
+// ::1), else "" (the document keeps the relative "/"). A Host header is the
+// client's claim, and no X-Forwarded-* header is believed (toolgate has no
+// trusted-proxy setting): a gateway reached any other way is told its
+// address by http.public_url, which check requires when it has API keys and
+// listens beyond loopback.
 func (s *Server) serverURL(r *http.Request) string {
 	if u := strings.TrimSuffix(s.cfg.PublicURL, "/"); u != "" {
 		return u
 	}
-	scheme := "http"
-	if r.TLS != nil {
-		scheme = "https"
-	}
 	host := r.Host
 	if host == "" || strings.ContainsAny(host, "/\\\"<> ") {
 		return ""
+	}
+	if !loopbackHost(host) { // the dashboard's rule (ui.go)
+		return ""
+	}
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
 	}
 	return scheme + "://" + host
 }

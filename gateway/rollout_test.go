@@ -343,7 +343,7 @@ func TestRolloutPromotionAndRollbackWithinOneTick(t *testing.T) {
 	}
 
 	st = f.transition(1, tool, "rollback", `{"note":"1.0.0 broke something"}`)
-	if st.Default != "1.1.0" || st.Previous != "1.0.0" || st.History[0].Action != "rollback" {
+	if st.Default != "1.1.0" || st.Previous != "" || st.RolledBack != "1.0.0" || st.History[0].Action != "rollback" {
 		t.Fatalf("after rollback: %+v", st)
 	}
 	if v := version(1); v != "1.1.0" {

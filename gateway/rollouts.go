@@ -25,7 +25,7 @@ import (
 //	POST /v1/rollouts/{tool_id}/shadow    {"version", "note"?, "revision"?}
 //	POST /v1/rollouts/{tool_id}/canary    {"version"?, "percent"?, "principals"?, "halt_margin"?, "halt_min_sample"?, "note"?, "revision"?}
 //	POST /v1/rollouts/{tool_id}/promote   {"version"?, "approver"?, "note"?, "revision"?}
-//	POST /v1/rollouts/{tool_id}/rollback  {"version"?, "note"?, "revision"?}
+//	POST /v1/rollouts/{tool_id}/rollback  {"from"?, "version"?, "note"?, "revision"?}
 //	POST /v1/rollouts/{tool_id}/halt      {"version"?, "note"?, "revision"?}
 //
 // Each transition answers 200 with the new status; another transition name
@@ -118,6 +118,11 @@ func (s *Server) postRollout(action string) handler {
 				return err
 			}
 			ch.Version, ch.Note, ch.Revision = body.Version, body.Note, body.Revision
+			if ch.Action == rollout.ActRollback {
+				ch.From = body.From
+			} else if body.From != "" {
+				return problem(toolcall.CodeMalformedRequest, "from names the default a rollback rolls back from; a halt takes version (the candidate it stops)")
+			}
 		default:
 			return fmt.Errorf("postRollout: no transition %q", action)
 		}

@@ -56,7 +56,11 @@ func (c *chaos) failover(ctx context.Context) error {
 		sleep(ctx, d)
 	}
 	f.At = c.progress()
-	c.cfg.logf("SIGKILL the PostgreSQL primary at %.0f%%", 100*f.At)
+	verb := "SIGKILL"
+	if v, ok := c.ha.(interface{ Verb() string }); ok {
+		verb = v.Verb() // an HA whose "kill" is something else (a planned switchover)
+	}
+	c.cfg.logf("%s the PostgreSQL primary at %.0f%%", verb, 100*f.At)
 	if err := c.ha.KillPrimary(); err != nil {
 		return fmt.Errorf("kill the primary: %w", err)
 	}

@@ -19,12 +19,12 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strings"
 	"time"
 
 	"github.com/toolgate/toolgate/contract"
 	"github.com/toolgate/toolgate/lockfile"
+	"go.yaml.in/yaml/v3"
 )
 
 // Version is the version every imported contract starts at.
@@ -190,12 +190,16 @@ func digest(b []byte) string {
 
 func writeFolder(root string, t Tool) error {
 	dir := filepath.Join(root, t.ID)
+	owner, err := ownerYAML(t)
+	if err != nil {
+		return err
+	}
 	if err := os.MkdirAll(filepath.Join(dir, "schemas"), 0o755); err != nil {
 		return err
 	}
 	files := map[string][]byte{
 		filepath.Join("schemas", "v"+Version+".json"): marshal(t.Schema),
-		"owner.yaml":          []byte(ownerYAML(t)),
+		"owner.yaml":          owner,
 		"release-policy.yaml": []byte(releasePolicy),
 		"changelog.md":        []byte(t.Changelog),
 		lockfile.PinFileName:  t.Pin.Marshal(),
@@ -218,17 +222,24 @@ func marshal(v any) []byte {
 	return b.Bytes()
 }
 
-func ownerYAML(t Tool) string {
-	owner, risk := t.Owner, t.RiskLevel
-	return fmt.Sprintf("# Written by toolgate import: name the owner and the risk level (low, medium, high)\n# and the agents that use the tool (toolgate lint asks for each one left empty).\nowner: %s\nrisk_level: %s\nconsumers: []\n", yamlScalar(owner), yamlScalar(risk))
-}
-
-func yamlScalar(s string) string {
-	if s == "" {
-		return `""`
+// ownerYAML is owner.yaml, written by the YAML encoder and read back.
+func ownerYAML(t Tool) ([]byte, error) {
+	doc := &yaml.Node{Kind: yaml.MappingNode, HeadComment: "# Written by toolgate import: name the owner and the risk level (low, medium, high)\n# and the agents that use the tool (toolgate lint asks for each one left empty).",
+		Content: []*yaml.Node{key("owner"), str(t.Owner), key("risk_level"), str(t.RiskLevel), key("consumers"), {Kind: yaml.SequenceNode, Style: yaml.FlowStyle}}}
+	var b bytes.Buffer
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	if err := enc.Encode(doc); err != nil {
+		return nil, err
 	}
-	b, _ := json.Marshal(s)
-	return string(b)
+	if err := enc.Close(); err != nil {
+		return nil, err
+	}
+	out := escapeHidden(b.String())
+	if err := sameYAML(out, map[string]any{"owner": t.Owner, "risk_level": t.RiskLevel, "consumers": []any{}}); err != nil {
+		return nil, fmt.Errorf("%s/owner.yaml: %w", t.ID, err)
+	}
+	return []byte(out), nil
 }
 
 const releasePolicy = `compatible_with: []
@@ -258,11 +269,13 @@ func contractOf(id, name, description, effect string, params, result any, errs [
 
 func changelog(id, source string, notes []string, now time.Time) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "# %s changelog\n\n## %s\n\n- Imported by toolgate import on %s from %s.\n", id, Version, now.Format("2006-01-02"), source)
+	// A note quotes names the source chose: one line each, what would not
+	// show as itself escaped, so none can start a heading of its own.
+	fmt.Fprintf(&b, "# %s changelog\n\n## %s\n\n- Imported by toolgate import on %s from %s.\n", id, Version, now.Format("2006-01-02"), Visible(source))
 	if len(notes) > 0 {
 		b.WriteString("- What the import changed to make a strict JSON Schema 2020-12 contract of it:\n")
 		for _, n := range notes {
-			fmt.Fprintf(&b, "  - %s\n", n)
+			fmt.Fprintf(&b, "  - %s\n", Visible(n))
 		}
 	}
 	return b.String()
@@ -317,54 +330,4 @@ func uniqueIDs(tools []Tool) error {
 		seen[t.ID] = true
 	}
 	return nil
-}
-
-// Snippet is the bindings: section for the imported tools, as YAML.
-func Snippet(tools []Tool) string {
-	sorted := append([]Tool(nil), tools...)
-	sort.Slice(sorted, func(i, j int) bool { return sorted[i].ID < sorted[j].ID })
-	var b strings.Builder
-	b.WriteString("bindings:\n")
-	for _, t := range sorted {
-		fmt.Fprintf(&b, "  %s:\n", t.ID)
-		keys := make([]string, 0, len(t.Binding))
-		for k := range t.Binding {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			if strings.HasPrefix(k, "#") {
-				continue
-			}
-			fmt.Fprintf(&b, "    %s: %s\n", k, flowYAML(t.Binding[k]))
-		}
-		if c, ok := t.Binding["#"].(string); ok {
-			for _, line := range strings.Split(c, "\n") {
-				fmt.Fprintf(&b, "    # %s\n", line)
-			}
-		}
-	}
-	return b.String()
-}
-
-// flowYAML writes a value as YAML flow (JSON is YAML).
-func flowYAML(v any) string {
-	switch x := v.(type) {
-	case map[string]any:
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		parts := make([]string, len(keys))
-		for i, k := range keys {
-			parts[i] = k + ": " + flowYAML(x[k])
-		}
-		return "{" + strings.Join(parts, ", ") + "}"
-	case string:
-		b, _ := json.Marshal(x)
-		return string(b)
-	}
-	b, _ := json.Marshal(v)
-	return string(b)
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"sort"
 	"strconv"
@@ -42,6 +43,48 @@ type FormField struct {
 // is sent.
 var ErrForm = errors.New("invoke: form body")
 
+// FormLimit is the largest form body a call's arguments (their canonical
+// JSON, argsLen bytes) may become: 64 KiB plus eight times the arguments.
+// The bracket convention repeats a field's whole path for every value under
+// it, so a form can be much larger than its arguments (long member names
+// nested deep); a body past the limit is refused before it is built
+// (FormError, code form_too_large), never sent in part.
+func FormLimit(argsLen int) int { return 64<<10 + 8*argsLen }
+
+// Codes of a FormError.
+const (
+	// FormAmbiguous: the value would not read back as itself under the
+	// binding's encoding (a delimiter inside a delimited value, an empty
+	// array or object, which a form cannot write).
+	FormAmbiguous = "form_ambiguous"
+	// FormName: a name a form field cannot carry ("", "[" or "]"), or one
+	// that another field of the same body has.
+	FormName = "form_name"
+	// FormTooLarge: the form body would pass FormLimit.
+	FormTooLarge = "form_too_large"
+)
+
+// FormError is arguments a form body cannot carry exactly: nothing is sent.
+// Pointer is the JSON pointer of the argument at fault. It wraps ErrForm.
+type FormError struct {
+	Pointer string
+	Code    string
+	Detail  string
+}
+
+func (e *FormError) Error() string {
+	return fmt.Sprintf("%v: %s: %s", ErrForm, pointerText(e.Pointer), e.Detail)
+}
+
+func (e *FormError) Unwrap() error { return ErrForm }
+
+func pointerText(p string) string {
+	if p == "" {
+		return "the arguments"
+	}
+	return p
+}
+
 // EncodeForm writes a JSON object (decoded with json.Number, so a number is
 // written as its JSON text, never rounded through a float) as an
 // application/x-www-form-urlencoded body, its fields in name order:
@@ -57,119 +100,318 @@ var ErrForm = errors.New("invoke: form body")
 //     writes its members as fields of their own, explode false writes
 //     name=k1,v1,k2,v2.
 //
-// Empty arrays and objects write nothing. A name holding "[" or "]" cannot
-// be told from the convention's brackets, and is an error wrapping ErrForm.
+// What it writes reads back, under the same encoding, as exactly the
+// arguments (as text: a form has no types), or it writes nothing and
+// returns a *FormError: a name that is empty or holds "[" or "]"; a value
+// holding its own delimiter (explode false); an empty array or object
+// (which would read back as absent); an exploded member that is another
+// field's name; a style form object or a delimited array holding objects
+// or arrays; or a body past FormLimit of the arguments' size (the size is
+// counted before anything is built). EncodeForm itself applies no limit.
 func EncodeForm(args map[string]any, enc map[string]FormField) (string, error) {
-	var b strings.Builder
-	add := func(k, v string) {
-		if b.Len() > 0 {
-			b.WriteByte('&')
-		}
-		b.WriteString(escapeKey(k))
-		b.WriteByte('=')
-		b.WriteString(url.QueryEscape(v))
-	}
-	for _, name := range sortedKeys(args) {
-		if strings.ContainsAny(name, "[]") {
-			return "", fmt.Errorf("%w: the argument name %q holds a bracket, which a form field name cannot carry", ErrForm, name)
-		}
-		v := args[name]
-		f := enc[name]
-		if strings.Contains(f.ContentType, "json") {
-			js, err := marshalJSON(v)
-			if err != nil {
-				return "", err
-			}
-			add(name, string(js))
-			continue
-		}
-		explode := f.Style == "" || f.Style == StyleForm
-		if f.Explode != nil {
-			explode = *f.Explode
-		}
-		switch x := v.(type) {
-		case []any:
-			if f.Style != StyleDeepObject && allScalars(x) {
-				if explode {
-					for _, e := range x {
-						add(name, scalar(e))
-					}
-					continue
-				}
-				sep := map[string]string{StyleSpaceDelimited: " ", StylePipeDelimited: "|"}[f.Style]
-				if sep == "" {
-					sep = ","
-				}
-				parts := make([]string, len(x))
-				for i, e := range x {
-					parts[i] = scalar(e)
-				}
-				if len(parts) > 0 {
-					add(name, strings.Join(parts, sep))
-				}
-				continue
-			}
-			if err := brackets(name, x, add); err != nil {
-				return "", err
-			}
-		case map[string]any:
-			if f.Style == StyleForm && allScalarValues(x) {
-				if explode {
-					for _, k := range sortedKeys(x) {
-						if _, taken := args[k]; taken || strings.ContainsAny(k, "[]") {
-							return "", fmt.Errorf("%w: the member %q of %q would be a form field that another argument has, or holds a bracket", ErrForm, k, name)
-						}
-						add(k, scalar(x[k]))
-					}
-					continue
-				}
-				var parts []string
-				for _, k := range sortedKeys(x) {
-					parts = append(parts, k, scalar(x[k]))
-				}
-				if len(parts) > 0 {
-					add(name, strings.Join(parts, ","))
-				}
-				continue
-			}
-			if err := brackets(name, x, add); err != nil {
-				return "", err
-			}
-		default:
-			add(name, scalar(v))
-		}
-	}
-	return b.String(), nil
+	return encodeForm(args, enc, -1)
 }
 
-// brackets writes a value under prefix in the bracket convention.
-func brackets(prefix string, v any, add func(k, v string)) error {
-	switch x := v.(type) {
-	case map[string]any:
-		for _, k := range sortedKeys(x) {
-			if strings.ContainsAny(k, "[]") {
-				return fmt.Errorf("%w: the member name %q holds a bracket, which a form field name cannot carry", ErrForm, k)
-			}
-			if err := brackets(prefix+"["+k+"]", x[k], add); err != nil {
-				return err
-			}
-		}
-	case []any:
-		for i, e := range x {
-			if err := brackets(prefix+"["+strconv.Itoa(i)+"]", e, add); err != nil {
-				return err
-			}
-		}
-	default:
-		add(prefix, scalar(v))
+// EncodeFormLimit is EncodeForm refusing (FormTooLarge) a body of more than
+// max bytes, counted before it is built.
+func EncodeFormLimit(args map[string]any, enc map[string]FormField, max int) (string, error) {
+	return encodeForm(args, enc, max)
+}
+
+// FormSize is the size of the form EncodeForm would write, without writing
+// it, or the error it would return (FormTooLarge past max; max < 0: no limit).
+func FormSize(args map[string]any, enc map[string]FormField, max int) (int, error) {
+	w := formWriter{args: args, enc: enc}
+	err := w.count(max)
+	return w.size, err
+}
+
+func encodeForm(args map[string]any, enc map[string]FormField, max int) (string, error) {
+	w := formWriter{args: args, enc: enc}
+	return w.encode(max)
+}
+
+// count walks the arguments counting the body's size: the error the
+// encoding would give, or FormTooLarge past max (max < 0: no limit).
+func (w *formWriter) count(max int) error {
+	w.out = nil
+	if err := w.run(); err != nil {
+		return err
+	}
+	if max >= 0 && w.size > max {
+		return w.tooLarge(max)
 	}
 	return nil
 }
 
-// escapeKey query-escapes a field name but keeps its brackets readable.
-func escapeKey(k string) string {
-	e := url.QueryEscape(k)
-	return strings.NewReplacer("%5B", "[", "%5D", "]").Replace(e)
+// encode counts, then writes the body into a buffer of its exact size.
+func (w *formWriter) encode(max int) (string, error) {
+	if err := w.count(max); err != nil {
+		return "", err
+	}
+	size := w.size
+	w.out = &strings.Builder{}
+	w.out.Grow(size)
+	if err := w.run(); err != nil {
+		return "", err
+	}
+	return w.out.String(), nil
+}
+
+// formWriter walks the arguments once per pass: the first counts the
+// body's size (out nil), the second writes it. A field's name is kept as
+// the escaped parts of its path, never joined per value, so the walk itself
+// allocates in proportion to the arguments, not to the body.
+type formWriter struct {
+	args     map[string]any
+	enc      map[string]FormField
+	reserved map[string]any // names an exploded member must not take (nil: args)
+	out      *strings.Builder
+
+	size     int
+	fields   int
+	keyParts []string // escaped: name, "[member]", ...
+	keyLen   int
+	path     []string // the JSON pointer's segments, for errors
+	sizeOf   map[string]int
+	top      string
+	members  map[string]string // exploded members written, by the argument that wrote them
+}
+
+func (w *formWriter) fail(code, format string, a ...any) error {
+	var b strings.Builder
+	for _, s := range w.path {
+		b.WriteByte('/')
+		b.WriteString(strings.NewReplacer("~", "~0", "/", "~1").Replace(s))
+	}
+	return &FormError{Pointer: b.String(), Code: code, Detail: fmt.Sprintf(format, a...)}
+}
+
+func (w *formWriter) tooLarge(max int) error {
+	top, most := "", -1
+	for _, name := range sortedKeys(w.args) {
+		if w.sizeOf[name] > most {
+			top, most = name, w.sizeOf[name]
+		}
+	}
+	w.path = []string{top}
+	return w.fail(FormTooLarge, "the form body would be %d bytes, more than the %d a call of this size may become (64 KiB plus eight times the arguments): the bracket convention repeats a field's whole path for every value under it, so long member names nested deep multiply", w.size, max)
+}
+
+func (w *formWriter) push(seg, escaped string) {
+	w.path = append(w.path, seg)
+	w.keyParts = append(w.keyParts, escaped)
+	w.keyLen += len(escaped)
+}
+
+func (w *formWriter) pop() {
+	last := w.keyParts[len(w.keyParts)-1]
+	w.keyLen -= len(last)
+	w.keyParts = w.keyParts[:len(w.keyParts)-1]
+	w.path = w.path[:len(w.path)-1]
+}
+
+// emit writes (or counts) one field: the current key, then value.
+func (w *formWriter) emit(value string) {
+	n := w.keyLen + 1 + queryEscapedLen(value)
+	if w.fields > 0 {
+		n++
+	}
+	w.size += n
+	w.sizeOf[w.top] += n
+	if w.out != nil {
+		if w.fields > 0 {
+			w.out.WriteByte('&')
+		}
+		for _, p := range w.keyParts {
+			w.out.WriteString(p)
+		}
+		w.out.WriteByte('=')
+		w.out.WriteString(url.QueryEscape(value))
+	}
+	w.fields++
+}
+
+// emitJoined writes one field whose value is parts joined by sep.
+func (w *formWriter) emitJoined(parts []string, sep string) {
+	w.emit(strings.Join(parts, sep))
+}
+
+func badName(k string) bool { return k == "" || strings.ContainsAny(k, "[]") }
+
+func (w *formWriter) run() error {
+	w.size, w.fields = 0, 0
+	if w.reserved == nil {
+		w.reserved = w.args
+	}
+	w.sizeOf = make(map[string]int, len(w.args))
+	w.members = map[string]string{}
+	for _, name := range sortedKeys(w.args) {
+		w.top = name
+		w.path = w.path[:0]
+		w.keyParts, w.keyLen = w.keyParts[:0], 0
+		w.push(name, url.QueryEscape(name))
+		if badName(name) {
+			return w.fail(FormName, "the argument name %q cannot be a form field's name (empty, or holding \"[\" or \"]\", which the bracket convention reads as a path)", name)
+		}
+		if err := w.field(name, w.args[name], w.enc[name]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (w *formWriter) field(name string, v any, f FormField) error {
+	if strings.Contains(f.ContentType, "json") {
+		js, err := marshalJSON(v)
+		if err != nil {
+			return err
+		}
+		w.emit(string(js))
+		return nil
+	}
+	explode := f.Style == "" || f.Style == StyleForm
+	if f.Explode != nil {
+		explode = *f.Explode
+	}
+	switch x := v.(type) {
+	case []any:
+		if len(x) == 0 {
+			return w.fail(FormAmbiguous, "an empty array writes nothing in a form, so the downstream would read the argument as absent: leave it out")
+		}
+		delimited := f.Style != StyleDeepObject && !explode
+		if f.Style != StyleDeepObject && allScalars(x) {
+			if !delimited {
+				for _, e := range x {
+					w.emit(scalar(e))
+				}
+				return nil
+			}
+			sep := map[string]string{StyleSpaceDelimited: " ", StylePipeDelimited: "|"}[f.Style]
+			if sep == "" {
+				sep = ","
+			}
+			parts := make([]string, len(x))
+			for i, e := range x {
+				parts[i] = scalar(e)
+				if strings.Contains(parts[i], sep) {
+					w.path = append(w.path, strconv.Itoa(i))
+					return w.fail(FormAmbiguous, "the item holds %q, the delimiter this binding joins the array's items with, so the downstream would read more items than the contract checked", sep)
+				}
+			}
+			w.emitJoined(parts, sep)
+			return nil
+		}
+		if delimited {
+			return w.fail(FormAmbiguous, "a delimited array (style %s, explode false) carries text items only; this one holds an object or an array", styleName(f.Style))
+		}
+		return w.brackets(x)
+	case map[string]any:
+		if len(x) == 0 {
+			return w.fail(FormAmbiguous, "an empty object writes nothing in a form, so the downstream would read the argument as absent: leave it out")
+		}
+		if f.Style != StyleForm {
+			return w.brackets(x)
+		}
+		keys := sortedKeys(x)
+		for _, k := range keys {
+			switch x[k].(type) {
+			case map[string]any, []any:
+				w.path = append(w.path, k)
+				return w.fail(FormAmbiguous, "style form writes an object's members as plain values; this member is an object or an array (use style deepObject)")
+			}
+		}
+		if explode {
+			for _, k := range keys {
+				w.path = append(w.path[:1], k)
+				if badName(k) {
+					return w.fail(FormName, "the member %q cannot be a form field's name (empty, or holding \"[\" or \"]\")", k)
+				}
+				if _, taken := w.reserved[k]; taken {
+					return w.fail(FormName, "the member %q would be written as the field %q, which the argument %q is too", k, k, k)
+				}
+				if other, taken := w.members[k]; taken {
+					return w.fail(FormName, "the member %q would be written as the field %q, which a member of %q is too", k, k, other)
+				}
+				w.members[k] = name
+				w.keyParts[0], w.keyLen = url.QueryEscape(k), len(url.QueryEscape(k))
+				w.emit(scalar(x[k]))
+			}
+			return nil
+		}
+		parts := make([]string, 0, 2*len(x))
+		for _, k := range keys {
+			s := scalar(x[k])
+			if strings.Contains(k, ",") || strings.Contains(s, ",") {
+				w.path = append(w.path, k)
+				return w.fail(FormAmbiguous, "style form with explode false writes the object as name=k1,v1,k2,v2: a member name or value holding \",\" would read back as other members")
+			}
+			parts = append(parts, k, s)
+		}
+		w.emitJoined(parts, ",")
+		return nil
+	}
+	w.emit(scalar(v))
+	return nil
+}
+
+func styleName(s string) string {
+	if s == "" {
+		return StyleForm
+	}
+	return s
+}
+
+// brackets writes a value under the current key in the bracket convention.
+func (w *formWriter) brackets(v any) error {
+	switch x := v.(type) {
+	case map[string]any:
+		if len(x) == 0 {
+			return w.fail(FormAmbiguous, "an empty object writes nothing in a form, so the downstream would not see it")
+		}
+		for _, k := range sortedKeys(x) {
+			w.push(k, "["+url.QueryEscape(k)+"]")
+			if badName(k) {
+				return w.fail(FormName, "the member name %q cannot stand in a form field's brackets (empty is an array append to Rails, PHP and Rack; \"[\" and \"]\" read as a path)", k)
+			}
+			if err := w.brackets(x[k]); err != nil {
+				return err
+			}
+			w.pop()
+		}
+	case []any:
+		if len(x) == 0 {
+			return w.fail(FormAmbiguous, "an empty array writes nothing in a form, so the downstream would not see it")
+		}
+		for i, e := range x {
+			is := strconv.Itoa(i)
+			w.push(is, "["+is+"]")
+			if err := w.brackets(e); err != nil {
+				return err
+			}
+			w.pop()
+		}
+	default:
+		w.emit(scalar(v))
+	}
+	return nil
+}
+
+// queryEscapedLen is len(url.QueryEscape(s)) without building it.
+func queryEscapedLen(s string) int {
+	n := len(s)
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !unreservedQuery(c) && c != ' ' {
+			n += 2
+		}
+	}
+	return n
+}
+
+// unreservedQuery: the bytes url.QueryEscape writes as they are.
+func unreservedQuery(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.' || c == '~'
 }
 
 func scalar(v any) string {
@@ -354,10 +596,71 @@ func sortedStrings(v url.Values) []string {
 	return out
 }
 
+// formBody is the object a form binding writes: the arguments, or the
+// body_arg argument, less the body_omit ones; prefix is the JSON pointer of
+// that object in the arguments. ok is false when there is no body (body_arg
+// not given); err when the body is not an object.
+func formBody(b *Binding, v any) (obj map[string]any, prefix string, ok bool, err error) {
+	obj, isObj := v.(map[string]any)
+	if b.BodyArg != "" {
+		if !isObj {
+			return nil, "", false, nil
+		}
+		bv, given := obj[b.BodyArg]
+		if !given {
+			return nil, "", false, nil // the body is optional and was not given
+		}
+		obj, isObj = bv.(map[string]any)
+		prefix = "/" + strings.NewReplacer("~", "~0", "/", "~1").Replace(b.BodyArg)
+	} else if isObj && len(b.BodyOmit) > 0 {
+		obj = maps(obj)
+		for _, k := range b.BodyOmit {
+			delete(obj, k)
+		}
+	}
+	if !isObj {
+		return nil, "", true, &FormError{Pointer: prefix, Code: FormAmbiguous, Detail: "the body is not an object, so it cannot be a form"}
+	}
+	return obj, prefix, true, nil
+}
+
+// CheckForm is what a form binding (body: form) would refuse of a call's
+// arguments (decoded by contract.DecodeJSON; argsLen the size of their
+// canonical JSON), before anything is claimed or sent: a *FormError whose
+// pointer is the argument's, or nil. Any other binding, and a GET or HEAD
+// (which sends no body), checks nothing.
+func CheckForm(b *Binding, args any, argsLen int) *FormError {
+	if b.Body != BodyForm || b.Method == http.MethodGet || b.Method == http.MethodHead {
+		return nil // a GET or HEAD carries no body (Call)
+	}
+	obj, prefix, ok, err := formBody(b, args)
+	if !ok {
+		return nil
+	}
+	if err == nil {
+		reserved, _ := args.(map[string]any)
+		if b.BodyArg != "" {
+			reserved = obj
+		}
+		w := formWriter{args: obj, enc: b.FormEncoding, reserved: reserved}
+		err = w.count(FormLimit(argsLen))
+	}
+	var fe *FormError
+	if errors.As(err, &fe) {
+		fe.Pointer = prefix + fe.Pointer
+		return fe
+	}
+	if err != nil {
+		return &FormError{Pointer: prefix, Code: FormAmbiguous, Detail: err.Error()}
+	}
+	return nil
+}
+
 // requestBody shapes the call's arguments (the canonical JSON object the
 // ledger digests) into the body the binding sends: BodyArg picks one
 // argument, BodyOmit leaves some out, and Body says JSON, form or none. It
-// returns the body and its Content-Type ("" to keep the caller's).
+// returns the body and its Content-Type ("" to keep the caller's). A form
+// past FormLimit of the arguments' size is refused before it is built.
 func requestBody(b *Binding, args []byte) ([]byte, string, error) {
 	if b.Body == BodyNone {
 		return nil, "", nil
@@ -374,6 +677,22 @@ func requestBody(b *Binding, args []byte) ([]byte, string, error) {
 	if err := dec.Decode(&v); err != nil {
 		return nil, "", fmt.Errorf("%w: the arguments are not JSON: %v", ErrForm, err)
 	}
+	if b.Body == BodyForm {
+		obj, _, ok, err := formBody(b, v)
+		if !ok || err != nil {
+			return nil, "", err
+		}
+		reserved, _ := v.(map[string]any)
+		if b.BodyArg != "" {
+			reserved = obj
+		}
+		w := formWriter{args: obj, enc: b.FormEncoding, reserved: reserved}
+		s, err := w.encode(FormLimit(len(args)))
+		if err != nil {
+			return nil, "", err
+		}
+		return []byte(s), "application/x-www-form-urlencoded", nil
+	}
 	obj, isObj := v.(map[string]any)
 	if b.BodyArg != "" {
 		if !isObj {
@@ -384,23 +703,12 @@ func requestBody(b *Binding, args []byte) ([]byte, string, error) {
 			return nil, "", nil // the body is optional and was not given
 		}
 		v = bv
-		obj, isObj = v.(map[string]any)
 	} else if isObj && len(b.BodyOmit) > 0 {
 		obj = maps(obj)
 		for _, k := range b.BodyOmit {
 			delete(obj, k)
 		}
 		v = obj
-	}
-	if b.Body == BodyForm {
-		if !isObj {
-			return nil, "", fmt.Errorf("%w: the body is not an object, so it cannot be a form", ErrForm)
-		}
-		s, err := EncodeForm(obj, b.FormEncoding)
-		if err != nil {
-			return nil, "", err
-		}
-		return []byte(s), "application/x-www-form-urlencoded", nil
 	}
 	js, err := marshalJSON(v)
 	return js, "", err

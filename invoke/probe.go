@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 )
 
 // LookupResult is the answer of a binding's lookup (docs/configuration.md: 200 means the
@@ -44,7 +45,7 @@ func (c *Client) Lookup(ctx context.Context, r Request) LookupResult {
 	case http.StatusNotFound:
 		res.NotFound = true
 	default:
-		res.Err = fmt.Errorf("lookup: GET %s: downstream answered %d", b.LookupURL, resp.StatusCode)
+		res.Err = fmt.Errorf("lookup: GET %s: downstream answered %d", shownURL(&b, b.LookupURL, r.Vars), resp.StatusCode)
 	}
 	return res
 }
@@ -69,17 +70,17 @@ func (c *Client) State(ctx context.Context, r Request) (json.RawMessage, error) 
 		return nil, fmt.Errorf("state probe: %w", err)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return nil, fmt.Errorf("state probe: GET %s: downstream answered %d", b.StateURL, resp.StatusCode)
+		return nil, fmt.Errorf("state probe: GET %s: downstream answered %d", shownURL(&b, b.StateURL, r.Vars), resp.StatusCode)
 	}
 	if !json.Valid(body) {
-		return nil, fmt.Errorf("state probe: GET %s: answer is not JSON", b.StateURL)
+		return nil, fmt.Errorf("state probe: GET %s: answer is not JSON", shownURL(&b, b.StateURL, r.Vars))
 	}
 	return json.RawMessage(body), nil
 }
 
 // get sends a bounded GET to the expanded template and reads the capped body.
 // A read-only GET may be retried by the transport; that is harmless. Its
-// errors name the template, not the expanded URL (see withoutURL).
+// errors name the URL with its key expanded and its arguments not (describeURL, withoutURL).
 func (c *Client) get(ctx context.Context, b *Binding, tmpl string, r Request) (*http.Response, []byte, error) {
 	key, err := DownstreamKey(b, r.Vars)
 	if err != nil {
@@ -89,21 +90,39 @@ func (c *Client) get(ctx context.Context, b *Binding, tmpl string, r Request) (*
 	if err != nil {
 		return nil, nil, err
 	}
+	shown := describeURL(tmpl, r.Vars, key)
 	ctx, cancel := context.WithTimeout(ctx, b.Timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
-		return nil, nil, fmt.Errorf("GET %s: build request: %w", tmpl, withoutURL(err))
+		return nil, nil, fmt.Errorf("GET %s: build request: %w", shown, withoutURL(err))
 	}
 	setHeaders(req, r, b.IdempotencyHeader, key)
 	resp, err := c.client().Do(req)
 	if err != nil {
-		return nil, nil, fmt.Errorf("GET %s: %w", tmpl, withoutURL(err))
+		return nil, nil, fmt.Errorf("GET %s: %w", shown, withoutURL(err))
 	}
 	defer resp.Body.Close()
 	body, err := readCapped(resp.Body, c.maxBody())
 	if err != nil {
-		return nil, nil, fmt.Errorf("GET %s: %w", tmpl, err)
+		return nil, nil, fmt.Errorf("GET %s: %w", shown, err)
 	}
 	return resp, body, nil
+}
+
+// describeURL is a lookup or state URL as errors and the action's history show
+// it: {downstream_key}, {tenant} and {action_id} expanded, so on-call can
+// search the downstream by the key, and each {args.FIELD} left as written (an
+// argument may be sensitive; errors reach logs and the action read).
+// shownURL is describeURL with the binding's downstream key.
+func shownURL(b *Binding, tmpl string, v Vars) string {
+	key, err := DownstreamKey(b, v)
+	if err != nil {
+		return tmpl
+	}
+	return describeURL(tmpl, v, key)
+}
+
+func describeURL(tmpl string, v Vars, key string) string {
+	return strings.NewReplacer("{downstream_key}", key, "{tenant}", v.Tenant, "{action_id}", v.ActionID).Replace(tmpl)
 }

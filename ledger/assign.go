@@ -6,8 +6,9 @@ import (
 	"fmt"
 	"strings"
 	"time"
-	"unicode"
 	"unicode/utf8"
+
+	"github.com/toolgate/toolgate/internal/textsafe"
 )
 
 // Assignment: who works an action that needs a person (docs/operator-cli.md).
@@ -27,7 +28,10 @@ const (
 	// MaxAssignmentNoteBytes bounds the note of one assignment change.
 	MaxAssignmentNoteBytes = 1024
 	// MaxAssignmentChanges is how many assignment entries one action's
-	// history may hold; a change past it is refused (ErrAssignmentLimit).
+	// history keeps. A change past it is recorded, and the oldest
+	// assignment entries are dropped (compacted) so that the newest
+	// MaxAssignmentChanges stay: a bound on the history, never a lock on
+	// the action (AssignmentChange.Compacted counts what was dropped).
 	MaxAssignmentChanges = 64
 )
 
@@ -40,6 +44,10 @@ type AssignmentChange struct {
 	Previous string `json:"previous,omitempty"`
 	TakeOver bool   `json:"take_over,omitempty"`
 	Note     string `json:"note,omitempty"`
+	// Compacted is how many older assignment changes of the action had been
+	// dropped from its history when this one was recorded, to keep the
+	// newest MaxAssignmentChanges (0: none).
+	Compacted int `json:"compacted,omitempty"`
 }
 
 // Assignment is who works an action now, and since when; the zero value
@@ -90,8 +98,9 @@ var (
 	// ErrNotAssignable reports an action in a state that does not wait for
 	// a person (see Assignable).
 	ErrNotAssignable = errors.New("action is not assignable")
-	// ErrAssignmentLimit reports an action whose history holds
-	// MaxAssignmentChanges assignment changes already.
+	// ErrAssignmentLimit is no longer returned: past MaxAssignmentChanges
+	// the oldest assignment entries are compacted instead, so that a
+	// bound never freezes an action on one assignee.
 	ErrAssignmentLimit = errors.New("action has too many assignment changes")
 )
 
@@ -106,24 +115,38 @@ func (e *AssignedError) Error() string {
 }
 
 // CheckAssignText validates an assignee ("" allowed: a release) and a note:
-// valid UTF-8 within their bounds, and no control characters in the assignee.
+// valid UTF-8 within their bounds, and an assignee that shows as itself (a
+// *NameError otherwise): no control, format, bidi, zero-width or separator
+// character (textsafe.CheckName), no white space at its ends. A note may
+// hold any text; every place that shows one escapes it (textsafe).
 func CheckAssignText(assignee, note string) error {
 	switch {
 	case len(assignee) > MaxAssigneeBytes:
 		return fmt.Errorf("assignee is %d bytes, more than %d", len(assignee), MaxAssigneeBytes)
 	case !utf8.ValidString(assignee):
 		return errors.New("assignee is not valid UTF-8")
-	case strings.IndexFunc(assignee, unicode.IsControl) >= 0:
-		return errors.New("assignee holds a control character")
-	case assignee != strings.TrimSpace(assignee):
-		return errors.New("assignee starts or ends with white space")
 	case len(note) > MaxAssignmentNoteBytes:
 		return fmt.Errorf("note is %d bytes, more than %d", len(note), MaxAssignmentNoteBytes)
 	case !utf8.ValidString(note):
 		return errors.New("note is not valid UTF-8")
 	}
+	if err := textsafe.CheckName(assignee); err != nil {
+		return &NameError{Field: "assignee", Err: err}
+	}
+	if assignee != strings.TrimSpace(assignee) {
+		return &NameError{Field: "assignee", Err: errors.New("starts or ends with white space")}
+	}
 	return nil
 }
+
+// NameError is a name (an assignee) that would not show as itself.
+type NameError struct {
+	Field string // the request field: "assignee"
+	Err   error
+}
+
+func (e *NameError) Error() string { return e.Field + " " + e.Err.Error() }
+func (e *NameError) Unwrap() error { return e.Err }
 
 // Assign records an assignment change on a and stores it, a compare-and-set
 // like every write: when another writer changed the action first, it is read
@@ -133,9 +156,10 @@ func CheckAssignText(assignee, note string) error {
 // nothing (changed false). Taking or releasing an action another assignee
 // holds needs r.TakeOver (else *AssignedError); releasing one's own
 // (r.Principal is the assignee) does not. It returns ErrNotAssignable for a
-// state that does not wait for a person and ErrAssignmentLimit past
-// MaxAssignmentChanges. The state, key and everything else of a stay as
-// they are.
+// state that does not wait for a person. Past MaxAssignmentChanges the
+// oldest assignment entries are dropped from the history (compactAssignments),
+// so assign and release always work. The state, key, state moves of the
+// history and everything else of a stay as they are.
 func (s *Service) Assign(ctx context.Context, a *Action, r AssignRequest) (changed bool, err error) {
 	if err := CheckAssignText(r.Assignee, r.Note); err != nil {
 		return false, err
@@ -151,19 +175,18 @@ func (s *Service) Assign(ctx context.Context, a *Action, r AssignRequest) (chang
 		if cur.Assignee != "" && !r.TakeOver && !(r.Assignee == "" && cur.Assignee == r.Principal) {
 			return false, &AssignedError{Current: cur}
 		}
-		if countAssignments(a.History) >= MaxAssignmentChanges {
-			return false, ErrAssignmentLimit
-		}
 		b := a.clone()
 		now := s.now()
 		ch := &AssignmentChange{Assignee: r.Assignee, Previous: cur.Assignee, Note: r.Note,
 			TakeOver: cur.Assignee != "" && cur.Assignee != r.Principal && r.TakeOver}
+		var dropped int
+		b.History, ch.Compacted, dropped = compactAssignments(b.History, MaxAssignmentChanges-1)
 		who := string(ByOperator)
 		if r.Principal != "" {
 			who += ":" + r.Principal
 		}
 		b.History = append(b.History, Transition{From: a.State, To: a.State, By: who, At: now,
-			Reason: assignmentReason(ch), Assignment: ch})
+			Reason: assignmentReason(ch, dropped), Assignment: ch})
 		b.UpdatedAt = now
 		err := s.write(ctx, a, b)
 		if err == nil {
@@ -180,8 +203,9 @@ func (s *Service) Assign(ctx context.Context, a *Action, r AssignRequest) (chang
 	}
 }
 
-// assignmentReason is the history entry's reason in words.
-func assignmentReason(ch *AssignmentChange) string {
+// assignmentReason is the history entry's reason in words; dropped is how
+// many old assignment entries this change compacted.
+func assignmentReason(ch *AssignmentChange, dropped int) string {
 	var s string
 	switch {
 	case ch.Assignee == "":
@@ -194,15 +218,35 @@ func assignmentReason(ch *AssignmentChange) string {
 	if ch.Note != "" {
 		s += ": " + ch.Note
 	}
+	if dropped > 0 {
+		s += fmt.Sprintf(" (the history keeps the newest %d assignment changes; %d older ones compacted so far)", MaxAssignmentChanges, ch.Compacted)
+	}
 	return s
 }
 
-func countAssignments(h []Transition) int {
+// compactAssignments returns h keeping at most keep of its assignment
+// entries, the newest, and every other entry in order (h itself when
+// nothing is dropped; else a new slice); compacted is how many assignment
+// changes the action has lost so far, dropped those dropped now.
+func compactAssignments(h []Transition, keep int) (out []Transition, compacted, dropped int) {
 	n := 0
 	for _, t := range h {
 		if t.Assignment != nil {
 			n++
+			compacted = max(compacted, t.Assignment.Compacted)
 		}
 	}
-	return n
+	drop := n - keep
+	if drop <= 0 {
+		return h, compacted, 0
+	}
+	out = make([]Transition, 0, len(h)-drop+1)
+	for _, t := range h {
+		if t.Assignment != nil && dropped < drop {
+			dropped++
+			continue
+		}
+		out = append(out, t)
+	}
+	return out, compacted + dropped, dropped
 }

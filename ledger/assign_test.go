@@ -82,17 +82,51 @@ func TestAssignRules(t *testing.T) {
 	}
 }
 
-func TestAssignLimitAndStates(t *testing.T) {
+// Past MaxAssignmentChanges an assignment change is still recorded: the
+// oldest assignment entries are compacted, the state moves stay, and the
+// action can always be taken over and released (a bound, never a lock).
+func TestAssignBoundCompactsNeverLocks(t *testing.T) {
 	t.Parallel()
 	svc, a := assignSetup(t, ledger.AwaitingApproval)
-	for i := range ledger.MaxAssignmentChanges {
-		who := []string{"alice", "bob"}[i%2]
-		if _, err := svc.Assign(t.Context(), a, ledger.AssignRequest{Assignee: who, Principal: who, TakeOver: true}); err != nil {
-			t.Fatalf("change %d: %v", i, err)
+	states := 0
+	for _, h := range a.History {
+		if h.StateChange() {
+			states++
 		}
 	}
-	if _, err := svc.Assign(t.Context(), a, ledger.AssignRequest{Principal: "bob"}); !errors.Is(err, ledger.ErrAssignmentLimit) {
-		t.Fatalf("past the limit: %v", err)
+	const changes = 3*ledger.MaxAssignmentChanges + 5
+	for i := range changes {
+		who := []string{"alice", "bob"}[i%2]
+		if changed, err := svc.Assign(t.Context(), a, ledger.AssignRequest{Assignee: who, Principal: "mallory", TakeOver: true}); err != nil || !changed {
+			t.Fatalf("change %d: %v, %v", i, changed, err)
+		}
+		n, st := 0, 0
+		for _, h := range a.History {
+			switch {
+			case h.Assignment != nil:
+				n++
+			case h.StateChange():
+				st++
+			}
+		}
+		if n > ledger.MaxAssignmentChanges || n != min(i+1, ledger.MaxAssignmentChanges) || st != states {
+			t.Fatalf("after change %d: %d assignment entries, %d state entries (want %d)", i, n, st, states)
+		}
+		last := a.History[len(a.History)-1].Assignment
+		if want := max(0, i+1-ledger.MaxAssignmentChanges); last.Compacted != want {
+			t.Fatalf("after change %d: compacted %d, want %d", i, last.Compacted, want)
+		}
+	}
+	// Another operator takes it over, and releases it: never refused.
+	if _, err := svc.Assign(t.Context(), a, ledger.AssignRequest{Assignee: "carol", Principal: "carol", TakeOver: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.Assign(t.Context(), a, ledger.AssignRequest{Principal: "carol"}); err != nil || a.Assignment().Assignee != "" {
+		t.Fatalf("release: %v, held by %q", err, a.Assignment().Assignee)
+	}
+	stored, err := svc.Store.Get(t.Context(), a.Tenant, a.ID)
+	if err != nil || stored.Assignment().Assignee != "" || len(stored.History) != len(a.History) {
+		t.Fatalf("stored: %v, %+v", err, stored)
 	}
 	for _, st := range ledger.States {
 		if got, want := ledger.Assignable(st), st == ledger.Unknown || st == ledger.AwaitingApproval; got != want {

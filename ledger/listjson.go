@@ -60,6 +60,10 @@ func AppendHistoryJSON(dst []byte, h []Transition) []byte {
 				dst = append(dst, `,"note":`...)
 				dst = appendJSONString(dst, ch.Note)
 			}
+			if ch.Compacted != 0 {
+				dst = append(dst, `,"compacted":`...)
+				dst = strconv.AppendInt(dst, int64(ch.Compacted), 10)
+			}
 			dst = append(dst, '}')
 		}
 		dst = append(dst, '}')

@@ -63,9 +63,31 @@ type Rollout struct {
 	// with a release policy that deprecates the version, for versions whose
 	// lock entry has no deprecated_at: the start of their deprecation window.
 	Deprecated map[string]time.Time `json:"deprecated,omitempty"`
-	UpdatedAt  time.Time            `json:"updated_at"`
-	UpdatedBy  string               `json:"updated_by,omitempty"`
-	Rev        int64                `json:"rev"`
+	// Move is the last transition that changed the default (a promote or a
+	// rollback): a rollback never undoes a rollback, and a refused one
+	// names the change that came first. Nil in records written before it
+	// was kept.
+	Move      *RolloutMove `json:"move,omitempty"`
+	UpdatedAt time.Time    `json:"updated_at"`
+	UpdatedBy string       `json:"updated_by,omitempty"`
+	// UpdatedByTenant is the tenant of UpdatedBy's key ("" for the gateway,
+	// and in records written before it was kept): an operator of another
+	// tenant is not shown the key's name.
+	UpdatedByTenant string `json:"updated_by_tenant,omitempty"`
+	Rev             int64  `json:"rev"`
+}
+
+// RolloutMove is a change of a rollout's default: Action (promote or
+// rollback) moved it From one version To another, By whom, At when, writing
+// revision Rev of the record.
+type RolloutMove struct {
+	Action string    `json:"action"`
+	From   string    `json:"from"`
+	To     string    `json:"to"`
+	By     string    `json:"by"`
+	Tenant string    `json:"tenant,omitempty"` // By's tenant
+	At     time.Time `json:"at"`
+	Rev    int64     `json:"rev"`
 }
 
 // RolloutEvent is one entry of a tool's rollout audit history: who changed
@@ -77,6 +99,10 @@ type RolloutEvent struct {
 	At  time.Time `json:"at"`
 	// By is the operator (an API key name) or "gateway" for automatic changes.
 	By string `json:"by"`
+	// Tenant is By's tenant ("" for the gateway, and in entries written
+	// before it was kept): an operator of another tenant is not shown the
+	// key's name.
+	Tenant string `json:"tenant,omitempty"`
 	// Action is the transition: shadow, canary, promote, rollback, halt,
 	// auto_halt, deprecated.
 	Action string `json:"action"`

@@ -57,7 +57,8 @@ type Service struct {
 	CacheEntryBytes int64
 
 	mu      sync.Mutex
-	waiters map[actionKey]chan struct{}
+	waiters map[actionKey]*waitEntry
+	waiting map[actionKey]int // callers in Wait, per action
 
 	ownMu   sync.Mutex
 	own     map[actionKey]ownClaim // own.go: claims whose outcome this process knows and could not record
@@ -495,6 +496,14 @@ func (s *Service) Wait(ctx context.Context, tenant, id string, timeout, poll tim
 	}
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
+	k := actionKey{tenant, id}
+	s.mu.Lock()
+	if s.waiting == nil {
+		s.waiting = map[actionKey]int{}
+	}
+	s.waiting[k]++
+	s.mu.Unlock()
+	defer s.doneWaiting(k)
 	for {
 		ch := s.waiter(tenant, id)
 		a, err := s.Store.Get(ctx, tenant, id)
@@ -516,6 +525,29 @@ func (s *Service) Wait(ctx context.Context, tenant, id string, timeout, poll tim
 	}
 }
 
+// Waiting is how many callers wait in Wait for the action now.
+func (s *Service) Waiting(tenant, id string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.waiting[actionKey{tenant, id}]
+}
+
+// doneWaiting ends one Wait: the last caller to stop waiting for an action
+// drops its wake-up channel, so an action finished by another process (which
+// never wakes this one) leaves nothing behind.
+func (s *Service) doneWaiting(k actionKey) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.waiting[k]--; s.waiting[k] > 0 {
+		return
+	}
+	delete(s.waiting, k)
+	if e, ok := s.waiters[k]; ok {
+		delete(s.waiters, k)
+		close(e.ch)
+	}
+}
+
 // actionKey names one action in the Service's maps (waiters, own claims,
 // the replay cache) without building a string.
 type actionKey struct{ tenant, id string }
@@ -524,23 +556,26 @@ func (s *Service) waiter(tenant, id string) chan struct{} {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.waiters == nil {
-		s.waiters = map[actionKey]chan struct{}{}
+		s.waiters = map[actionKey]*waitEntry{}
 	}
 	k := actionKey{tenant, id}
-	ch, ok := s.waiters[k]
+	e, ok := s.waiters[k]
 	if !ok {
-		ch = make(chan struct{})
-		s.waiters[k] = ch
+		e = &waitEntry{ch: make(chan struct{})}
+		s.waiters[k] = e
 	}
-	return ch
+	return e.ch
 }
+
+// waitEntry is the wake-up channel of the callers waiting for one action.
+type waitEntry struct{ ch chan struct{} }
 
 func (s *Service) wake(tenant, id string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	k := actionKey{tenant, id}
-	if ch, ok := s.waiters[k]; ok {
-		close(ch)
+	if e, ok := s.waiters[k]; ok {
+		close(e.ch)
 		delete(s.waiters, k)
 	}
 }

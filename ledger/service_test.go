@@ -590,3 +590,36 @@ func TestBindStoresWhatItAdds(t *testing.T) {
 		t.Fatalf("the caller's action after Bind: %+v", a)
 	}
 }
+
+// A caller waiting for an action that another process finishes (so nothing
+// here wakes it) leaves nothing behind once its Wait returns: no waiter is
+// counted and no wake-up channel is kept.
+func TestWaitOnAnActionFinishedElsewhereLeavesNothing(t *testing.T) {
+	t.Parallel()
+	s, _ := setup(t)
+	other := &ledger.Service{Store: s.Store, Owner: "other"}
+	a := start(t, other, "wait-elsewhere-0001", false)
+	done := make(chan *ledger.Action, 1)
+	go func() {
+		got, err := s.Wait(ctx, "acme", a.ID, time.Minute, 5*time.Millisecond)
+		if err != nil {
+			t.Error(err)
+		}
+		done <- got
+	}()
+	for s.Waiting("acme", a.ID) != 1 {
+		time.Sleep(time.Millisecond)
+	}
+	if err := other.Finish(ctx, a, ledger.Answered, &ledger.Result{StatusCode: 201, Body: []byte("one")}, "ok"); err != nil {
+		t.Fatal(err)
+	}
+	if got := <-done; got == nil || got.State != ledger.Succeeded {
+		t.Fatalf("Wait returned %+v", got)
+	}
+	if n := s.Waiting("acme", a.ID); n != 0 {
+		t.Errorf("%d callers still counted as waiting", n)
+	}
+	if n := s.WakeChannels(); n != 0 {
+		t.Errorf("%d wake-up channels left behind", n)
+	}
+}

@@ -55,6 +55,17 @@ type Entry struct {
 	// DeprecatedAt is when `toolgate lock` first saw the version matched by the tool's
 	// deprecated_versions; the release gate measures the deprecation window from it.
 	DeprecatedAt *time.Time `json:"deprecated_at,omitempty"`
+	// Held, when set, says why the version is released but not the tool's
+	// default: it would have become the default (the newest released version)
+	// without what the release gate's approval rule asks of that promotion.
+	// A gateway never makes a held version its default by itself; a promote
+	// (with the approval) or a later `toolgate lock` that finds the approval
+	// lifts the hold.
+	Held string `json:"held,omitempty"`
+	// Replaces is the version that was the tool's released default when this
+	// one became it: what a rollback restores at a gateway whose rollout
+	// record does not say otherwise.
+	Replaces string `json:"replaces,omitempty"`
 }
 
 // Find returns the entry of tool@version, or nil.
@@ -163,7 +174,7 @@ func Build(reg *contract.Registry, prev *Lock, opts BuildOptions) (*Lock, error)
 				if old.Digest != e.Digest && !opts.Force {
 					changed = append(changed, Violation{Kind: Changed, Entry: *old, Got: e.Digest})
 				}
-				e.LockedAt, e.DeprecatedAt = old.LockedAt, old.DeprecatedAt
+				e.LockedAt, e.DeprecatedAt, e.Held, e.Replaces = old.LockedAt, old.DeprecatedAt, old.Held, old.Replaces
 			}
 			if e.DeprecatedAt == nil && t.Policy.Deprecates(v.Version) {
 				d := now

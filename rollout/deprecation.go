@@ -31,9 +31,32 @@ type Deprecations struct {
 	// Seen returns when this process first saw a deprecation that no
 	// record stamps yet. Nil: never.
 	Seen func(toolID, version string) (time.Time, bool)
-	// Released reports whether toolgate.lock releases a version (locks it).
+	// Released reports whether toolgate.lock releases a version (locks it)
+	// and does not hold it from being the default (lockfile.Entry.Held).
 	// Nil: no lock, every version is released.
 	Released func(toolID, version string) bool
+	// Release returns what toolgate.lock says of a released version beyond
+	// its digest: why it is held from being the default ("": it is not), and
+	// the version it replaced as the released default ("": none). Nil: no lock.
+	Release func(toolID, version string) (held, replaces string)
+}
+
+// Held is why the lock holds version v of t from being the default, or "".
+func (d Deprecations) Held(t *contract.Tool, v string) string {
+	if d.Release == nil {
+		return ""
+	}
+	held, _ := d.Release(t.ID, v)
+	return held
+}
+
+// Replaces is the version v of t replaced as the released default, or "".
+func (d Deprecations) Replaces(t *contract.Tool, v string) string {
+	if d.Release == nil {
+		return ""
+	}
+	_, rep := d.Release(t.ID, v)
+	return rep
 }
 
 // Base is the default of a tool no rollout record pins: the newest version
@@ -126,7 +149,7 @@ func (d Deprecations) Of(t *contract.Tool, r *ledger.Rollout, v string) Deprecat
 func (d Deprecations) Unstamped(t *contract.Tool, r *ledger.Rollout) []string {
 	var out []string
 	for _, v := range t.Versions {
-		if dep := (Deprecations{Locked: d.Locked, Released: d.Released}).Of(t, r, v.Version); dep.Deprecated && dep.Since.IsZero() {
+		if dep := (Deprecations{Locked: d.Locked, Released: d.Released, Release: d.Release}).Of(t, r, v.Version); dep.Deprecated && dep.Since.IsZero() {
 			out = append(out, v.Version)
 		}
 	}

@@ -66,6 +66,9 @@ var (
 	ErrRetired = errors.New("version retired")
 	// ErrTooLarge: a member of the request is past its limit.
 	ErrTooLarge = errors.New("rollout request too large")
+	// ErrChanged: the rollout is not what the request was decided on (a
+	// rollback's From is no longer the default).
+	ErrChanged = errors.New("rollout changed")
 )
 
 func refuse(kind error, format string, args ...any) error {
@@ -74,7 +77,7 @@ func refuse(kind error, format string, args ...any) error {
 
 // Detail is a refusal's text without its kind.
 func Detail(err error) string {
-	for _, k := range []error{ErrConflict, ErrInvalid, ErrUnknownVersion, ErrRetired, ErrTooLarge} {
+	for _, k := range []error{ErrConflict, ErrInvalid, ErrUnknownVersion, ErrRetired, ErrTooLarge, ErrChanged} {
 		if errors.Is(err, k) {
 			return strings.TrimPrefix(err.Error(), k.Error()+": ")
 		}
@@ -135,12 +138,17 @@ type Change struct {
 	// to the candidate; rollback: the version it restores, halt: the
 	// candidate it stops (optional: refused when the record disagrees).
 	Version string
+	// From, on a rollback: the default the operator saw and rolls back
+	// from (optional: refused with ErrChanged when it is no longer the
+	// default).
+	From string
 	// Canary settings; nil keeps the current value (else the default).
 	Percent       *float64
 	Principals    []string
 	HaltMargin    *float64
 	HaltMinSample *int64
 	By            string
+	Tenant        string // By's tenant ("" for the gateway)
 	Note          string
 	// Approver and ApprovalSource are recorded with a promotion.
 	Approver, ApprovalSource string
@@ -176,7 +184,7 @@ func Apply(t *contract.Tool, cur ledger.Rollout, ch Change, d Deprecations) (led
 	if def != nil {
 		defName = def.Version
 	}
-	ev := ledger.RolloutEvent{ToolID: t.ID, At: ch.Now, By: ch.By, Action: ch.Action, Note: ch.Note, From: defName, To: defName, Detail: ch.Detail}
+	ev := ledger.RolloutEvent{ToolID: t.ID, At: ch.Now, By: ch.By, Tenant: ch.Tenant, Action: ch.Action, Note: ch.Note, From: defName, To: defName, Detail: ch.Detail}
 	version := func(name, role string) (*contract.Version, error) {
 		if name == "" {
 			return nil, refuse(ErrInvalid, "name the %s version", role)
@@ -259,6 +267,12 @@ func Apply(t *contract.Tool, cur ledger.Rollout, ch Change, d Deprecations) (led
 		if next.CanaryBasisPoints == 0 && len(next.CanaryPrincipals) == 0 {
 			return cur, ev, refuse(ErrInvalid, "a canary needs a percent above 0 or principals")
 		}
+		if next.CanaryBasisPoints >= 10000 {
+			// The automatic halt compares the candidate with the default's
+			// new actions; a canary of every caller leaves the default none,
+			// so it could never halt.
+			return cur, ev, refuse(ErrInvalid, "a canary of 100%% leaves the default %s no new actions to compare %s with, so it could never halt: take less than 100%%, or promote %s (toolgate rollout promote)", defName, v.Version, v.Version)
+		}
 		ev.Detail = fmt.Sprintf("%s takes the new actions of %s of the callers%s; halts when a rate exceeds the default's by %s after %s each",
 			v.Version, percent(next.CanaryBasisPoints), principalsText(next.CanaryPrincipals), percentOf(next.HaltMargin), nCount(int(next.HaltMinSample), "action", "actions"))
 	case ActPromote:
@@ -289,24 +303,33 @@ func Apply(t *contract.Tool, cur ledger.Rollout, ch Change, d Deprecations) (led
 			break
 		}
 		next.Previous, next.Default = defName, v.Version
+		next.Move = &ledger.RolloutMove{Action: ActPromote, From: defName, To: v.Version, By: ch.By, Tenant: ch.Tenant, At: ch.Now, Rev: cur.Rev + 1}
 		clearCandidate(&next)
 		ev.To, ev.Approver, ev.ApprovalSource = v.Version, ch.Approver, ch.ApprovalSource
 		ev.Detail = fmt.Sprintf("%s is the default; rollback restores %s", v.Version, defName)
 	case ActRollback:
-		if cur.Previous == "" {
+		if from := strings.TrimPrefix(ch.From, "v"); from != "" && from != defName {
+			return cur, ev, refuse(ErrChanged, "the default of %s is %s now, not %s%s: read the rollout again", t.ID, defName, from, since(&cur, ch.Tenant))
+		}
+		if rb := RolledBack(&cur); rb != "" {
+			return cur, ev, refuse(ErrConflict, "%s is rolled back already: %s; a rollback does not undo a rollback: to serve %s again, promote it", t.ID, MoveText(&cur, ch.Tenant), rb)
+		}
+		target := RollbackTarget(t, &cur, d, ch.Now)
+		if target == "" {
 			return cur, ev, refuse(ErrConflict, "%s has no previous default to roll back to", t.ID)
 		}
-		if want := strings.TrimPrefix(ch.Version, "v"); want != "" && want != cur.Previous {
-			return cur, ev, refuse(ErrConflict, "a rollback of %s restores %s now, not %s: read the rollout again", t.ID, cur.Previous, want)
+		if want := strings.TrimPrefix(ch.Version, "v"); want != "" && want != target {
+			return cur, ev, refuse(ErrConflict, "a rollback of %s restores %s now, not %s%s: read the rollout again", t.ID, target, want, since(&cur, ch.Tenant))
 		}
-		v, err := version(cur.Previous, "previous")
+		v, err := version(target, "previous")
 		if err != nil {
 			return cur, ev, err
 		}
 		next.Previous, next.Default = defName, v.Version
+		next.Move = &ledger.RolloutMove{Action: ActRollback, From: defName, To: v.Version, By: ch.By, Tenant: ch.Tenant, At: ch.Now, Rev: cur.Rev + 1}
 		clearCandidate(&next)
 		ev.To = v.Version
-		ev.Detail = fmt.Sprintf("%s is the default again; rollback restores %s", v.Version, defName)
+		ev.Detail = fmt.Sprintf("%s is the default again; %s is rolled back (promote it to serve it again)", v.Version, defName)
 	case ActHalt, ActAutoHalt:
 		if cur.Mode != ledger.RolloutCanary && (cur.Mode != ledger.RolloutShadow || ch.Action == ActAutoHalt) {
 			return cur, ev, refuse(ErrConflict, "%s has no candidate in shadow or canary mode to halt", t.ID)
@@ -321,7 +344,7 @@ func Apply(t *contract.Tool, cur ledger.Rollout, ch Change, d Deprecations) (led
 	default:
 		return cur, ev, refuse(ErrInvalid, "unknown rollout action %q", ch.Action)
 	}
-	next.UpdatedAt, next.UpdatedBy = ch.Now, ch.By
+	next.UpdatedAt, next.UpdatedBy, next.UpdatedByTenant = ch.Now, ch.By, ch.Tenant
 	ev.Candidate, ev.Mode = next.Candidate, next.Mode
 	return next, ev, nil
 }
@@ -344,6 +367,14 @@ func CheckLimits(ch Change) error {
 		return refuse(ErrTooLarge, "an approver's name is at most %d bytes, not %d", MaxApproverBytes, len(ch.Approver))
 	}
 	return nil
+}
+
+// since is "; <the last change of the default>" when the record says.
+func since(r *ledger.Rollout, reader string) string {
+	if m := MoveText(r, reader); m != "" {
+		return "; " + m
+	}
+	return ""
 }
 
 func clearCandidate(r *ledger.Rollout) {

@@ -93,9 +93,50 @@ func TestLifecycle(t *testing.T) {
 	if r.Default != "2.1.0" || r.Previous != "2.2.0" {
 		t.Fatalf("after rollback: %+v", r)
 	}
-	r = apply(t, tl, r, rollout.Change{Action: rollout.ActRollback})
+	if r.Move == nil || r.Move.Action != rollout.ActRollback || r.Move.From != "2.2.0" || r.Move.To != "2.1.0" || r.Move.By != "oncall" {
+		t.Fatalf("the rollback is not recorded as the last move: %+v", r.Move)
+	}
+	// A second rollback does not undo the first: it names it; a promote
+	// goes forward again.
+	_, _, err := rollout.Apply(tl, r, rollout.Change{Action: rollout.ActRollback, By: "second-oncall", Now: now}, rollout.Deprecations{})
+	if !errors.Is(err, rollout.ErrConflict) || !strings.Contains(err.Error(), "oncall rolled refund.create_request back from 2.2.0 to 2.1.0") {
+		t.Fatalf("a second rollback: %v", err)
+	}
+	_, _, err = rollout.Apply(tl, r, rollout.Change{Action: rollout.ActRollback, From: "2.2.0", By: "second-oncall", Now: now}, rollout.Deprecations{})
+	if !errors.Is(err, rollout.ErrChanged) || !strings.Contains(err.Error(), "is 2.1.0 now, not 2.2.0") || !strings.Contains(err.Error(), "oncall rolled") {
+		t.Fatalf("a rollback from a default that is no longer one: %v", err)
+	}
+	r = apply(t, tl, r, rollout.Change{Action: rollout.ActPromote, Version: "2.2.0"})
 	if r.Default != "2.2.0" || r.Previous != "2.1.0" {
-		t.Fatalf("a second rollback undoes the first: %+v", r)
+		t.Fatalf("a promote after a rollback: %+v", r)
+	}
+}
+
+// TestRollbackToTheReleaseTheLockReplaced: with no rollout record, a
+// rollback of a default the lock made (a release) restores the version
+// that release replaced, with no approval asked; a held version is never
+// the default by itself.
+func TestRollbackToTheReleaseTheLockReplaced(t *testing.T) {
+	t.Parallel()
+	tl := tool()
+	rel := func(held string) rollout.Deprecations {
+		return rollout.Deprecations{Released: func(_, _ string) bool { return true }, Release: func(_, v string) (string, string) {
+			if v == "2.2.0" {
+				return held, "2.1.0"
+			}
+			return "", ""
+		}}
+	}
+	if v, _ := rollout.Default(tl, nil, rollout.Deprecations{Released: func(_, v string) bool { return v != "2.2.0" }}, now); v.Version != "2.1.0" {
+		t.Fatalf("a held version is the default: %s", v.Version)
+	}
+	r := ledger.Rollout{ToolID: tl.ID}
+	if got := rollout.RollbackTarget(tl, &r, rel(""), now); got != "2.1.0" {
+		t.Fatalf("rollback target = %q", got)
+	}
+	next, _, err := rollout.Apply(tl, r, rollout.Change{Action: rollout.ActRollback, From: "2.2.0", By: "oncall", Now: now}, rel(""))
+	if err != nil || next.Default != "2.1.0" || next.Previous != "2.2.0" {
+		t.Fatalf("rollback with no record: %v %+v", err, next)
 	}
 }
 
@@ -123,6 +164,8 @@ func TestRefusals(t *testing.T) {
 		{"shadow of a retired version", stable, rollout.Change{Action: rollout.ActShadow, Version: "1.0.0"}, locked, rollout.ErrRetired, "deprecation window"},
 		{"canary without a share", stable, rollout.Change{Action: rollout.ActCanary, Version: "2.1.0"}, rollout.Deprecations{}, rollout.ErrInvalid, "percent above 0 or principals"},
 		{"canary over 100%", stable, rollout.Change{Action: rollout.ActCanary, Version: "2.1.0", Percent: f(101)}, rollout.Deprecations{}, rollout.ErrInvalid, "0 to 100"},
+		{"canary of 100%", stable, rollout.Change{Action: rollout.ActCanary, Version: "2.1.0", Percent: f(100)}, rollout.Deprecations{}, rollout.ErrInvalid, "could never halt"},
+		{"canary of 99.999%", stable, rollout.Change{Action: rollout.ActCanary, Version: "2.1.0", Percent: f(99.999)}, rollout.Deprecations{}, rollout.ErrInvalid, "promote 2.1.0"},
 		{"canary NaN", stable, rollout.Change{Action: rollout.ActCanary, Version: "2.1.0", Percent: f(math.NaN())}, rollout.Deprecations{}, rollout.ErrInvalid, "0 to 100"},
 		{"canary margin over 1", stable, rollout.Change{Action: rollout.ActCanary, Version: "2.1.0", Percent: f(1), HaltMargin: f(5)}, rollout.Deprecations{}, rollout.ErrInvalid, "fraction"},
 		{"canary min sample 0", stable, rollout.Change{Action: rollout.ActCanary, Version: "2.1.0", Percent: f(1), HaltMinSample: n(0)}, rollout.Deprecations{}, rollout.ErrInvalid, "at least 1"},
@@ -270,7 +313,7 @@ func TestShadowReport(t *testing.T) {
 	var cs []ledger.RolloutCount
 	add := func(who string, times int, errs ...contract.FieldError) {
 		for range times {
-			cs = append(cs, rollout.ShadowCounts("t", 1, "2.2.0", who, rollout.Kinds(nil, nil, errs))...)
+			cs = append(cs, rollout.ShadowCounts("t", 1, "2.2.0", "acme", who, rollout.Kinds(nil, nil, errs))...)
 		}
 	}
 	missing := contract.FieldError{Pointer: "/approval_channel", Code: "required", Detail: "secret-value-not-kept"}
@@ -278,7 +321,7 @@ func TestShadowReport(t *testing.T) {
 	add("ops_agent", 12, missing)
 	add("ops_agent", 3, contract.FieldError{Pointer: "/x\x00y", Code: "additionalProperties"})
 	add("ops_agent", 25)
-	rep := rollout.ShadowReport(ledger.MergeRolloutCounts(cs), "2.2.0")
+	rep := rollout.ShadowReport(ledger.MergeRolloutCounts(cs), "2.2.0", "acme")
 	if rep.Calls != 100 || rep.WouldFail != 75 || len(rep.Failures) != 2 {
 		t.Fatalf("report = %+v", rep)
 	}

@@ -122,10 +122,19 @@ func Cause(pointer, code string) string {
 	return fmt.Sprintf("%s at %s", code, pointer)
 }
 
-// ShadowCounts returns the counters one shadow-validated call adds.
-func ShadowCounts(toolID string, epoch int64, candidate, principal string, kinds []ErrorKind) []ledger.RolloutCount {
+// OtherTenants stands, in a shadow report, for the principals of every
+// tenant but the reader's: their calls are counted, their names never shown.
+const OtherTenants = "(other tenants)"
+
+// tenantSep joins a tenant and a key name in a shadow counter's principal.
+const tenantSep = "\x1f"
+
+// ShadowCounts returns the counters one shadow-validated call adds, by the
+// principal (an API key name) of a tenant.
+func ShadowCounts(toolID string, epoch int64, candidate, tenant, principal string, kinds []ErrorKind) []ledger.RolloutCount {
+	who := tenant + tenantSep + principal
 	c := func(kind, ptr, code string) ledger.RolloutCount {
-		return ledger.RolloutCount{ToolID: toolID, Epoch: epoch, Version: candidate, Kind: kind, Pointer: ptr, Code: code, Principal: principal, N: 1}
+		return ledger.RolloutCount{ToolID: toolID, Epoch: epoch, Version: candidate, Kind: kind, Pointer: ptr, Code: code, Principal: who, N: 1}
 	}
 	out := []ledger.RolloutCount{c(KindShadowCalls, "", "")}
 	if len(kinds) > 0 {
@@ -137,9 +146,13 @@ func ShadowCounts(toolID string, epoch int64, candidate, principal string, kinds
 	return out
 }
 
-// ShadowReport sums a candidate's shadow counters: most frequent kinds
-// first (ties by pointer, then code), each with its principals, most first.
-func ShadowReport(counts []ledger.RolloutCount, candidate string) *api.ShadowReport {
+// ShadowReport sums a candidate's shadow counters, as a reader of tenant
+// sees them: most frequent kinds first (ties by pointer, then code), each
+// with its principals, most first. The rollout is the deployment's, so
+// every tenant's calls are counted, but only the reader's tenant's key
+// names are shown: the others' calls are summed as OtherTenants (so are
+// counters written before they named the tenant).
+func ShadowReport(counts []ledger.RolloutCount, candidate, tenant string) *api.ShadowReport {
 	rep := &api.ShadowReport{Candidate: candidate, Failures: []api.ShadowFailure{}}
 	byKind := map[ErrorKind]map[string]int64{}
 	for _, c := range counts {
@@ -156,7 +169,11 @@ func ShadowReport(counts []ledger.RolloutCount, candidate string) *api.ShadowRep
 			if byKind[k] == nil {
 				byKind[k] = map[string]int64{}
 			}
-			byKind[k][c.Principal] += c.N
+			who := OtherTenants
+			if ten, name, ok := strings.Cut(c.Principal, tenantSep); ok && ten == tenant {
+				who = name
+			}
+			byKind[k][who] += c.N
 		}
 	}
 	for k, who := range byKind {

@@ -11,14 +11,15 @@ import (
 
 // Status is a tool's rollout as the operator API shows it: r is the stored
 // record (nil for none), history its audit entries newest first, counts the
-// counters of r's epoch.
-func Status(t *contract.Tool, r *ledger.Rollout, history []ledger.RolloutEvent, counts []ledger.RolloutCount, d Deprecations, now time.Time) api.Rollout {
+// counters of r's epoch; tenant is the reader's (ShadowReport names only
+// its principals).
+func Status(t *contract.Tool, r *ledger.Rollout, history []ledger.RolloutEvent, counts []ledger.RolloutCount, d Deprecations, now time.Time, tenant string) api.Rollout {
 	if r == nil {
 		r = &ledger.Rollout{ToolID: t.ID}
 	}
 	def, fromRecord := Default(t, r, d, now)
-	out := api.Rollout{ToolID: t.ID, DefaultSource: "registry", Previous: r.Previous, Candidate: r.Candidate,
-		Mode: Mode(r.Mode), Revision: r.Rev, Epoch: r.Epoch, UpdatedBy: r.UpdatedBy,
+	out := api.Rollout{ToolID: t.ID, DefaultSource: "registry", Previous: RollbackTarget(t, r, d, now), RolledBack: RolledBack(r), Candidate: r.Candidate,
+		Mode: Mode(r.Mode), Revision: r.Rev, Epoch: r.Epoch, UpdatedBy: Actor(r.UpdatedBy, r.UpdatedByTenant, tenant),
 		Versions: []api.RolloutVersion{}, History: []api.RolloutEvent{}}
 	if def != nil {
 		out.Default = def.Version
@@ -41,8 +42,13 @@ func Status(t *contract.Tool, r *ledger.Rollout, history []ledger.RolloutEvent, 
 			rv.Role = "default"
 		case r.Candidate:
 			rv.Role = "candidate"
-		case r.Previous:
+		case out.Previous:
 			rv.Role = "previous"
+		case out.RolledBack:
+			rv.Role = "rolled_back"
+		}
+		if v.Version != out.Default {
+			rv.Held = d.Held(t, v.Version)
 		}
 		if dep := d.Of(t, r, v.Version); dep.Deprecated {
 			rv.Deprecated = true
@@ -55,7 +61,7 @@ func Status(t *contract.Tool, r *ledger.Rollout, history []ledger.RolloutEvent, 
 		out.Versions = append(out.Versions, rv)
 	}
 	if r.Candidate != "" {
-		if sh := ShadowReport(counts, r.Candidate); sh.Calls > 0 || r.Mode == ledger.RolloutShadow {
+		if sh := ShadowReport(counts, r.Candidate, tenant); sh.Calls > 0 || r.Mode == ledger.RolloutShadow {
 			out.Shadow = sh
 		}
 		c := Outcomes(counts, r.Candidate, "candidate")
@@ -64,7 +70,9 @@ func Status(t *contract.Tool, r *ledger.Rollout, history []ledger.RolloutEvent, 
 		}
 	}
 	for _, ev := range history {
-		out.History = append(out.History, Event(ev))
+		e := Event(ev)
+		e.By = Actor(ev.By, ev.Tenant, tenant)
+		out.History = append(out.History, e)
 	}
 	return out
 }

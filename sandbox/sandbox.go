@@ -107,6 +107,7 @@ type Server struct {
 	orders   map[string]*OrderState
 	refunds  map[string][]byte   // refund id -> the 201 body
 	byKey    map[string][]string // idempotency key -> refund ids, in order
+	orderKey map[string][]byte   // idempotency key -> the 201 body of the first order created under it
 	effects  []Effect
 	keyless  int // refunds applied without an idempotency key
 	faults   []*queuedFault
@@ -139,6 +140,7 @@ func New(cfg Config) *Server {
 func (s *Server) routes() {
 	s.mux.HandleFunc("POST /orders", s.handleCreateOrder)
 	s.mux.HandleFunc("GET /orders/{id}", s.handleGetOrder)
+	s.mux.HandleFunc("GET /orders/by-key/{key...}", s.handleOrderByKey)
 	s.mux.HandleFunc("POST /refunds", s.handleCreateRefund)
 	s.mux.HandleFunc("POST /form/refunds", s.handleCreateFormRefund)
 	s.mux.HandleFunc("GET /refunds/by-key/{key...}", s.handleRefundByKey)
@@ -160,6 +162,7 @@ func (s *Server) resetLocked() {
 	s.orders = map[string]*OrderState{}
 	s.refunds = map[string][]byte{}
 	s.byKey = map[string][]string{}
+	s.orderKey = map[string][]byte{}
 	s.effects = nil
 	s.keyless = 0
 	s.faults = nil
@@ -233,9 +236,34 @@ func (s *Server) handleCreateOrder(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	st := s.addOrderLocked(o)
-	out := cloneState(st)
+	body, err := json.Marshal(cloneState(st))
+	if err == nil {
+		body = append(body, '\n')
+		if key := r.Header.Get("Idempotency-Key"); key != "" && s.orderKey[key] == nil {
+			s.orderKey[key] = body
+		}
+	}
 	s.mu.Unlock()
-	writeJSON(w, http.StatusCreated, out)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	writeRaw(w, http.StatusCreated, body)
+}
+
+// handleOrderByKey answers GET /orders/by-key/{key}: the same bytes as the
+// 201 of the first order created under that Idempotency-Key (a lookup for
+// toolgate's reconciler), or 404 ORDER_NOT_FOUND.
+func (s *Server) handleOrderByKey(w http.ResponseWriter, r *http.Request) {
+	key := r.PathValue("key")
+	s.mu.Lock()
+	body := s.orderKey[key]
+	s.mu.Unlock()
+	if body == nil {
+		writeProblem(w, http.StatusNotFound, "ORDER_NOT_FOUND", "no order with idempotency key %q", key)
+		return
+	}
+	writeRaw(w, http.StatusOK, body)
 }
 
 func (s *Server) handleGetOrder(w http.ResponseWriter, r *http.Request) {

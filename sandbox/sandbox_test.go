@@ -159,6 +159,30 @@ func TestOrders(t *testing.T) {
 	}
 }
 
+// TestOrderByKey: an order created under an Idempotency-Key is found by it,
+// with the bytes of its 201 (what a reconciler's lookup replays); another key
+// is 404, a reset forgets it.
+func TestOrderByKey(t *testing.T) {
+	t.Parallel()
+	sb, url := setup(t, sandbox.Config{})
+	created := do(t, "POST", url+"/orders", `{"order_id":"ord_7","total_minor":700,"currency":"EUR"}`, map[string]string{"Idempotency-Key": "default:order-7"})
+	if created.status != 201 {
+		t.Fatalf("create: %d %s", created.status, created.body)
+	}
+	// A second order under the key (the sandbox does not deduplicate) does not move the lookup.
+	do(t, "POST", url+"/orders", `{"order_id":"ord_8","total_minor":800,"currency":"EUR"}`, map[string]string{"Idempotency-Key": "default:order-7"})
+	if a := do(t, "GET", url+"/orders/by-key/default:order-7", "", nil); a.status != 200 || a.body != created.body {
+		t.Fatalf("by key: %d %q, want 200 %q", a.status, a.body, created.body)
+	}
+	if a := do(t, "GET", url+"/orders/by-key/default:other", "", nil); a.status != 404 || !strings.Contains(a.body, "ORDER_NOT_FOUND") {
+		t.Fatalf("unknown key: %d %s", a.status, a.body)
+	}
+	sb.Reset()
+	if a := do(t, "GET", url+"/orders/by-key/default:order-7", "", nil); a.status != 404 {
+		t.Fatalf("after reset: %d %s", a.status, a.body)
+	}
+}
+
 func TestAutoCreateAndDedupe(t *testing.T) {
 	t.Parallel()
 	sb, url := setup(t, sandbox.Config{AutoCreateOrders: true, Dedupe: true})

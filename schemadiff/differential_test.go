@@ -53,21 +53,37 @@ var vocabNames = []string{
 	"minItems", "maxItems", "uniqueItems", "minProperties", "maxProperties", "contentSchema",
 	"contentMediaType", "contentEncoding", "x-impact", "x-sensitive", "x-note",
 	"", "%", "a%62", "ab", "%25", "a%2", "~", "~0", "~1", "/", "a/b", "a~1b", "\u00e9", "\u65e5\u672c", "\U0001F600", "0", "1", "name", "a",
+	"aa", "b", "x-a", "\x1f", "\\c1",
 }
 
 // edgeNumbers straddle the limits where readers go wrong: 2^31 and 2^53.
 var edgeNumbers = []string{"0", "1", "2", "3", "-1", "0.5", "2147483647", "2147483648", "2147483649",
-	"9007199254740992", "9007199254740993", "9007199254740994", "4294967296", "1e3", "1.0"}
+	"9007199254740992", "9007199254740993", "9007199254740994", "4294967296", "1e3", "1.0", "2.0", "-3.0"}
 
 var edgeCounts = []string{"0", "1", "2", "3", "2147483647", "2147483648", "9007199254740993"}
 
-var edgePatterns = []string{"^a", "^\\s", "^\\S+$", "^.$", "^[a-z]+$", "^x-", "%", "^$", "\\d", "^(?=a)", "~", "^\\u00e9", "[/]"}
+var edgePatterns = []string{"^a", "^\\s", "^\\S+$", "^.$", "^[a-z]+$", "^x-", "%", "^$", "\\d", "^(?=a)", "~", "^\\u00e9", "[/]",
+	// no RE2 translation: lookarounds, backreferences, word boundaries, property escapes,
+	// legacy-only syntax (the check must call what they touch undecided)
+	"a(?!b)", "(a)\\1", "\\bab", "\\p{L}", "[\\c_]", "\\c1", "(?<=a)b",
+	// anchors in odd places: a ^ behind a $, anchors inside alternatives and groups
+	"$^", "a|$^", "^$|b", "(?:a|$)^", "a$|^b", "(?:^)*a$"}
+
+// patternSamples are names that match an edge pattern, so instances reach the names a
+// patternProperties key covers (its own text rarely matches it).
+var patternSamples = map[string][]string{
+	"^a": {"a", "ab"}, "^\\s": {" x"}, "^\\S+$": {"ab"}, "^.$": {"a", "\u00e9"}, "^[a-z]+$": {"abc"}, "^x-": {"x-a"},
+	"%": {"%"}, "^$": {""}, "\\d": {"1", "a1"}, "^(?=a)": {"a", "ab"}, "~": {"~"}, "^\\u00e9": {"\u00e9"}, "[/]": {"/"},
+	"a(?!b)": {"a", "ac"}, "(a)\\1": {"aa"}, "\\bab": {"ab"}, "\\p{L}": {"a", "\u00e9"}, "[\\c_]": {"\x1f"},
+	"\\c1": {"\\c1"}, "(?<=a)b": {"ab"}, "$^": {""}, "a|$^": {"a", ""}, "^$|b": {"b", ""}, "(?:a|$)^": {""},
+	"a$|^b": {"ba", "b"}, "(?:^)*a$": {"a"},
+}
 
 var edgeFormats = []string{"hostname", "uri", "uri-reference", "iri", "email", "duration", "date", "uri-template", "regex"}
 
 var edgeStrings = []string{"", "a", "ab", "abc", " ", "\u00a0", "\v", "\u2028", "\ufeff", "x-a", "A", "1", "\u00e9",
 	"example.com", "3com.com", "a_b", "http://a/b", "http://a/b c", "/rel", "P1D", "P1Y2D", "a@b.co", "2024-02-29",
-	"{id}", "{=x}", "^(?=a)", "(", "%", "a%62", "~", "/", "aaaa"}
+	"{id}", "{=x}", "^(?=a)", "(", "%", "a%62", "~", "/", "aaaa", "b", "ba", "aa", "\x1f", "\\c1"}
 
 type draftInfo struct {
 	uri  string
@@ -95,7 +111,26 @@ func (g *dgen) name() string { return vocabNames[g.r.Intn(len(vocabNames))] }
 func (g *dgen) num() json.Number {
 	return json.Number(edgeNumbers[g.r.Intn(len(edgeNumbers))])
 }
-func (g *dgen) count() json.Number    { return json.Number(edgeCounts[g.r.Intn(len(edgeCounts))]) }
+func (g *dgen) count() json.Number { return json.Number(edgeCounts[g.r.Intn(len(edgeCounts))]) }
+
+// branchCount is a count for a branch beside unevaluated*: 2^31 or more half the time.
+func (g *dgen) branchCount() json.Number {
+	if g.r.Intn(2) == 0 {
+		return json.Number(g.one([]string{"2147483648", "4294967296", "9007199254740993"}))
+	}
+	return g.count()
+}
+
+// untranslatable are the edge patterns with no RE2 translation.
+var untranslatable = []string{"a(?!b)", "(a)\\1", "\\bab", "\\p{L}", "[\\c_]", "\\c1", "(?<=a)b", "^(?=a)"}
+
+// pattern draws an edge pattern, an untranslatable one a third of the time.
+func (g *dgen) pattern() string {
+	if g.r.Intn(3) == 0 {
+		return g.one(untranslatable)
+	}
+	return g.one(edgePatterns)
+}
 func (g *dgen) one(l []string) string { return l[g.r.Intn(len(l))] }
 
 // ref is a $ref to a definition, its name escaped as a JSON pointer and a URI fragment.
@@ -141,14 +176,40 @@ func (g *dgen) schema(depth int) any {
 				m["required"] = dedupeAny(req)
 			}
 		}
+		closer := "additionalProperties"
+		if g.dr.ver >= draft2019 && g.r.Intn(3) == 0 {
+			closer = "unevaluatedProperties"
+		}
 		switch g.r.Intn(4) {
 		case 0:
-			m["additionalProperties"] = false
+			m[closer] = false
 		case 1:
-			m["additionalProperties"] = g.schema(depth + 1)
+			m[closer] = g.schema(depth + 1)
 		}
-		if g.r.Intn(5) == 0 {
-			m["patternProperties"] = map[string]any{g.one(append(edgePatterns, g.name())): g.schema(depth + 1)}
+		if g.r.Intn(3) == 0 {
+			key := g.pattern()
+			if _, closed := m[closer]; !closed && g.r.Intn(2) == 0 {
+				m[closer] = g.r.Intn(3) != 0 // a pattern property beside a closed (or open) object
+			}
+			if g.r.Intn(4) == 0 {
+				key = g.name()
+			}
+			m["patternProperties"] = map[string]any{key: g.schema(depth + 1)}
+		}
+		if g.dr.ver >= draft2019 && g.r.Intn(5) == 0 {
+			// a branch whose evaluated names a sibling's unevaluatedProperties depends on,
+			// with a count of any size beside them
+			branch := map[string]any{}
+			if g.r.Intn(2) == 0 {
+				branch["patternProperties"] = map[string]any{g.pattern(): g.schema(depth + 1)}
+			} else {
+				branch["properties"] = map[string]any{g.name(): g.schema(depth + 1)}
+			}
+			branch[g.one([]string{"minProperties", "maxProperties"})] = g.branchCount()
+			m["allOf"] = []any{branch}
+			if _, ok := m["unevaluatedProperties"]; !ok {
+				m["unevaluatedProperties"] = g.r.Intn(2) == 0
+			}
 		}
 		if g.r.Intn(5) == 0 {
 			kw := "dependentRequired"
@@ -172,8 +233,12 @@ func (g *dgen) schema(depth int) any {
 		if g.r.Intn(6) == 0 {
 			m[g.one([]string{"minProperties", "maxProperties"})] = g.count()
 		}
-		if g.r.Intn(8) == 0 && g.dr.ver >= draft6 {
-			m["propertyNames"] = map[string]any{"maxLength": json.Number("3")}
+		if g.r.Intn(6) == 0 && g.dr.ver >= draft6 {
+			if g.r.Intn(2) == 0 {
+				m["propertyNames"] = map[string]any{"maxLength": json.Number("3")}
+			} else {
+				m["propertyNames"] = map[string]any{"pattern": g.pattern()}
+			}
 		}
 	case 3:
 		m["type"] = "string"
@@ -181,7 +246,7 @@ func (g *dgen) schema(depth int) any {
 			m[g.one([]string{"minLength", "maxLength"})] = g.count()
 		}
 		if g.r.Intn(3) == 0 {
-			m["pattern"] = g.one(edgePatterns)
+			m["pattern"] = g.pattern()
 		}
 		if g.r.Intn(3) == 0 {
 			m["format"] = g.one(edgeFormats)
@@ -221,6 +286,19 @@ func (g *dgen) schema(depth int) any {
 		if g.dr.ver >= draft2019 && g.r.Intn(4) == 0 {
 			m["contains"] = map[string]any{"type": "string"}
 			m[g.one([]string{"minContains", "maxContains"})] = g.count()
+		} else if g.dr.ver >= draft2019 && g.r.Intn(3) == 0 {
+			// a branch whose evaluated items a sibling's unevaluatedItems depends on
+			branch := map[string]any{g.one([]string{"minItems", "maxItems", "minContains", "maxContains"}): g.branchCount()}
+			if g.dr.ver >= draft2020 && g.r.Intn(2) == 0 {
+				branch["prefixItems"] = []any{g.schema(depth + 1)}
+			} else {
+				branch["items"] = g.schema(depth + 1)
+			}
+			delete(m, "items")
+			delete(m, "additionalItems")
+			delete(m, "prefixItems")
+			m["allOf"] = []any{branch}
+			m["unevaluatedItems"] = g.r.Intn(2) == 0
 		}
 	case 6:
 		vals := []any{g.name(), g.num(), nil, true}
@@ -239,8 +317,17 @@ func (g *dgen) schema(depth int) any {
 			m["type"] = "null"
 		}
 	case 8:
-		kw := g.one([]string{"anyOf", "oneOf", "allOf"})
-		m[kw] = []any{g.schema(depth + 1), g.schema(depth + 1)}
+		switch kw := g.one([]string{"anyOf", "oneOf", "allOf", "not", "if"}); {
+		case kw == "not":
+			m["not"] = g.schema(depth + 1)
+		case kw == "if" && g.dr.ver >= draft7:
+			m["if"] = g.schema(depth + 1)
+			m[g.one([]string{"then", "else"})] = g.schema(depth + 1)
+		case kw == "if":
+			m["anyOf"] = []any{g.schema(depth + 1), g.schema(depth + 1)}
+		default:
+			m[kw] = []any{g.schema(depth + 1), g.schema(depth + 1)}
+		}
 	}
 	return m
 }
@@ -311,7 +398,7 @@ func (g *dgen) mutate(doc any) any {
 	if m == nil {
 		return doc
 	}
-	switch g.r.Intn(12) {
+	switch g.r.Intn(13) {
 	case 0: // retype
 		m["type"] = g.one([]string{"string", "integer", "number", "object", "array", "null"})
 	case 1: // an annotation: must not matter
@@ -397,6 +484,14 @@ func (g *dgen) mutate(doc any) any {
 		m[kw] = map[string]any{g.name(): map[string]any{"required": []any{g.name()}}}
 	case 10:
 		m["pattern"] = g.one(edgePatterns)
+	case 11: // a pattern property's schema retyped (or one added)
+		pp, _ := m["patternProperties"].(map[string]any)
+		if len(pp) == 0 {
+			m["patternProperties"] = map[string]any{g.one(edgePatterns): map[string]any{"type": g.one([]string{"string", "integer", "null"})}}
+			break
+		}
+		keys := sortedKeys(pp)
+		pp[keys[g.r.Intn(len(keys))]] = map[string]any{"type": g.one([]string{"string", "integer", "null", "object"})}
 	default: // the subschema replaced
 		return setAt(doc, ptr, g.schema(2))
 	}
@@ -475,14 +570,36 @@ func (g *igen) from(s any, depth int) any {
 			}
 		}
 		for _, kw := range []string{"dependentRequired", "dependencies", "dependentSchemas", "patternProperties"} {
-			for k := range asMap(m[kw]) {
+			for _, k := range sortedKeys(asMap(m[kw])) {
 				if g.r.Intn(3) == 0 {
-					obj[k] = g.any(depth + 1)
+					name := k
+					var val any
+					if kw == "patternProperties" {
+						if len(patternSamples[k]) > 0 && g.r.Intn(3) != 0 {
+							name = patternSamples[k][g.r.Intn(len(patternSamples[k]))]
+						}
+						if g.r.Intn(2) == 0 {
+							val = g.from(asMap(m[kw])[k], depth+1)
+						}
+					}
+					if val == nil {
+						val = g.any(depth + 1)
+					}
+					obj[name] = val
 				}
 			}
 		}
 		if g.r.Intn(3) == 0 {
 			obj[vocabNames[g.r.Intn(len(vocabNames))]] = g.any(depth + 1)
+		}
+		// names an allOf branch evaluates, beside the node's own (unevaluatedProperties
+		// depends on both)
+		for _, b := range asList(m["allOf"]) {
+			if bo, ok := g.from(b, depth+1).(map[string]any); ok && g.r.Intn(2) == 0 {
+				for k, v := range bo {
+					obj[k] = v
+				}
+			}
 		}
 		return obj
 	case "string":
@@ -517,6 +634,12 @@ func (g *igen) from(s any, depth int) any {
 		}
 		for i := 0; i < n; i++ {
 			out = append(out, g.from(item, depth+1))
+		}
+		// items an allOf branch evaluates (unevaluatedItems depends on them)
+		for _, b := range asList(m["allOf"]) {
+			if ba, ok := g.from(b, depth+1).([]any); ok && len(ba) > len(out) && g.r.Intn(2) == 0 {
+				out = ba
+			}
 		}
 		return out
 	case "boolean":
@@ -702,4 +825,9 @@ func TestDifferentialSoundness(t *testing.T) {
 	if st.checked < n/10 {
 		t.Errorf("only %d safe directions were checked against an accepted instance (of %d pairs): the generator has drifted", st.checked, n)
 	}
+}
+
+func asList(v any) []any {
+	l, _ := v.([]any)
+	return l
 }

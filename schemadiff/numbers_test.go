@@ -34,10 +34,10 @@ func TestExactNumbers(t *testing.T) {
 		{"2^53+1 and 2^53 in an enum", `{"enum":[9007199254740993]}`, `{"enum":[9007199254740992]}`, TierHighRisk, TierHighRisk, `9007199254740993`},
 		{"exclusiveMaximum past 2^63", `{"type":"integer","exclusiveMaximum":18446744073709551617}`, `{"type":"integer","exclusiveMaximum":18446744073709551616}`, TierHighRisk, TierCompatible, `18446744073709551616`},
 		{"maxLength 2^31-1 to 2^31-2", `{"type":"string","maxLength":2147483647}`, `{"type":"string","maxLength":2147483646}`, TierHighRisk, TierCompatible, ``},
-		{"minLength 2^31 added is not absent", `{"type":"string"}`, `{"type":"string","minLength":2147483648}`, TierHighRisk, TierHighRisk, ``},
-		{"minItems 2^53+1 added is not absent", `{"type":"array"}`, `{"type":"array","minItems":9007199254740993}`, TierHighRisk, TierHighRisk, ``},
-		{"minProperties 2^31 removed is not absent", `{"type":"object","minProperties":2147483648}`, `{"type":"object"}`, TierHighRisk, TierHighRisk, ``},
-		{"minContains 2^31 added", `{"type":"array","contains":{"type":"string"}}`, `{"type":"array","contains":{"type":"string"},"minContains":2147483648}`, TierHighRisk, TierHighRisk, ``},
+		{"minLength 2^31 added is not absent", `{"type":"string"}`, `{"type":"string","minLength":2147483648}`, TierHighRisk, TierCompatible, ``},
+		{"minItems 2^53+1 added is not absent", `{"type":"array"}`, `{"type":"array","minItems":9007199254740993}`, TierHighRisk, TierCompatible, ``},
+		{"minProperties 2^31 removed is not absent", `{"type":"object","minProperties":2147483648}`, `{"type":"object"}`, TierCompatible, TierHighRisk, ``},
+		{"minContains 2^31 added", `{"type":"array","contains":{"type":"string"}}`, `{"type":"array","contains":{"type":"string"},"minContains":2147483648}`, TierHighRisk, TierCompatible, ``},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -146,7 +146,11 @@ func buildNFA(pat string) (*rnfa, string) {
 	loop := b.add(rstate{kind: rSplit, out: start})
 	b.states[loop].out1 = b.add(rstate{kind: rRange, ranges: []rune{0, maxRunes}, out: loop})
 	a := &rnfa{states: b.states, start: loop, match: match, sets: map[string]int{}}
-	a.begin = a.setID(a.closure([]int{loop}, true, false))
+	// The start state gets an identity of its own: a later state with the same NFA
+	// states (a pattern whose every ^ sits behind a $, such as `$^`, returns to them
+	// after each character) is not at the start of the text, so the start's
+	// acceptance of an empty text must not carry over to it.
+	a.begin = a.newSet(a.closure([]int{loop}, true, false), "B")
 	return a, ""
 }
 
@@ -336,8 +340,13 @@ func (a *rnfa) closure(from []int, atBegin, atEnd bool) []int {
 	return out
 }
 
-func (a *rnfa) setID(set []int) int {
+func (a *rnfa) setID(set []int) int { return a.newSet(set, "") }
+
+// newSet returns the determinized state of an NFA state set; tag keeps states apart that
+// have the same NFA states but not the same meaning (the start of the text).
+func (a *rnfa) newSet(set []int, tag string) int {
 	var b strings.Builder
+	b.WriteString(tag)
 	for _, s := range set {
 		b.WriteString(strconv.Itoa(s))
 		b.WriteByte(',')

@@ -1,6 +1,7 @@
 package schemadiff
 
 import (
+	"math/rand/v2"
 	"testing"
 
 	"github.com/toolgate/toolgate/internal/jsonschemax"
@@ -73,5 +74,68 @@ func TestECMATranslationRefuses(t *testing.T) {
 		if a, why := rc.compile(p); a == nil {
 			t.Errorf("%s is not modelled: %s", p, why)
 		}
+	}
+}
+
+// TestRegexAutomataAnchorsProperty compares the automata with the validator's engine on
+// random patterns built from two letters, anchors in every position (a ^ behind a $,
+// anchors inside groups and alternatives) and quantifiers, on every string of up to four
+// letters: the automaton of a pattern accepts exactly the strings the engine matches.
+func TestRegexAutomataAnchorsProperty(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(41, 3))
+	var gen func(depth int) string
+	gen = func(depth int) string {
+		switch k := rng.IntN(10); {
+		case depth > 3 || k < 3:
+			return []string{"a", "b", "^", "$", "."}[rng.IntN(5)]
+		case k < 5:
+			return gen(depth+1) + gen(depth+1)
+		case k < 7:
+			return gen(depth+1) + "|" + gen(depth+1)
+		case k < 8:
+			return "(?:" + gen(depth+1) + ")"
+		default:
+			return "(?:" + gen(depth+1) + ")" + []string{"*", "+", "?"}[rng.IntN(3)]
+		}
+	}
+	var strs []string
+	var walk func(s string)
+	walk = func(s string) {
+		strs = append(strs, s)
+		if len(s) < 4 {
+			walk(s + "a")
+			walk(s + "b")
+		}
+	}
+	walk("")
+	pats := []string{`$^`, `a|$^`, `^$`, `$^|b`, `(?:$^)*a`, `a$^`, `$a^`, `(?:a|$)^`, `^(?:$|a)`}
+	for i := 0; i < 400; i++ {
+		pats = append(pats, gen(0))
+	}
+	var rc regexCache
+	checked := 0
+	for _, p := range pats {
+		a, why := rc.compile(p)
+		if a == nil {
+			t.Fatalf("%s is not modelled: %s", p, why)
+		}
+		for _, s := range strs {
+			want, known := matchECMA(p, s)
+			if !known {
+				t.Fatalf("%s does not compile in the validator's engine", p)
+			}
+			id := a.begin
+			for _, r := range s {
+				id = a.step(id, r)
+			}
+			if got := a.state(id).accept; got != want {
+				t.Errorf("pattern %q on %q: automaton says %v, the engine %v", p, s, got, want)
+			}
+			checked++
+		}
+	}
+	if checked < 1000 {
+		t.Fatalf("only %d checks", checked)
 	}
 }

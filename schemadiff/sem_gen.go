@@ -93,8 +93,8 @@ func (e *engine) gen(t term) (out []any) {
 			vs = []any{nil}
 		case tBool:
 			vs = []any{false, true}
-		case tInt, tFrac:
-			vs = numbersJSON(numsOf(t, tb).pick(3))
+		case tInt, tIntX, tFrac:
+			vs = numbersJSONAs(numsOf(t, tb).pick(3), tb)
 		case tStr:
 			got, _ := e.genStrings(stringsOf(t), 0, -1, 3)
 			vs = stringsJSON(got)
@@ -130,9 +130,9 @@ func (e *engine) gen(t term) (out []any) {
 }
 
 func genOrder(mask tmask) []tmask {
-	order := []tmask{tObj, tArr, tStr, tInt, tFrac, tBool, tNull}
+	order := []tmask{tObj, tArr, tStr, tInt, tFrac, tIntX, tBool, tNull}
 	if mask == tAll {
-		order = []tmask{tStr, tInt, tObj, tArr, tBool, tNull, tFrac}
+		order = []tmask{tStr, tInt, tObj, tArr, tBool, tNull, tFrac, tIntX}
 	}
 	var out []tmask
 	for _, tb := range order {

@@ -65,8 +65,11 @@ func draftName(d int) string {
 	return "2020-12"
 }
 
-// Type bits. Numbers are split into integral values and the rest, because `integer`
-// accepts exactly the numbers with no fractional part (1.0 included).
+// Type bits. Numbers are split three ways: integral values written as integers (1),
+// integral values written with a fraction or exponent part (1.0, 1e2) and the rest.
+// From draft-06 on, `integer` accepts both integral kinds; draft-04 defines an integer
+// as a JSON number without a fraction or exponent part, so there it accepts the first
+// only (the validator applies the same rule).
 type tmask uint8
 
 const (
@@ -77,18 +80,32 @@ const (
 	tStr
 	tArr
 	tObj
-	tAll = tNull | tBool | tInt | tFrac | tStr | tArr | tObj
-	tNum = tInt | tFrac
+	tIntX     // integral, but written with a fraction or exponent part
+	tAll      = tNull | tBool | tInt | tIntX | tFrac | tStr | tArr | tObj
+	tNum      = tInt | tIntX | tFrac
+	tIntegral = tInt | tIntX
 )
 
-var typeBits = map[string]tmask{"null": tNull, "boolean": tBool, "integer": tInt, "number": tNum,
+var typeBits = map[string]tmask{"null": tNull, "boolean": tBool, "integer": tIntegral, "number": tNum,
 	"string": tStr, "array": tArr, "object": tObj}
+
+// typeBit maps a type name to its bits as the document's draft reads it.
+func typeBit(name string, draft int) tmask {
+	if name == "integer" && draft == draft4 {
+		return tInt
+	}
+	return typeBits[name]
+}
 
 func (m tmask) String() string {
 	var names []string
 	for _, n := range []string{"null", "boolean", "integer", "number", "string", "array", "object"} {
 		b := typeBits[n]
 		if n == "integer" && m&tNum == tNum {
+			continue
+		}
+		if n == "integer" && m&tIntegral == tInt {
+			names = append(names, "integer (written without a fraction)")
 			continue
 		}
 		if m&b == b {
@@ -312,7 +329,47 @@ type snode struct {
 	ifS    *snode
 	thenS  *snode
 	elseS  *snode
-	opaque []string
+	// opaque lists what the check does not decide at this node. Each entry is an
+	// undecided value: the node's plains stand for the node only as an
+	// over-approximation (what could not be read is left out, and only left out where
+	// leaving it out accepts more), so A's side may use them, but wherever the node is
+	// the side that must accept (B), or is negated, each entry is an undecided finding at
+	// its keyword, which no proof can pass: it poisons none and compatible.
+	opaque []undecided
+	// parsing: the node is still being read (a $ref back to it from below sees it
+	// incomplete, so what it evaluates is not known yet)
+	parsing bool
+}
+
+// undecided is one part of a node the check does not model: the keyword and why.
+type undecided struct {
+	kw  string // the keyword ("" for the node as a whole)
+	why string
+	// evaluates: the part may evaluate properties or items, so a sibling's
+	// unevaluatedProperties/unevaluatedItems cannot tell which it leaves
+	evaluates bool
+}
+
+func (u undecided) String() string {
+	if u.kw == "" {
+		return u.why
+	}
+	return u.kw + ": " + u.why
+}
+
+// undecide records a part of n the check does not model.
+func (n *snode) undecide(kw, why string, evaluates bool) {
+	n.opaque = append(n.opaque, undecided{kw: kw, why: why, evaluates: evaluates})
+}
+
+// evaluationKnown reports whether the names and items n evaluates are all modelled.
+func (n *snode) evaluationKnown() bool {
+	for _, u := range n.opaque {
+		if u.evaluates {
+			return false
+		}
+	}
+	return true
 }
 
 // plain is the keywords of one node that constrain a value directly, each applying only
@@ -383,9 +440,10 @@ func (d *sdoc) node(ptr string) *snode {
 	if !ok {
 		return nil
 	}
-	n := &snode{d: d, ptr: ptr, raw: v}
+	n := &snode{d: d, ptr: ptr, raw: v, parsing: true}
 	d.nodes[ptr] = n // before parsing: references back to this node find it
 	d.parse(n)
+	n.parsing = false
 	return n
 }
 
@@ -417,7 +475,7 @@ func (d *sdoc) parse(n *snode) {
 	case map[string]any:
 		d.parseMap(n, v)
 	default:
-		n.opaque = append(n.opaque, "not a schema")
+		n.undecide("", "not a schema", true)
 	}
 }
 
@@ -425,7 +483,7 @@ func (d *sdoc) parseMap(n *snode, m map[string]any) {
 	if r, ok := m["$ref"].(string); ok {
 		ptr, ok := d.refTarget(r)
 		if !ok {
-			n.opaque = append(n.opaque, "unresolvable $ref "+strconv.Quote(r))
+			n.undecide("$ref", "unresolvable $ref "+strconv.Quote(r), true)
 			return
 		}
 		if t := d.node(ptr); t != nil {
@@ -437,8 +495,10 @@ func (d *sdoc) parseMap(n *snode, m map[string]any) {
 	}
 	for _, kw := range countKeywords {
 		if hugeCount(m[kw]) {
-			n.opaque = append(n.opaque, kw+" is 2^31 or more, beyond what the check models")
-			return
+			// left out of the plain (readInt does not read it), which only accepts
+			// more; every other keyword of the node is still read, so a branch's
+			// patternProperties or items stay visible to unevaluated* beside it
+			n.undecide(kw, "a count of 2^31 or more, beyond what the check models", false)
 		}
 	}
 	p := newPlain()
@@ -448,11 +508,11 @@ func (d *sdoc) parseMap(n *snode, m map[string]any) {
 		p.types = 0
 		switch tv := t.(type) {
 		case string:
-			p.types = typeBits[tv]
+			p.types = typeBit(tv, d.draft)
 		case []any:
 			for _, e := range tv {
 				s, _ := e.(string)
-				p.types |= typeBits[s]
+				p.types |= typeBit(s, d.draft)
 			}
 		}
 	}
@@ -631,13 +691,21 @@ func (d *sdoc) parseObject(n *snode, m map[string]any, p *plain) bool {
 			p.props[k] = d.child(n, "properties", k)
 		}
 	}
+	patsKnown := true
 	if pp, ok := m["patternProperties"].(map[string]any); ok {
 		used = true
 		for _, k := range sortedKeys(pp) {
 			goPat, why := jsonschemax.TranslateToRE2(k)
 			re, err := regexp.Compile(goPat)
 			if why != "" || err != nil {
-				n.opaque = append(n.opaque, "patternProperties "+strconv.Quote(k)+": "+why)
+				if why == "" {
+					why = "no RE2 translation"
+				}
+				// which names the pattern covers is not known: its schema is left out
+				// (accepting more), and so is additionalProperties below, which would
+				// otherwise read those names as refused
+				n.undecide("patternProperties/"+escape(k), "the pattern "+strconv.Quote(k)+" is not modelled: "+why, true)
+				patsKnown = false
 				continue
 			}
 			p.patProps = append(p.patProps, patProp{pat: k, re: re, s: d.child(n, "patternProperties", k)})
@@ -645,7 +713,11 @@ func (d *sdoc) parseObject(n *snode, m map[string]any, p *plain) bool {
 	}
 	if _, ok := m["additionalProperties"]; ok {
 		used = true
-		p.addl, p.addlKW = d.child(n, "additionalProperties"), "additionalProperties"
+		if patsKnown {
+			p.addl, p.addlKW = d.child(n, "additionalProperties"), "additionalProperties"
+		} else {
+			n.undecide("additionalProperties", "the names it applies to depend on a pattern that is not modelled", true)
+		}
 	}
 	if r, ok := m["required"].([]any); ok {
 		used = true
@@ -729,7 +801,7 @@ func (d *sdoc) parseUnevaluated(n *snode, m map[string]any) {
 		names, pats, all, ok := d.evaluatedProps(n, 0)
 		switch {
 		case !ok:
-			n.opaque = append(n.opaque, "unevaluatedProperties next to anyOf, oneOf, if or dependentSchemas")
+			n.undecide("unevaluatedProperties", "next to anyOf, oneOf, if or dependentSchemas, or beside a part that is not modelled", false)
 		case !all:
 			g := newPlain()
 			g.props = map[string]*snode{}
@@ -747,7 +819,7 @@ func (d *sdoc) parseUnevaluated(n *snode, m map[string]any) {
 		k, all, ok := d.evaluatedItems(n, 0)
 		switch {
 		case !ok:
-			n.opaque = append(n.opaque, "unevaluatedItems next to contains, anyOf, oneOf or if")
+			n.undecide("unevaluatedItems", "next to contains, anyOf, oneOf or if, or beside a part that is not modelled", false)
 		case !all:
 			g := newPlain()
 			g.prefixKW = "prefixItems"
@@ -784,6 +856,9 @@ func (d *sdoc) evaluatedProps(n *snode, depth int) (names []string, pats []patPr
 	if has(m, "additionalProperties") || (depth > 0 && has(m, "unevaluatedProperties")) {
 		return nil, nil, true, true
 	}
+	if !n.evaluationKnown() || (depth > 0 && n.parsing) {
+		return nil, nil, false, false
+	}
 	for k := range asMap(m["properties"]) {
 		names = append(names, k)
 	}
@@ -813,7 +888,7 @@ func (d *sdoc) evaluatedItems(n *snode, depth int) (k int, all, ok bool) {
 	if m == nil {
 		return 0, false, true
 	}
-	if n.hasAny || n.hasOne || n.ifS != nil || has(m, "contains") {
+	if n.hasAny || n.hasOne || n.ifS != nil || has(m, "contains") || !n.evaluationKnown() || (depth > 0 && n.parsing) {
 		return 0, false, false
 	}
 	if depth > 0 && has(m, "unevaluatedItems") {
@@ -939,10 +1014,13 @@ func typeOfValue(v any) tmask {
 		return tObj
 	case float64, json.Number:
 		r := ratOf(x)
-		if r != nil && r.IsInt() {
-			return tInt
+		if r == nil || !r.IsInt() {
+			return tFrac
 		}
-		return tFrac
+		if jsonschemax.NumberWithFraction(x) {
+			return tIntX
+		}
+		return tInt
 	}
 	return 0
 }

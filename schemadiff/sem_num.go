@@ -24,7 +24,7 @@ type numSet struct {
 var ratOne = big.NewRat(1, 1)
 
 func numsOf(t term, tb tmask) numSet {
-	s := numSet{integral: tb == tInt, fracOnly: tb == tFrac}
+	s := numSet{integral: tb == tInt || tb == tIntX, fracOnly: tb == tFrac}
 	for _, p := range t.plains {
 		if p.min != nil && (s.lo == nil || p.min.Cmp(s.lo) > 0 || p.min.Cmp(s.lo) == 0 && p.minEx) {
 			s.lo, s.loEx = p.min, p.minEx
@@ -316,6 +316,21 @@ func numbersJSON(rs []*big.Rat) []any {
 	return out
 }
 
+// numbersJSONAs is numbersJSON for one numeric kind: integral values of tIntX are
+// written with a fraction (1.0).
+func numbersJSONAs(rs []*big.Rat, tb tmask) []any {
+	out := numbersJSON(rs)
+	if tb != tIntX {
+		return out
+	}
+	for i, v := range out {
+		if j, ok := v.(json.Number); ok && !strings.ContainsAny(string(j), ".eE") {
+			out[i] = json.Number(string(j) + ".0")
+		}
+	}
+	return out
+}
+
 // numSub compares the numbers of A with a B keyword group, one numeric kind at a time.
 // Each B keyword is checked by looking for a value of A that violates it: the violation
 // is a synthetic constraint added to A, so values are built inside it, checked with the
@@ -323,7 +338,7 @@ func numbersJSON(rs []*big.Rat) []any {
 func (e *engine) numSub(t term, g *plain, at string) []finding {
 	var fs []finding
 	mask := termTypes(t)
-	for _, tb := range []tmask{tInt, tFrac} {
+	for _, tb := range []tmask{tInt, tIntX, tFrac} {
 		if mask&tb == 0 {
 			continue
 		}
@@ -373,8 +388,11 @@ func ratText(r *big.Rat) string {
 }
 
 func kindName(tb tmask) string {
-	if tb == tInt {
+	switch tb {
+	case tInt:
 		return "integers"
+	case tIntX:
+		return "integral numbers written with a fraction (1.0), which draft-04's integer refuses"
 	}
 	return "numbers with a fractional part"
 }

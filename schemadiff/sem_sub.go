@@ -476,8 +476,12 @@ func (e *engine) atoms(n *snode, path string, visiting map[*snode]bool, out *[]a
 		*out = append(*out, atom{owner: n, path: path, kind: "false"})
 		return
 	}
-	for _, why := range n.opaque {
-		*out = append(*out, atom{owner: n, path: path, kind: "opaque", why: why})
+	for _, u := range n.opaque {
+		at := path
+		if u.kw != "" {
+			at += "/" + u.kw
+		}
+		*out = append(*out, atom{owner: n, path: at, kind: "opaque", why: u.String()})
 	}
 	for _, p := range n.ps {
 		*out = append(*out, atom{owner: n, path: path, kind: "plain", p: p})
@@ -596,8 +600,10 @@ func (e *engine) keepReal(t term, fs []finding, depth int) []finding {
 		return fs
 	}
 	anyCand, hadCand := false, false
+	built := make([]bool, len(fs))
 	for i := range fs {
-		hadCand = hadCand || len(fs[i].cands) > 0
+		built[i] = len(fs[i].cands) > 0
+		hadCand = hadCand || built[i]
 		var keep []any
 		for _, c := range fs[i].cands {
 			if e.member(t.lits, c) {
@@ -613,6 +619,14 @@ func (e *engine) keepReal(t term, fs []finding, depth int) []finding {
 		// values were built but none is really in A: A may be empty here
 		if v, _ := e.empty(t, depth); v == vYes {
 			return nil
+		}
+		// not proven either way: the model of A let through values A refuses (a part
+		// of A the check does not model), so the break is not shown, only suspected
+		for i := range fs {
+			if built[i] && fs[i].v == vNo {
+				fs[i].v = vUnknown
+				fs[i].why += " (the values built for it are refused by the writer's schema, which the check does not model completely)"
+			}
 		}
 	}
 	return fs
@@ -1043,7 +1057,7 @@ func (e *engine) emptyOfType(t term, tb tmask) bool {
 	case tb == tNull || tb == tBool:
 		return false
 	case tb&tNum != 0:
-		for _, k := range []tmask{tInt, tFrac} {
+		for _, k := range []tmask{tInt, tIntX, tFrac} {
 			if tb&k == 0 {
 				continue
 			}

@@ -53,7 +53,7 @@ func newValidator(doc any, name string) *validator {
 	}
 	v.c = jsonschema.NewCompiler()
 	v.c.DefaultDraft(jsonschema.Draft2020)
-	jsonschemax.Configure(v.c)
+	jsonschemax.ConfigureDocument(v.c, parsed)
 	v.c.UseLoader(noRemote{})
 	if err := v.c.AddResource(v.url, parsed); err != nil {
 		v.err = err

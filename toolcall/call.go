@@ -390,6 +390,7 @@ func (c *call) existing(ctx context.Context, a *ledger.Action) error {
 			f.Outcome = decisionlog.OutcomeReplayed
 			return c.replay(a)
 		case ledger.Running:
+			c.admitted()
 			joined, err := c.s.cfg.Ledger.Wait(ctx, a.Tenant, a.ID, c.s.cfg.JoinTimeout, 0)
 			if err != nil {
 				if ctx.Err() != nil {

@@ -17,6 +17,7 @@ import (
 // context: a caller that hangs up does not cut an effect in half.
 func (c *call) execute(ctx context.Context, a *ledger.Action, b invoke.Binding) error {
 	ctx = context.WithoutCancel(ctx)
+	c.admitted()
 	f := c.facts()
 	args, _ := c.decoded().(map[string]any)
 	dctx, span := c.s.downstreamSpan(ctx, b.WithDefaults().Method, attrActionID.String(a.ID), attrAttempt.Int(a.Attempts))
@@ -124,6 +125,7 @@ func (c *call) readOnly(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	c.admitted()
 	b := adm.b
 	args, _ := c.decoded().(map[string]any)
 	id := c.in.Key

@@ -31,8 +31,10 @@ func TestFloorPlan(t *testing.T) {
 		// replay sends recorded calls the way the gateway does, and reads
 		// the ledger's records; it knows nothing of the call service.
 		{pkg: "replay", onlyOwn: []string{"invoke", "ledger", "internal/canon"}},
-		// rollout is the pure rules of a version rollout, below the call path.
-		{pkg: "rollout", onlyOwn: []string{"api", "contract", "ledger"}, forbidden: []string{"net/http"}},
+		// rollout is the pure rules of a version rollout, below the call path;
+		// it reads what toolgate.lock says of versions (released, held,
+		// replaced) the one way the gateway, export and lock share.
+		{pkg: "rollout", onlyOwn: []string{"api", "contract", "ledger", "lockfile"}, forbidden: []string{"net/http"}},
 		{pkg: "toolcall", onlyOwn: []string{"api", "contract", "decisionlog", "internal/canon", "internal/tracectx", "invoke", "ledger", "rollout"},
 			forbidden: []string{"net/http", "net/http/httptest", "net/http/httptrace"}},
 		// The upstream MCP invoker and its drift watcher sit beside invoke:
@@ -50,10 +52,11 @@ func TestFloorPlan(t *testing.T) {
 		{pkg: "internal/masking", onlyOwn: []string{"contract", "decisionlog"}},
 		{pkg: "internal/jsonschemax", onlyOwn: []string{}},
 		{pkg: "internal/secret", onlyOwn: []string{}},
+		{pkg: "internal/textsafe", onlyOwn: []string{}},
 	}
 	// leaves may be imported by any package.
 	leaves := map[string]bool{"internal/canon": true, "internal/junit": true, "internal/suggest": true, "internal/strictyaml": true, "internal/tracectx": true,
-		"internal/jsonschemax": true, "internal/secret": true, "internal/plural": true}
+		"internal/jsonschemax": true, "internal/secret": true, "internal/plural": true, "internal/textsafe": true}
 	for _, r := range rules {
 		imports := packageImports(t, filepath.Join("..", r.pkg))
 		for imp, file := range imports {

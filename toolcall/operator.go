@@ -322,6 +322,25 @@ func decisionFailed(a *ledger.Action, err error) error {
 	return storeFailed(err)
 }
 
+// DownstreamKey is the key the action's downstream was (or will be) sent
+// under: the binding's downstream_key template expanded for the action. ""
+// for a tool with no binding or a key that does not expand.
+func (s *Service) DownstreamKey(a *ledger.Action) string {
+	b, ok := s.cfg.Bindings[a.ToolID]
+	if !ok {
+		return ""
+	}
+	var args map[string]any
+	if v, err := contract.DecodeJSON(a.Arguments); err == nil {
+		args, _ = v.(map[string]any)
+	}
+	k, err := invoke.DownstreamKey(&b, invoke.Vars{Tenant: a.Tenant, ActionID: a.ID, Args: args})
+	if err != nil {
+		return ""
+	}
+	return k
+}
+
 // Lookup asks an action's downstream whether its effect exists.
 func (s *Service) Lookup(ctx context.Context, a *ledger.Action) ledger.LookupAnswer {
 	b, ok := s.cfg.Bindings[a.ToolID]
@@ -408,6 +427,10 @@ func (s *Service) Unassign(ctx context.Context, p *Principal, id, note string, t
 
 func (s *Service) assign(ctx context.Context, p *Principal, id string, r ledger.AssignRequest) (*ledger.Action, error) {
 	if err := ledger.CheckAssignText(r.Assignee, r.Note); err != nil {
+		var ne *ledger.NameError
+		if errors.As(err, &ne) {
+			return nil, InvalidArguments([]contract.FieldError{{Pointer: "/" + ne.Field, Code: "name", Detail: err.Error()}})
+		}
 		return nil, Errorf(CodeMalformedRequest, "%v", err)
 	}
 	a, err := s.Action(ctx, p, id)
@@ -424,8 +447,6 @@ func (s *Service) assign(ctx context.Context, p *Principal, id string, r ledger.
 			a.ID, ae.Current.Assignee, ae.Current.At.Format(time.RFC3339)).withAction(a, a.State)
 	case errors.Is(err, ledger.ErrNotAssignable):
 		return nil, Errorf(CodeActionNotAssignable, "action %q is %s; only unknown actions and those awaiting approval can be assigned", a.ID, a.State).withAction(a, a.State)
-	case errors.Is(err, ledger.ErrAssignmentLimit):
-		return nil, Errorf(CodeActionNotAssignable, "action %q has %d assignment changes, the most one action records", a.ID, ledger.MaxAssignmentChanges).withAction(a, a.State)
 	case errors.Is(err, ledger.ErrStale):
 		return nil, Errorf(CodeActionInProgress, "the action changed meanwhile; read it and try again").withRetry(1)
 	}

@@ -76,7 +76,7 @@ const (
 // codes is the one table of problem codes (docs/reference/http-api.md).
 var codes = map[Code]CodeInfo{
 	CodeInvalidArguments: {422, "Invalid arguments",
-		"The arguments do not satisfy the tool's contract. Each entry of errors[] names the argument by JSON pointer, the failing rule and what would satisfy it. Fix those fields and call again with the same Idempotency-Key: an invalid call does not consume the key.", invalid},
+		"The arguments do not satisfy the tool's contract. Each entry of errors[] names the argument by JSON pointer, the failing rule and what would satisfy it. Fix those fields and call again with the same Idempotency-Key: an invalid call does not consume the key. On an operator endpoint the pointer names a field of the request body (an assignee name that would not show as itself: /assignee).", invalid},
 	CodeMalformedRequest: {400, "Malformed request",
 		"The request body must be one JSON object such as {\"arguments\": {...}, \"version\": \"1.0.0\"}, and query parameters must have the documented forms. Send valid JSON.", invalid},
 	CodeKeyMissing: {400, "Idempotency key missing",
@@ -114,7 +114,7 @@ var codes = map[Code]CodeInfo{
 	CodeActionNotAwaitingApproval: {409, "Action not awaiting approval",
 		"Only actions in state awaiting_approval can be approved or denied.", conflict},
 	CodeActionNotAssignable: {409, "Action not assignable",
-		"Only actions that wait for a person can be assigned or released: unknown ones (needs_operator included) and those awaiting approval; and one action records at most 64 assignment changes. The action's record (GET /v1/actions/{action_id}) shows its state and its assignee.", conflict},
+		"Only actions that wait for a person can be assigned or released: unknown ones (needs_operator included) and those awaiting approval. The action's record (GET /v1/actions/{action_id}) shows its state and its assignee.", conflict},
 	CodeActionAssigned: {409, "Action assigned to someone else",
 		"Another operator has taken this action (the detail names them and since when). Talk to them first; to take it over or release it anyway, send the request again with \"take_over\": true (toolgate actions assign --take-over). An assignment is information, not a lock: resolving, reconciling, approving and denying are never refused because of it.", conflict},
 	CodeActionDenied: {403, "Action denied",
@@ -128,15 +128,15 @@ var codes = map[Code]CodeInfo{
 	CodeUpstreamDrifted: {503, "Upstream tool drifted",
 		"The tool runs on an upstream MCP server whose live definition of it (description, input or output schema) changed in a risky way since it was pinned in toolgate.lock, so the gateway stopped sending it calls: a changed definition may be an attack on the agents that read it as much as an evolution. Stored results still replay. An operator reviews the change (toolgate upstream diff) and accepts it (toolgate upstream accept --tool ID), which re-pins the definition; the tool then resumes.", unreachable},
 	CodeLedgerUnavailable: {503, "Ledger unavailable",
-		"The action ledger cannot be reached. Nothing was executed; retry after Retry-After.", unreachable},
+		"The action ledger cannot be reached. Nothing was executed; retry after Retry-After. The detail is the same words whatever the cause: why the ledger does not serve is in the gateway's log and, for an operator key, in /readyz.", unreachable},
 	CodeNotFound:         {404, "Not found", "No such endpoint.", invalid},
 	CodeMethodNotAllowed: {405, "Method not allowed", "This endpoint does not take that HTTP method.", invalid},
 	CodeVersionRetired: {410, "Version retired",
 		"The version is past its deprecation window (release-policy.yaml deprecated_versions and deprecation_window_days): a new action on it is refused. Call the version named in default_version, or omit version to get the default. Actions already bound to the retired version still replay, join and reconcile.", invalid},
 	CodeRolloutConflict: {409, "Rollout conflict",
-		"The rollout transition does not apply to the tool's rollout as it stands (promote with no candidate, rollback with no previous default, halt with nothing running). GET /v1/rollouts/{tool_id} shows the state.", conflict},
+		"The rollout transition does not apply to the tool's rollout as it stands (promote with no candidate, rollback with no previous default or of a rollback — the detail names it; a promote goes forward again —, halt with nothing running). GET /v1/rollouts/{tool_id} shows the state.", conflict},
 	CodeRolloutChanged: {409, "Rollout changed",
-		"The tool's rollout changed since the revision the request named. Read it again (GET /v1/rollouts/{tool_id}) and decide anew.", conflict},
+		"The tool's rollout changed since the revision the request named, or since the default a rollback names as from (the detail names the change that came first). Read it again (GET /v1/rollouts/{tool_id}) and decide anew.", conflict},
 	CodeApprovalRequired: {409, "Approval required",
 		"Promoting this version needs a recorded approval, as the release gate does (a high-risk tool whose release policy sets high_risk_requires_approval, or a major or high-risk change): add an approvals/ file naming the tool and the version, deploy it, and promote again.", conflict},
 	CodeInternal: {500, "Internal error",
@@ -295,16 +295,20 @@ func storeFailed(err error) *Problem {
 	return ledgerUnavailable(err)
 }
 
-// ledgerUnavailable is the 503 of a store that did not answer.
+// ledgerUnavailable is the 503 of a store that did not answer. Its detail
+// is the same words whatever the cause: why the store does not serve (a
+// replica id held by another gateway, with that session's backend pid and
+// application_name; a standby; a set-up in progress) is the operators' to
+// read, in the log (the cause) and in /readyz for an operator key, never in
+// an answer any agent key gets.
 func ledgerUnavailable(err error) *Problem {
-	// A store that is not set up yet says why, in words fit for the caller
-	// (the PostgreSQL store's NotReadyReason: no host, no credentials).
-	var nr interface{ NotReadyReason() string }
-	if errors.As(err, &nr) && nr.NotReadyReason() != "" {
-		return Errorf(CodeLedgerUnavailable, "the ledger is not ready (%s); nothing was executed", nr.NotReadyReason()).withRetry(1).withCause(err)
-	}
-	return Errorf(CodeLedgerUnavailable, "the ledger did not answer; nothing was executed").withRetry(1).withCause(err)
+	return Errorf(CodeLedgerUnavailable, "%s", LedgerUnavailableDetail).withRetry(1).withCause(err)
 }
+
+// LedgerUnavailableDetail is the detail of every call's 503
+// ledger_unavailable: generic, so that no caller learns the ledger's
+// internals (docs/security.md).
+const LedgerUnavailableDetail = "the ledger is not available right now; nothing was executed; retry after Retry-After"
 
 // Ready reports whether the ledger answers: nil, or a ledger_unavailable
 // problem (GET /readyz).

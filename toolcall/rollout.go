@@ -216,7 +216,7 @@ func (s *Service) RolloutDefault(toolID string) string {
 
 func (s *Service) deprecations() rollout.Deprecations {
 	t := s.tools.Load()
-	return rollout.Deprecations{Locked: t.DeprecatedAt, Seen: s.seenDeprecation, Released: t.Released}
+	return rollout.Deprecations{Locked: t.DeprecatedAt, Seen: s.seenDeprecation, Released: t.Released, Release: t.Release}
 }
 
 // Serving is the version that serves p's next new action of tool t naming
@@ -314,7 +314,7 @@ func (s *Service) afterCall(c *call, err error) {
 	fresh := f.StateBefore == "" || f.StateBefore == ledger.Prepared
 	if fresh && c.shadowed != nil {
 		kinds := s.capKinds(c.tool.ID, c.shadowed.epoch, c.shadowed.kinds)
-		s.count(rollout.ShadowCounts(c.tool.ID, c.shadowed.epoch, c.shadowed.candidate, c.p.Name, kinds))
+		s.count(rollout.ShadowCounts(c.tool.ID, c.shadowed.epoch, c.shadowed.candidate, c.p.Tenant, c.p.Name, kinds))
 		if o := s.cfg.RolloutObserver; o != nil {
 			o.ShadowValidated(c.tool.ID, c.shadowed.candidate, kinds)
 		}

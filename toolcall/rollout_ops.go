@@ -40,10 +40,11 @@ func (s *Service) Rollout(ctx context.Context, p *Principal, toolID string) (api
 	if err := s.flushCounts(ctx); err != nil {
 		s.log().Warn("flush rollout counts", "component", "rollouts", "error", err.Error())
 	}
-	return s.rolloutStatus(ctx, t, StatusHistory)
+	return s.rolloutStatus(ctx, t, StatusHistory, p.Tenant)
 }
 
-func (s *Service) rolloutStatus(ctx context.Context, t *contract.Tool, history int) (api.Rollout, error) {
+// rolloutStatus reads a tool's status as an operator of tenant sees it.
+func (s *Service) rolloutStatus(ctx context.Context, t *contract.Tool, history int, tenant string) (api.Rollout, error) {
 	r, err := s.cfg.Ledger.Store.GetRollout(ctx, t.ID)
 	switch {
 	case errors.Is(err, ledger.ErrNotFound):
@@ -62,7 +63,7 @@ func (s *Service) rolloutStatus(ctx context.Context, t *contract.Tool, history i
 		}
 		s.remember(r)
 	}
-	return rollout.Status(t, r, hist, counts, s.deprecations(), s.cfg.Ledger.Time()), nil
+	return rollout.Status(t, r, hist, counts, s.deprecations(), s.cfg.Ledger.Time(), tenant), nil
 }
 
 // Rollouts returns the rollout status of every tool the principal may see,
@@ -76,7 +77,7 @@ func (s *Service) Rollouts(ctx context.Context, p *Principal, history int) (api.
 		if !p.Allows(t.ID) {
 			continue
 		}
-		st, err := s.rolloutStatus(ctx, t, history)
+		st, err := s.rolloutStatus(ctx, t, history, p.Tenant)
 		if err != nil {
 			return api.RolloutList{}, err
 		}
@@ -101,7 +102,7 @@ func (s *Service) ChangeRollout(ctx context.Context, p *Principal, toolID string
 	if err != nil {
 		return api.Rollout{}, err
 	}
-	ch.By = p.Name
+	ch.By, ch.Tenant = p.Name, p.Tenant
 	var first *ledger.Rollout // the record the request was decided on first
 	for try := 0; ; try++ {
 		cur, err := s.cfg.Ledger.Store.GetRollout(ctx, t.ID)
@@ -121,7 +122,7 @@ func (s *Service) ChangeRollout(ctx context.Context, p *Principal, toolID string
 			// again on the new record could undo it (two rollbacks would
 			// cancel out). Only a change that leaves what the request was
 			// decided on alone (a deprecation stamp) is retried.
-			return api.Rollout{}, Errorf(CodeRolloutChanged, "the rollout of %s changed while this request was applied (now revision %d, default %s): read it again", t.ID, cur.Rev, s.recordDefault(t, cur))
+			return api.Rollout{}, Errorf(CodeRolloutChanged, "the rollout of %s changed while this request was applied (now revision %d, default %s%s): read it again", t.ID, cur.Rev, s.recordDefault(t, cur), lastMove(cur, p.Tenant))
 		}
 		ch.Now = s.cfg.Ledger.Time()
 		if ch.Action == rollout.ActPromote {
@@ -137,7 +138,7 @@ func (s *Service) ChangeRollout(ctx context.Context, p *Principal, toolID string
 		switch {
 		case err == nil:
 			s.log().Info("rollout changed", "component", "rollouts", "tool_id", t.ID, "action", string(ev.Action), "by", ev.By, "detail", ev.Detail)
-			return s.rolloutStatus(ctx, t, StatusHistory)
+			return s.rolloutStatus(ctx, t, StatusHistory, p.Tenant)
 		case !errors.Is(err, ledger.ErrStale):
 			return api.Rollout{}, storeFailed(err)
 		case ch.Revision != nil || try == 3:
@@ -153,6 +154,14 @@ func sameIntent(a, b *ledger.Rollout) bool {
 	return a.Default == b.Default && a.Previous == b.Previous && a.Candidate == b.Candidate && a.Mode == b.Mode &&
 		a.Epoch == b.Epoch && a.CanaryBasisPoints == b.CanaryBasisPoints && slices.Equal(a.CanaryPrincipals, b.CanaryPrincipals) &&
 		a.HaltMargin == b.HaltMargin && a.HaltMinSample == b.HaltMinSample
+}
+
+// lastMove is "; <who changed the default, how, when>" when the record says.
+func lastMove(r *ledger.Rollout, reader string) string {
+	if m := rollout.MoveText(r, reader); m != "" {
+		return "; " + m
+	}
+	return ""
 }
 
 func (s *Service) recordDefault(t *contract.Tool, r *ledger.Rollout) string {
@@ -174,6 +183,9 @@ func (s *Service) approvePromotion(t *contract.Tool, cur *ledger.Rollout, ch *ro
 	from := s.defaultVersion(t)
 	if to == nil || from == nil || to == from || s.cfg.PromotionApproval == nil {
 		return nil // Apply says what is wrong with the version
+	}
+	if to.Version == rollout.RollbackTarget(t, cur, s.deprecations(), ch.Now) {
+		return nil // the version that served before: a rollback by another name
 	}
 	approver, source, err := s.cfg.PromotionApproval(t, from, to, ch.Now)
 	switch {
@@ -207,6 +219,8 @@ func (s *Service) rolloutRefusal(t *contract.Tool, err error) *Problem {
 		return Errorf(CodeMalformedRequest, "%s", detail)
 	case errors.Is(err, rollout.ErrConflict):
 		return Errorf(CodeRolloutConflict, "%s", detail)
+	case errors.Is(err, rollout.ErrChanged):
+		return Errorf(CodeRolloutChanged, "%s", detail)
 	}
 	return Errorf(CodeInternal, "the gateway failed; see its log").withCause(err)
 }

@@ -100,6 +100,11 @@ type Config struct {
 	// release policy does not deprecate. Default nil: no lock, every
 	// version is released.
 	Released func(toolID, version string) bool
+	// Release returns what toolgate.lock says of a released version beyond
+	// its digest: why it is held from being the default, and the version it
+	// replaced as the released default (rollout.Deprecations.Release).
+	// Default nil: nothing held, nothing replaced.
+	Release func(toolID, version string) (held, replaces string)
 	// OnChange is called (on its own goroutine, never twice at once) when
 	// what serves a new action may have changed: a rollout record changed
 	// (here or, read on a tick, on another replica), a version retired, or
@@ -120,6 +125,7 @@ type Tools struct {
 	Registry     *contract.Registry
 	DeprecatedAt func(toolID, version string) (time.Time, bool)
 	Released     func(toolID, version string) bool
+	Release      func(toolID, version string) (held, replaces string)
 }
 
 // reg is the registry being served.
@@ -152,7 +158,7 @@ func New(cfg Config) *Service {
 		cfg.Tracer = noopTracer
 	}
 	s := &Service{cfg: cfg, ro: newRollouts()}
-	s.tools.Store(&Tools{Registry: cfg.Registry, DeprecatedAt: cfg.DeprecatedAt, Released: cfg.Released})
+	s.tools.Store(&Tools{Registry: cfg.Registry, DeprecatedAt: cfg.DeprecatedAt, Released: cfg.Released, Release: cfg.Release})
 	if cfg.OnChange != nil {
 		go s.watchChanges()
 	}
@@ -309,6 +315,20 @@ type Input struct {
 	// so a front end that reads a request body does so only then; its error
 	// (a *Problem: request_too_large, malformed_request) is the answer.
 	Body func() (Body, error)
+	// Admitted, if set, is called once, when the call was admitted (its
+	// key, allow-list, body and arguments checked) and goes on to take
+	// time: to execute downstream, or to wait for the running action it
+	// joins. A refused call, a replay and an approval wait never call it.
+	// The MCP front end keeps only admitted calls' streams for resumption.
+	Admitted func()
+}
+
+// admitted calls Input.Admitted once.
+func (c *call) admitted() {
+	if f := c.in.Admitted; f != nil {
+		c.in.Admitted = nil
+		f()
+	}
 }
 
 // Body is what a call carries besides its tool and key (the call body in docs/reference/http-api.md).

@@ -178,9 +178,11 @@ func (c *conn) client() (*client.Client, string) {
 func (c *conn) fail(e env, base string, err error) int {
 	var p *client.Problem
 	if errors.As(err, &p) {
-		fmt.Fprintf(e.Stderr, "%s: %s\n", p.Code, p.Detail)
+		// A detail may quote stored text (an assignee): escaped like every
+		// text the CLI prints (oneLine).
+		fmt.Fprintf(e.Stderr, "%s: %s\n", oneLine(p.Code), oneLine(p.Detail))
 		for _, fe := range p.Errors {
-			fmt.Fprintf(e.Stderr, "  %s: %s (%s)\n", fe.Pointer, fe.Detail, fe.Code)
+			fmt.Fprintf(e.Stderr, "  %s: %s (%s)\n", oneLine(fe.Pointer), oneLine(fe.Detail), oneLine(fe.Code))
 		}
 		if p.Temporary() {
 			if p.RetryAfter > 0 {

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
-	"unicode"
 
 	"github.com/toolgate/toolgate/client"
+	"github.com/toolgate/toolgate/internal/textsafe"
 )
 
 // printActionTable writes one line per action for people: ages are relative to
@@ -78,23 +78,21 @@ func dash(s string) string {
 	return s
 }
 
-// oneLine keeps a value from breaking a line of output or from sending the
-// terminal control sequences: ids are visible ASCII, but a note, a reason or a
-// downstream's body may hold anything.
-func oneLine(s string) string { return printable(s, false) }
+// oneLine keeps a value from breaking a line of output, from sending the
+// terminal control sequences and from showing as something else: ids are
+// visible ASCII, but a note, an assignee, a reason or a downstream's body
+// may hold anything. Every character that does not show as itself (a
+// control, a bidi override, a zero-width or separator character) is
+// written as its escape, e.g. \u202e (internal/textsafe, the rule the
+// dashboard applies too).
+func oneLine(s string) string { return textsafe.Escape(s) }
 
-// printable replaces control characters (C0, DEL, C1) with spaces, keeping
-// newlines and tabs when multiline.
+// printable is oneLine keeping newlines and tabs when multiline.
 func printable(s string, multiline bool) string {
-	return strings.Map(func(r rune) rune {
-		if multiline && (r == '\n' || r == '\t') {
-			return r
-		}
-		if unicode.IsControl(r) {
-			return ' '
-		}
-		return r
-	}, s)
+	if multiline {
+		return textsafe.EscapeLines(s)
+	}
+	return textsafe.Escape(s)
 }
 
 // printAction writes one action for people: its fields, provider calls, result,
@@ -117,7 +115,10 @@ func printAction(w io.Writer, a *client.Action) {
 		row("Assignee", "-")
 	}
 	if a.ArgsDigest != "" {
-		row("Arguments", a.ArgsDigest)
+		row("Args digest", a.ArgsDigest)
+	}
+	if a.DownstreamKey != "" {
+		row("Downstream key", a.DownstreamKey)
 	}
 	if a.CorrelationID != "" {
 		row("Correlation", a.CorrelationID)
@@ -144,6 +145,10 @@ func printAction(w io.Writer, a *client.Action) {
 		if body := resultBody(a.Result); body != "" {
 			fmt.Fprintln(w, indent(printable(body, true), "  "))
 		}
+	}
+	if len(a.Arguments) > 0 {
+		fmt.Fprintln(w, "Arguments (x-sensitive values masked)")
+		fmt.Fprintln(w, indent(printable(resultBody(&client.Result{Body: a.Arguments}), true), "  "))
 	}
 	if len(a.ProviderCalls) > 0 {
 		fmt.Fprintln(w, "\nProvider calls")
@@ -214,6 +219,9 @@ func nextSteps(a *client.Action) string {
 		next = fmt.Sprintf("toolgate actions approve %s --note ...  (it runs at once), or deny %s --note ...", id, id)
 	case "unknown":
 		next = fmt.Sprintf("toolgate actions reconcile %s (ask the downstream again), or resolve %s --outcome succeeded|rejected|not_started --note ...", id, id)
+		if a.DownstreamKey != "" {
+			next += fmt.Sprintf("\nTo check by hand, search the downstream for the key %s.", oneLine(a.DownstreamKey))
+		}
 	default:
 		return ""
 	}

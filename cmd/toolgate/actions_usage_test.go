@@ -137,10 +137,10 @@ func TestActionsFormatting(t *testing.T) {
 			}
 		})
 	}
-	if got := oneLine("a\nb\x1b[31mc\u009bd\te"); got != "a b [31mc d e" {
+	if got := oneLine("a\nb\x1b[31mc\u009bd\te\u202e"); got != `a\nb\x1b[31mc\u009bd\te\u202e` {
 		t.Errorf("oneLine: %q", got)
 	}
-	if got := printable("a\nb\x1b]0;x\x07\tc", true); got != "a\nb ]0;x \tc" {
+	if got := printable("a\nb\x1b]0;x\x07\tc", true); got != "a\nb\\x1b]0;x\\a\tc" {
 		t.Errorf("printable: %q", got)
 	}
 }

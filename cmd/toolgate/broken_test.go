@@ -360,3 +360,21 @@ func TestFormatVersion(t *testing.T) {
 		t.Errorf("without module information: %q", got)
 	}
 }
+
+// TestCheckUnquotedTemplate: a URL template left unquoted inside a { … } mapping is
+// a YAML error whose message says to quote it, and the report names no tools
+// directory the file does not use.
+func TestCheckUnquotedTemplate(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "toolgate.yaml")
+	yaml := "tools_dir: ./tools\nbindings:\n  x.y:\n    url: http://127.0.0.1:9090/orders\n    lookup: {url: http://127.0.0.1:9090/orders/by-key/{downstream_key}}\n"
+	if err := os.WriteFile(cfg, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := runCLI(t, "", "check", "--config", cfg)
+	if r.code != exitNegative || strings.Contains(r.stdout, "agent-tools") || !strings.Contains(r.stdout, "must be quoted") {
+		t.Errorf("exit %d:\n%s", r.code, r)
+	}
+	assertGoldenFile(t, "check/unquoted_template.golden", strings.ReplaceAll(r.String(), dir, "$DIR"))
+}

@@ -79,6 +79,7 @@ func runCheck(_ context.Context, e env) int {
 	if *dir == "" && hasRule(findings, config.RuleSyntax) {
 		// the file is not YAML, so its tools_dir is unknown
 		fmt.Fprintf(e.Stderr, "toolgate check: %s is not valid YAML: its tools directory was not checked (pass --dir DIR to check it anyway)\n", cfg.File())
+		cfg.ToolsDir = "" // unknown: the report names no directory the file may not use
 		return writeCheck(e, cfg, findings, *format)
 	}
 	if st, err := os.Stat(cfg.ToolsDir); err != nil || !st.IsDir() {
@@ -123,6 +124,9 @@ func hasRule(fs []finding, rule string) bool {
 func checkSubject(cfg *config.Config) string {
 	if cfg.File() == "" {
 		return cfg.ToolsDir
+	}
+	if cfg.ToolsDir == "" {
+		return cfg.File()
 	}
 	return cfg.File() + " with " + cfg.ToolsDir
 }

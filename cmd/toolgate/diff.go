@@ -29,7 +29,7 @@ bump satisfies them, 1 when it does not, 2 on usage or load errors.`
 
 func runDiff(_ context.Context, e env) int {
 	fs := newFlagSet(e, "diff", diffSynopsis)
-	dir := fs.String("dir", "./agent-tools", "tools directory for the ID@VERSION form")
+	dir := fs.String("dir", defaultToolsDir, "tools directory for the ID@VERSION form (default: tools_dir of ./toolgate.yaml, else ./agent-tools)")
 	direction := fs.String("direction", "", "input|output: how to read two plain JSON Schema documents")
 	format := fs.String("format", "text", "output format: "+strings.Join(schemadiff.Formats, "|"))
 	var consumers unsetInt
@@ -49,6 +49,9 @@ func runDiff(_ context.Context, e env) int {
 	}
 	if *direction != "" && *direction != "input" && *direction != "output" {
 		fmt.Fprintf(e.Stderr, "toolgate diff: --direction must be input or output, not %q\n", *direction)
+		return exitUsage
+	}
+	if strings.Contains(args[0]+args[1], "@") && !settleToolsDir(e, "diff", fs, dir, "") {
 		return exitUsage
 	}
 	report, err := diffArgs(args[0], args[1], *dir, schemadiff.Direction(*direction), consumers.value())

@@ -32,7 +32,7 @@ var gateNow = time.Now
 
 func runGate(ctx context.Context, e env) int {
 	fs := newFlagSet(e, "gate", gateSynopsis)
-	dir := fs.String("dir", "./agent-tools", "tools directory")
+	dir := fs.String("dir", defaultToolsDir, "tools directory (default: tools_dir of ./toolgate.yaml, else ./agent-tools)")
 	toolID := fs.String("tool", "", "tool id (required)")
 	from := fs.String("from", "", "the released version being replaced (required)")
 	to := fs.String("to", "", "the version to release (required)")
@@ -52,8 +52,8 @@ func runGate(ctx context.Context, e env) int {
 		fs.Usage()
 		return exitUsage
 	}
-	if len(args) == 1 {
-		*dir = args[0]
+	if !settleToolsDir(e, "gate", fs, dir, firstArg(args)) {
+		return exitUsage
 	}
 	if *toolID == "" || *from == "" || *to == "" {
 		fs.Usage()

@@ -120,10 +120,16 @@ func runImport(ctx context.Context, e env) int {
 			return fail("no operation of %s could be imported", args[1])
 		}
 	}
+	// The bindings to print are written and read back before anything is
+	// written to the tools directory.
+	snippet, err := importer.Snippet(imported)
+	if err != nil {
+		return fail("%v", err)
+	}
 	if err := importer.Write(*dir, imported, importNow()); err != nil {
 		return fail("%v", err)
 	}
-	printImport(e, *dir, imported)
+	printImport(e, *dir, imported, snippet)
 	if report != nil {
 		fmt.Fprintf(e.Stdout, "\n%s\n", report.Summary())
 		if report.SelectedSkipped() {
@@ -136,14 +142,14 @@ func runImport(ctx context.Context, e env) int {
 // printReport lists the operations skipped and the document's warnings.
 func printReport(e env, r *importer.OpenAPIImport) {
 	for _, w := range r.Warnings {
-		fmt.Fprintf(e.Stderr, "warning: %s\n", w)
+		fmt.Fprintf(e.Stderr, "warning: %s\n", importer.Visible(w))
 	}
 	for _, s := range r.Skipped {
 		name := s.Operation
 		if name != s.Method+" "+s.Path {
 			name += " (" + s.Method + " " + s.Path + ")"
 		}
-		fmt.Fprintf(e.Stderr, "skipped %s: %s\n", name, s.Reason)
+		fmt.Fprintf(e.Stderr, "skipped %s: %s\n", importer.Visible(name), importer.Visible(s.Reason))
 	}
 }
 
@@ -167,16 +173,20 @@ func parseHeaders(list []string) (map[string]string, error) {
 const maxLintedImport = 50
 
 // printImport says what was written, the bindings to add and lint's to-dos.
-func printImport(e env, dir string, tools []importer.Tool) {
+// What a document chose (names, notes, messages quoting them) is shown with
+// the characters a terminal would hide escaped (importer.Visible), and the
+// bindings come from importer.Snippet, which checks they read back as
+// imported.
+func printImport(e env, dir string, tools []importer.Tool, snippet string) {
 	ids := map[string]bool{}
 	for _, t := range tools {
 		ids[t.ID] = true
-		fmt.Fprintf(e.Stdout, "wrote %s (%s, pinned in %s)\n", filepath.Join(dir, t.ID), t.Schema["effect"], filepath.Join(dir, "toolgate.lock"))
+		fmt.Fprintf(e.Stdout, "wrote %s (%s, pinned in %s)\n", importer.Visible(filepath.Join(dir, t.ID)), t.Schema["effect"], importer.Visible(filepath.Join(dir, "toolgate.lock")))
 		for _, n := range t.Notes {
-			fmt.Fprintf(e.Stdout, "  note: %s\n", n)
+			fmt.Fprintf(e.Stdout, "  note: %s\n", importer.Visible(n))
 		}
 	}
-	fmt.Fprintf(e.Stdout, "\nAdd to toolgate.yaml:\n\n%s", indent(importer.Snippet(tools), "  ")+"\n")
+	fmt.Fprintf(e.Stdout, "\nAdd to toolgate.yaml:\n\n%s", indent(snippet, "  ")+"\n")
 	if len(tools) > maxLintedImport {
 		fmt.Fprintf(e.Stdout, "\n%d tools imported: run toolgate lint %s for what a person must still add (the import lists it for at most %d tools).\n", len(tools), dir, maxLintedImport)
 		return
@@ -200,6 +210,6 @@ func printImport(e env, dir string, tools []importer.Tool) {
 		if f.Pointer != "" {
 			loc += " " + f.Pointer
 		}
-		fmt.Fprintf(e.Stdout, "  %s %s: %s: %s\n", f.Severity, f.ID, filepath.ToSlash(loc), f.Message)
+		fmt.Fprintf(e.Stdout, "  %s %s: %s: %s\n", f.Severity, f.ID, importer.Visible(filepath.ToSlash(loc)), importer.Visible(f.Message))
 	}
 }

@@ -33,7 +33,7 @@ type lintReport struct {
 
 func runLint(ctx context.Context, e env) int {
 	fs := newFlagSet(e, "lint", lintSynopsis)
-	dir := fs.String("dir", "./agent-tools", "tools directory")
+	dir := fs.String("dir", defaultToolsDir, "tools directory (default: tools_dir of ./toolgate.yaml, else ./agent-tools)")
 	format := fs.String("format", "text", "output format: "+strings.Join(reportFormats, "|"))
 	ledgerDSN := fs.String("ledger", "", "also check the live actions of this ledger (sqlite://PATH or postgres://…) against the schema files")
 	args, code, ok := parseFlags(fs, e.Args)
@@ -44,8 +44,8 @@ func runLint(ctx context.Context, e env) int {
 		fmt.Fprintln(e.Stderr, "toolgate lint: at most one DIR")
 		return exitUsage
 	}
-	if len(args) == 1 {
-		*dir = args[0]
+	if !settleToolsDir(e, "lint", fs, dir, firstArg(args)) {
+		return exitUsage
 	}
 	if msg := checkFormat(*format); msg != "" {
 		fmt.Fprintln(e.Stderr, "toolgate lint: "+msg)

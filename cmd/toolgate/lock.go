@@ -12,8 +12,10 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/contract"
+	"github.com/toolgate/toolgate/gate"
 	"github.com/toolgate/toolgate/internal/junit"
 	"github.com/toolgate/toolgate/lockfile"
+	"github.com/toolgate/toolgate/rollout"
 )
 
 func init() {
@@ -23,7 +25,9 @@ func init() {
 const lockSynopsis = `[DIR] [--dir DIR] [--check] [--force] [--format text|json|junit|markdown]
 
 Writes DIR/toolgate.lock with the SHA-256 digest of every released schema file (every
-version whose file does not set "x-draft": true). Locking is additive: versions already
+version whose file does not set "x-draft": true). A version that would become a tool's
+default without the approval the release gate asks of that promotion (approvals/) is
+released but held: never the default by itself. Locking is additive: versions already
 locked keep their entry, even when their file is gone. A locked version whose file changed
 in place is refused (exit 1) unless --force. --check writes nothing and exits 1 when the
 lock is missing, stale or violated. Exit 2 on usage or load errors.`
@@ -41,7 +45,10 @@ type lockResult struct {
 	UpToDate   bool     `json:"up_to_date"`        // the lock on disk is the lock this run builds
 	Written    bool     `json:"written"`           // the file was written
 	Violations []string `json:"violations"`        // released versions changed in place
-	Advice     string   `json:"advice,omitempty"`  // what to do next
+	// Held lists the versions this run releases but holds from being the
+	// default (and the holds it lifts), one sentence each.
+	Held   []string `json:"held,omitempty"`
+	Advice string   `json:"advice,omitempty"` // what to do next
 }
 
 // OK reports whether the run succeeded.
@@ -51,7 +58,7 @@ func (r lockResult) OK() bool {
 
 func runLock(_ context.Context, e env) int {
 	fs := newFlagSet(e, "lock", lockSynopsis)
-	dir := fs.String("dir", "./agent-tools", "tools directory")
+	dir := fs.String("dir", defaultToolsDir, "tools directory (default: tools_dir of ./toolgate.yaml, else ./agent-tools)")
 	check := fs.Bool("check", false, "write nothing; exit 1 when the lock is missing or out of date")
 	force := fs.Bool("force", false, "re-digest locked versions that changed in place (breaks immutability)")
 	format := fs.String("format", "text", "output format: "+strings.Join(reportFormats, "|"))
@@ -63,8 +70,8 @@ func runLock(_ context.Context, e env) int {
 		fmt.Fprintln(e.Stderr, "toolgate lock: at most one DIR")
 		return exitUsage
 	}
-	if len(args) == 1 {
-		*dir = args[0]
+	if !settleToolsDir(e, "lock", fs, dir, firstArg(args)) {
+		return exitUsage
 	}
 	if msg := checkFormat(*format); msg != "" {
 		fmt.Fprintln(e.Stderr, "toolgate lock: "+msg)
@@ -98,6 +105,21 @@ func runLock(_ context.Context, e env) int {
 		fmt.Fprintf(e.Stderr, "toolgate lock: %v\n", err)
 		return exitUsage
 	default:
+		// Releasing a version never promotes it past the release gate:
+		// one that would become the default without the approval a
+		// promotion to it needs is released but held.
+		approvals, aerr := readApprovals(os.DirFS(*dir))
+		if aerr != nil {
+			fmt.Fprintf(e.Stderr, "toolgate lock: approvals: %v\n", aerr)
+			return exitUsage
+		}
+		now := lockNow()
+		for _, h := range rollout.HoldReleases(reg, prev, next, func(t *contract.Tool, from, to *contract.Version) error {
+			_, err := gate.PromotionApproval(t, from, to, approvals, now)
+			return err
+		}) {
+			res.Held = append(res.Held, h.String())
+		}
 		res.Released, res.Added, res.Records = len(next.Versions), len(next.Versions), len(next.Decisions)
 		if prev != nil {
 			res.Added -= len(prev.Versions)
@@ -155,6 +177,12 @@ func writeLockResult(e env, r lockResult, format string) {
 			verdict = "failed"
 		}
 		fmt.Fprintf(e.Stdout, "## toolgate lock: %s\n\n%s\n", verdict, mdCell(lockSummary(r)))
+		for _, h := range r.Held {
+			fmt.Fprintf(e.Stdout, "\n- %s", mdCell(h))
+		}
+		if len(r.Held) > 0 {
+			fmt.Fprintln(e.Stdout)
+		}
 		for _, v := range r.Violations {
 			fmt.Fprintf(e.Stdout, "\n- %s", mdCell(v))
 		}
@@ -171,6 +199,9 @@ func writeLockResult(e env, r lockResult, format string) {
 		return
 	}
 	fmt.Fprintln(e.Stdout, lockSummary(r))
+	for _, h := range r.Held {
+		fmt.Fprintln(e.Stdout, "  "+h)
+	}
 }
 
 // lockSummary is the one line `toolgate lock` prints in text.

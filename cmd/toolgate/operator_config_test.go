@@ -133,7 +133,9 @@ func TestConcurrentRollbacksDoNotCancel(t *testing.T) {
 	if r := runCLI(t, "", "rollout", "rollback", "--tool", "refund.create_request", "--gateway", spy.URL, "--key", roOncall); r.code != 0 {
 		t.Fatalf("rollback: %d %s", r.code, r.stderr)
 	}
-	if len(seen) < 2 || !strings.HasPrefix(seen[0], "GET ") || !strings.Contains(seen[1], `"version":"2.2.0"`) || !strings.Contains(seen[1], `"revision":1`) {
+	// It sends the default it rolls back from (the server compare-and-sets
+	// on it), not the revision: a deprecation stamp in between is no conflict.
+	if len(seen) < 2 || !strings.HasPrefix(seen[0], "GET ") || !strings.Contains(seen[1], `"version":"2.2.0"`) || !strings.Contains(seen[1], `"from":"2.1.0"`) {
 		t.Fatalf("the CLI sent %q", seen)
 	}
 }

@@ -3,21 +3,51 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
 )
 
-// referenceSubcommands are the subcommands whose --help the command
-// reference shows beside their command's.
-var referenceSubcommands = map[string][]string{
-	"actions":   {"list", "show", "reconcile", "resolve", "approve", "deny"},
-	"rollout":   {"status", "shadow", "canary", "promote", "rollback", "halt"},
-	"upstream":  {"diff", "accept"},
-	"decisions": {"list", "show"},
-	"cases":     {"capture"},
-	"import":    {"mcp", "openapi"},
+// subcommandsIn returns the subcommands a command's --help names: the lines
+// under "Subcommands:" ("  name  what it does") and the lower-case words its
+// usage line offers first ("Usage: toolgate decisions list|show ID",
+// "toolgate import mcp URL … | openapi FILE"), so the reference covers every
+// subcommand the binary has, not a list kept by hand.
+func subcommandsIn(cmd, help string) []string {
+	var names []string
+	seen := map[string]bool{}
+	add := func(n string) {
+		if !seen[n] && subcommandWord.MatchString(n) {
+			seen[n] = true
+			names = append(names, n)
+		}
+	}
+	lines := strings.Split(help, "\n")
+	if usage, ok := strings.CutPrefix(lines[0], "Usage: toolgate "+cmd+" "); ok {
+		for _, alt := range strings.Split(usage, " | ") {
+			if f := strings.Fields(alt); len(f) > 0 {
+				for _, w := range strings.Split(f[0], "|") {
+					add(w)
+				}
+			}
+		}
+	}
+	in := false
+	for _, line := range lines {
+		switch {
+		case strings.TrimSpace(line) == "Subcommands:":
+			in = true
+		case in && strings.TrimSpace(line) == "":
+			in = false
+		case in && strings.HasPrefix(line, "  ") && !strings.HasPrefix(line, "    "):
+			add(strings.Fields(line)[0])
+		}
+	}
+	return names
 }
+
+var subcommandWord = regexp.MustCompile(`^[a-z][a-z-]*$`)
 
 const referenceHead = `# Commands
 
@@ -33,8 +63,11 @@ Conventions shared by every command:
 - **Exit codes:** 0 success; 1 a negative verdict (invalid, blocked, breaking, problems
   found, a call that differs, a refusal of the gateway); 2 usage or load errors (a file that
   cannot be read or parsed, an unreachable gateway).
-- Every command that reads a tools directory takes ` + "`--dir DIR`" + ` (default
-  ` + "`./agent-tools`" + `); those shown with ` + "`[DIR]`" + ` also take it as their first argument.
+- Every command that reads a tools directory finds it by one rule: the ` + "`DIR`" + ` argument
+  (for those shown with ` + "`[DIR]`" + `), else ` + "`--dir DIR`" + `, else the ` + "`tools_dir`" + ` of
+  ` + "`./toolgate.yaml`" + ` when that file exists (the file ` + "`check`" + `, ` + "`serve`" + `, ` + "`actions`" + ` and
+  ` + "`rollout`" + ` read), else ` + "`./agent-tools`" + `. A ` + "`./toolgate.yaml`" + ` that does not load is
+  named (exit 2); fix it or name the directory.
 - Report commands offer ` + "`--format`" + ` (` + "`text`" + `, ` + "`json`" + `, ` + "`junit`" + `, ` + "`markdown`" + ` where a CI would
   use them; each command's help lists its own).
 - The operator clients (` + "`actions`" + `, ` + "`rollout`" + `) read the gateway address from
@@ -63,13 +96,19 @@ func TestCommandReference(t *testing.T) {
 	sort.Strings(names)
 	for _, n := range names {
 		runs := [][]string{{n}}
-		for _, sub := range referenceSubcommands[n] {
-			runs = append(runs, []string{n, sub})
-		}
-		for i, args := range runs {
+		for i := 0; i < len(runs); i++ {
+			args := runs[i]
 			r := runCLI(t, "", append(args, "--help")...)
 			if r.code != exitOK {
 				t.Fatalf("toolgate %s --help: exit %d", strings.Join(args, " "), r.code)
+			}
+			if i == 0 {
+				if strings.Contains(r.stdout, "Subcommands:") && len(subcommandsIn(n, r.stdout)) == 0 {
+					t.Fatalf("toolgate %s --help lists subcommands the reference could not read", n)
+				}
+				for _, sub := range subcommandsIn(n, r.stdout) {
+					runs = append(runs, []string{n, sub})
+				}
 			}
 			level := "##"
 			if i > 0 {

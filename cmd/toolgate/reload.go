@@ -48,11 +48,11 @@ func loadTools(cfg *config.Config, tools fs.FS) (toolcall.Tools, error) {
 	if fsys == nil {
 		fsys = os.DirFS(cfg.ToolsDir)
 	}
-	deprecatedAt, released, _, err := lockSources(fsys)
+	deps, _, err := lockSources(fsys)
 	if err != nil {
 		return toolcall.Tools{}, fmt.Errorf("tools %s: %w", name, err)
 	}
-	return toolcall.Tools{Registry: reg, DeprecatedAt: deprecatedAt, Released: released}, nil
+	return toolcall.Tools{Registry: reg, DeprecatedAt: deps.Locked, Released: deps.Released, Release: deps.Release}, nil
 }
 
 // reloadTools loads cfg.ToolsDir again with serve's start-up checks and

@@ -21,6 +21,7 @@ import (
 	"github.com/toolgate/toolgate/ledger/postgres"
 	"github.com/toolgate/toolgate/ledger/sqlite"
 	"github.com/toolgate/toolgate/lockfile"
+	"github.com/toolgate/toolgate/rollout"
 )
 
 func init() {
@@ -62,7 +63,7 @@ func rolloutSubs() []rolloutSub {
 			"route the new actions (naming no version) of a share of the callers to the candidate; halt on its outcomes", true,
 			func(fs *flag.FlagSet) func(context.Context, *client.Client, string) (*client.Rollout, error) {
 				version := fs.String("version", "", "the candidate version (default: the current candidate)")
-				percent := optFloat(fs, "percent", "`percent` of the callers (API keys, by a hash of the name) whose new actions go to the candidate, 0 to 100")
+				percent := optFloat(fs, "percent", "`percent` of the callers (API keys, by a hash of the name) whose new actions go to the candidate, above 0 and below 100 (all of them: promote)")
 				var principals stringsFlag
 				fs.Var(&principals, "principal", "an API key `name` whose new actions all go to the candidate (repeatable)")
 				margin := optFloat(fs, "halt-margin", "halt when a rate of the candidate exceeds the default's by more than this `fraction` (default 0.05)")
@@ -97,21 +98,23 @@ func rolloutSubs() []rolloutSub {
 					return cl.Promote(ctx, tool, client.PromoteRequest{Version: *version, Approver: *approver, Note: *note, Revision: r})
 				}
 			}},
-		{"rollback", "--tool ID [--note TEXT] [--revision N]", "restore the previous default at once (no approval needed)", true, noteOnly(func(cl *client.Client) func(context.Context, string, client.RolloutNoteRequest) (*client.Rollout, error) {
+		{"rollback", "--tool ID [--note TEXT] [--revision N]", "restore the previous default at once (no approval needed); never undoes a rollback", true, noteOnly(func(cl *client.Client) func(context.Context, string, client.RolloutNoteRequest) (*client.Rollout, error) {
 			return cl.Rollback
-		}, func(r *client.Rollout) string { return r.Previous })},
+		}, func(r *client.Rollout) string { return r.Previous }, true)},
 		{"halt", "--tool ID [--note TEXT] [--revision N]", "stop the shadow or canary candidate; every new call goes to the default", true, noteOnly(func(cl *client.Client) func(context.Context, string, client.RolloutNoteRequest) (*client.Rollout, error) {
 			return cl.Halt
-		}, func(r *client.Rollout) string { return r.Candidate })},
+		}, func(r *client.Rollout) string { return r.Candidate }, false)},
 	}
 }
 
 // noteOnly is a transition of a note only (rollback, halt). It reads the
-// rollout first and sends the revision it read and the version it means
-// (meant: the previous default a rollback restores, the candidate a halt
-// stops), so that two operators doing the same at once do not undo each
-// other: the second is refused (rollout_changed) and reads again.
-func noteOnly(pick func(cl *client.Client) func(context.Context, string, client.RolloutNoteRequest) (*client.Rollout, error), meant func(*client.Rollout) string) func(fs *flag.FlagSet) func(context.Context, *client.Client, string) (*client.Rollout, error) {
+// rollout first and sends the version it means (meant: the previous default
+// a rollback restores, the candidate a halt stops); a rollback also sends
+// the default it rolls back from, a halt the revision it read. So two
+// operators doing the same at once do not undo each other: the server
+// compare-and-sets in the ledger, and the second is refused with a 409 that
+// names the first (a rollback never undoes a rollback).
+func noteOnly(pick func(cl *client.Client) func(context.Context, string, client.RolloutNoteRequest) (*client.Rollout, error), meant func(*client.Rollout) string, rollback bool) func(fs *flag.FlagSet) func(context.Context, *client.Client, string) (*client.Rollout, error) {
 	return func(fs *flag.FlagSet) func(context.Context, *client.Client, string) (*client.Rollout, error) {
 		note, rev := noteFlag(fs), revisionFlag(fs)
 		return func(ctx context.Context, cl *client.Client, tool string) (*client.Rollout, error) {
@@ -121,7 +124,12 @@ func noteOnly(pick func(cl *client.Client) func(context.Context, string, client.
 				if err != nil {
 					return nil, err
 				}
-				req.Revision, req.Version = &cur.Revision, meant(cur)
+				req.Version = meant(cur)
+				if rollback {
+					req.From = cur.Default
+				} else {
+					req.Revision = &cur.Revision
+				}
 			}
 			return pick(cl)(ctx, tool, req)
 		}
@@ -354,6 +362,9 @@ func writeRolloutText(w io.Writer, r *client.Rollout) {
 	if r.Previous != "" {
 		fmt.Fprintf(w, "  previous:  %s (rollback restores it)\n", r.Previous)
 	}
+	if r.RolledBack != "" {
+		fmt.Fprintf(w, "  rolled back: %s (a promote serves it again)\n", r.RolledBack)
+	}
 	if c := r.Canary; c != nil {
 		who := ""
 		if len(c.Principals) > 0 {
@@ -415,7 +426,10 @@ func eventText(ev client.RolloutEvent) string {
 func versionNote(v client.RolloutVersion) string {
 	var parts []string
 	if v.Role != "" {
-		parts = append(parts, v.Role)
+		parts = append(parts, strings.ReplaceAll(v.Role, "_", " "))
+	}
+	if v.Held != "" {
+		parts = append(parts, "released, not the default by itself: "+oneLine(v.Held))
 	}
 	if v.Deprecated {
 		d := "deprecated"
@@ -449,6 +463,9 @@ func writeRolloutMarkdown(w io.Writer, r *client.Rollout) {
 	}
 	if r.Previous != "" {
 		fmt.Fprintf(w, "| previous | %s |\n", mdCell(r.Previous))
+	}
+	if r.RolledBack != "" {
+		fmt.Fprintf(w, "| rolled back | %s |\n", mdCell(r.RolledBack))
 	}
 	if c := r.Canary; c != nil {
 		who := ""
@@ -510,67 +527,59 @@ func count(n int, noun string) string {
 // lock ships with the tools) and a reader of approvals/*.yaml (read at each
 // promotion, so an approval deployed later counts).
 func rolloutSources(fsys fs.FS) (func(tool, version string) (time.Time, bool), func() ([]gate.Approval, error), error) {
-	deprecatedAt, _, approvals, err := lockSources(fsys)
-	return deprecatedAt, approvals, err
+	deps, approvals, err := lockSources(fsys)
+	return deps.Locked, approvals, err
 }
 
-// lockSources is rolloutSources with the lock's released versions too:
-// released reports whether toolgate.lock locks a version (nil without a
-// lock: every version is released).
-func lockSources(fsys fs.FS) (deprecatedAt func(tool, version string) (time.Time, bool), released func(tool, version string) bool, approvals func() ([]gate.Approval, error), err error) {
-	deprecatedAt, approvals, released, err = readLockSources(fsys)
-	return
-}
-
-func readLockSources(fsys fs.FS) (func(tool, version string) (time.Time, bool), func() ([]gate.Approval, error), func(tool, version string) bool, error) {
+// lockSources reads toolgate.lock the one way the gateway, `toolgate
+// export` and `toolgate lock` share (rollout.FromLock: deprecated_at, the
+// versions that may be the released default, holds and what each release
+// replaced), and a reader of approvals/*.yaml.
+func lockSources(fsys fs.FS) (rollout.Deprecations, func() ([]gate.Approval, error), error) {
 	var lock *lockfile.Lock
 	data, err := fs.ReadFile(fsys, lockfile.FileName)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:
-		return nil, nil, nil, fmt.Errorf("read %s: %w", lockfile.FileName, err)
+		return rollout.Deprecations{}, nil, fmt.Errorf("read %s: %w", lockfile.FileName, err)
 	default:
 		if lock, err = lockfile.Parse(data); err != nil {
-			return nil, nil, nil, fmt.Errorf("read %s: %w", lockfile.FileName, err)
+			return rollout.Deprecations{}, nil, fmt.Errorf("read %s: %w", lockfile.FileName, err)
 		}
 	}
-	var released func(tool, version string) bool
-	if lock != nil {
-		released = func(tool, version string) bool { return lock.Find(tool, version) != nil }
+	deps := rollout.FromLock(lock)
+	if deps.Locked == nil {
+		deps.Locked = func(string, string) (time.Time, bool) { return time.Time{}, false }
 	}
-	deprecatedAt := func(tool, version string) (time.Time, bool) {
-		if e := lock.Find(tool, version); e != nil && e.DeprecatedAt != nil {
-			return *e.DeprecatedAt, true
-		}
-		return time.Time{}, false
+	return deps, func() ([]gate.Approval, error) { return readApprovals(fsys) }, nil
+}
+
+// readApprovals reads approvals/*.yaml of a tools directory.
+func readApprovals(fsys fs.FS) ([]gate.Approval, error) {
+	entries, err := fs.ReadDir(fsys, "approvals")
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
 	}
-	approvals := func() ([]gate.Approval, error) {
-		entries, err := fs.ReadDir(fsys, "approvals")
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, nil
+	if err != nil {
+		return nil, err
+	}
+	var out []gate.Approval
+	for _, en := range entries {
+		if ext := path.Ext(en.Name()); en.IsDir() || (ext != ".yaml" && ext != ".yml") {
+			continue
 		}
+		name := path.Join("approvals", en.Name())
+		data, err := fs.ReadFile(fsys, name)
 		if err != nil {
 			return nil, err
 		}
-		var out []gate.Approval
-		for _, en := range entries {
-			if ext := path.Ext(en.Name()); en.IsDir() || (ext != ".yaml" && ext != ".yml") {
-				continue
-			}
-			name := path.Join("approvals", en.Name())
-			data, err := fs.ReadFile(fsys, name)
-			if err != nil {
-				return nil, err
-			}
-			a, err := gate.ParseApproval(data, name)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, a)
+		a, err := gate.ParseApproval(data, name)
+		if err != nil {
+			return nil, err
 		}
-		return out, nil
+		out = append(out, a)
 	}
-	return deprecatedAt, approvals, released, nil
+	return out, nil
 }
 
 // ledgerUses opens an existing ledger (sqlite://PATH, which must exist, or

@@ -17,6 +17,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/toolgate/toolgate/config"
+	"github.com/toolgate/toolgate/decisionlog"
 	"github.com/toolgate/toolgate/gateway"
 	"github.com/toolgate/toolgate/internal/oauth"
 	"github.com/toolgate/toolgate/invoke"
@@ -110,7 +111,7 @@ func startGatewayLogged(ctx context.Context, cfg *config.Config, tools fs.FS, lo
 	case "sqlite":
 		store, err = sqlite.Open(ctx, sqlite.Config{Path: ld.Location})
 	case "postgres":
-		store, err = postgres.Open(ctx, postgres.Config{DSN: ld.Location, RequireSyncStandby: cfg.LedgerHA, StartWithoutPrimary: true, ReplicaID: cfg.ReplicaID, Logf: infof})
+		store, err = postgres.Open(ctx, postgres.Config{DSN: ld.Location, RequireSyncStandby: cfg.LedgerHA, StartWithoutPrimary: true, ReplicaID: cfg.ReplicaID, SessionDSN: cfg.LedgerSession, Logf: infof})
 	default:
 		err = fmt.Errorf("ledger %s: the %s store is not available in this build", cfg.Ledger, ld.Kind)
 	}
@@ -174,11 +175,15 @@ func startGatewayLogged(ctx context.Context, cfg *config.Config, tools fs.FS, lo
 		Upstream: up.invoker(), Drift: up.drift(), ReadyDetail: up.readyLines(), Redact: secrets.Scrub,
 		Registry: reg, Ledger: svc, Invoker: &invoke.Client{}, Bindings: bindings,
 		PublicURL: cfg.HTTP.PublicURL, JoinTimeout: cfg.JoinTimeout, MaxBodyBytes: cfg.MaxBodyBytes, Keys: keys, Logger: logger,
-		DecisionLog: dlog.writer, Retention: cfg.Retention, TombstoneRetention: cfg.TombstoneRetention,
-		DeprecatedAt: loaded.DeprecatedAt, Released: loaded.Released, Approvals: approvals,
+		DecisionLog: dlog.writer, ActionArguments: decisionlog.ArgumentsMode(cfg.DecisionLog.Arguments), Retention: cfg.Retention, TombstoneRetention: cfg.TombstoneRetention,
+		DeprecatedAt: loaded.DeprecatedAt, Released: loaded.Released, Release: loaded.Release, Approvals: approvals,
 		MaxInFlightPerKey: cfg.Limits.InFlightPerKey, MaxInFlightPerTenant: cfg.Limits.InFlightPerTenant,
 		MaxMCPStreamsPerKey: cfg.Limits.MCPStreamsPerKey, MaxMCPStreams: cfg.Limits.MCPStreams,
-		OAuth: verifier,
+		OAuth:                     verifier,
+		MaxMCPStoredStreamsPerKey: cfg.Limits.MCPStoredStreamsPerKey, MaxMCPStoredStreams: cfg.Limits.MCPStoredStreams,
+		MaxMCPStoredBytesPerKey: cfg.Limits.MCPStoredBytesPerKey, MaxMCPStoredBytes: cfg.Limits.MCPStoredBytes,
+
+		MCPKeyArgumentOff: cfg.MCP.KeyArgument == config.MCPKeyArgumentOff, MCPTaskAfter: cfg.MCP.TaskAfter,
 	})
 	if err != nil {
 		up.close()
@@ -230,6 +235,14 @@ func startGatewayLogged(ctx context.Context, cfg *config.Config, tools fs.FS, lo
 		cl := &ledger.Cleaner{Store: store, Retention: cfg.Retention, TombstoneRetention: cfg.TombstoneRetention, Errorf: errorf}
 		cl.Run(rctx)
 	}()
+	if ss, ok := store.(ledger.StreamStore); ok {
+		bg.Add(1)
+		go func() {
+			defer bg.Done()
+			// Expired MCP streams go on a tick, not only when a new one opens.
+			(&ledger.StreamCleaner{Store: ss, Errorf: errorf}).Run(rctx)
+		}()
+	}
 	go func() { bg.Wait(); close(rt.done) }()
 	go func() {
 		if err := rt.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {

@@ -79,7 +79,7 @@ func isTerminal(w io.Writer) bool {
 
 func runTest(ctx context.Context, e env) int {
 	fs := newFlagSet(e, "test", testSynopsis)
-	dir := fs.String("dir", "./agent-tools", "tools directory")
+	dir := fs.String("dir", defaultToolsDir, "tools directory (default: tools_dir of ./toolgate.yaml, else ./agent-tools)")
 	toolID := fs.String("tool", "", "only this tool")
 	from := fs.String("from", "", "the version being replaced: its cases are replayed too, and the report shows the diff")
 	to := fs.String("to", "", "the version to replay against (default: the tool's default version)")
@@ -94,8 +94,8 @@ func runTest(ctx context.Context, e env) int {
 		fs.Usage()
 		return exitUsage
 	}
-	if len(args) == 1 {
-		*dir = args[0]
+	if !settleToolsDir(e, "test", fs, dir, firstArg(args)) {
+		return exitUsage
 	}
 	usage := func(msg string) int {
 		fmt.Fprintln(e.Stderr, "toolgate test: "+msg)

@@ -48,7 +48,7 @@ func runValidate(_ context.Context, e env) int {
 	fs := newFlagSet(e, "validate", validateSynopsis)
 	tool := fs.String("tool", "", "tool id to validate against")
 	version := fs.String("version", "", "tool version (default: the newest not deprecated)")
-	dir := fs.String("dir", "./agent-tools", "tools directory")
+	dir := fs.String("dir", defaultToolsDir, "tools directory (default: tools_dir of ./toolgate.yaml, else ./agent-tools)")
 	schemaFile := fs.String("schema", "", "a plain JSON Schema document to validate against instead of a tool")
 	format := fs.String("format", "text", "output format: "+strings.Join(reportFormats, "|"))
 	args, code, ok := parseFlags(fs, e.Args)
@@ -68,6 +68,9 @@ func runValidate(_ context.Context, e env) int {
 		return fail("give either --tool or --schema")
 	case checkFormat(*format) != "":
 		return fail("%s", checkFormat(*format))
+	}
+	if *tool != "" && !settleToolsDir(e, "validate", fs, dir, "") {
+		return exitUsage
 	}
 	data, err := readInputFile(e, args[0])
 	if err != nil {

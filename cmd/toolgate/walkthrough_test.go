@@ -12,10 +12,12 @@ package main
 //     directory, with the toolgate binary on PATH.
 //   - A command must exit 0 unless it ends with a comment "# exit N", which is then the
 //     exit status it must have.
-//   - A command ending in "&" runs in the background (a server); its output is not
-//     checked, and the next command waits until it printed its "listening on" line.
-//     Starting a background command that is already running stops the running one first,
-//     as Ctrl-C would. Every background command is stopped at the end.
+//   - The whole page runs in ONE bash session with job control, as a person types it: the
+//     working directory, variables and jobs carry over, "%1" is the first job started.
+//   - A command ending in "&" is a background job (a server); its output is not checked,
+//     and the next command waits until it printed its "listening on" line. A job that ends
+//     before that (its port is taken, say) fails the page, as it would leave the reader
+//     stuck. Every job is stopped at the end.
 //   - Outputs are compared after normalising the parts that change from run to run:
 //     timestamps, clock times and durations, and ports (the page uses 8080 for the gateway
 //     and 9090 for the sandbox; the test runs them on free ports and maps them back; the
@@ -25,9 +27,9 @@ package main
 // go test ./cmd/toolgate -run TestWalkthroughs -update rewrites the outputs that differ.
 
 import (
-	"bytes"
-	"context"
+	"bufio"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -156,21 +158,31 @@ func splitLines(s string) []string {
 	return strings.Split(s, "\n")
 }
 
-// walkthrough runs one page.
+// walkthrough runs one page in one bash session, the way a person types it: a command
+// ending in "&" is a job of that shell (so "%1" names the first one, and a second
+// "toolgate serve &" while one runs fails to bind, as it would at a terminal), and
+// variables, the working directory and the jobs carry from one command to the next.
 type walkthrough struct {
-	t          *testing.T
-	page       string
-	dir, bin   string
-	ports      map[string]string // page port -> free port
-	env        []string
-	background map[string]*bgProcess
-	commands   int // commands run by the last runPage
+	t        *testing.T
+	page     string
+	dir, bin string
+	ports    map[string]string // page port -> free port
+	env      []string
+	commands int // commands run by the last runPage
+	sh       *shellSession
 }
 
-type bgProcess struct {
-	cmd  *exec.Cmd
-	out  *testrig.Buffer
-	done chan struct{}
+// shellSession is one bash process fed the page's commands on its standard input.
+// Each command's output goes to a file of its own outside the working directory, and
+// the shell answers on its standard output with a marker line once the command ends.
+type shellSession struct {
+	cmd     *exec.Cmd
+	stdin   io.WriteCloser
+	markers chan string
+	scratch string
+	seq     int
+	jobs    []int // process ids of the background jobs, in start order
+	stderr  *testrig.Buffer
 }
 
 func (w *walkthrough) mapPorts(s string) string {
@@ -187,71 +199,142 @@ func (w *walkthrough) unmapPorts(s string) string {
 	return s
 }
 
-// key is what identifies a background command: its first two words ("toolgate serve").
-func bgKey(cmd string) string {
-	f := strings.Fields(cmd)
-	if len(f) > 2 {
-		f = f[:2]
-	}
-	return strings.Join(f, " ")
-}
-
-func (w *walkthrough) stop(key string) {
-	p := w.background[key]
-	if p == nil {
-		return
-	}
-	delete(w.background, key)
-	syscall.Kill(-p.cmd.Process.Pid, syscall.SIGINT)
-	select {
-	case <-p.done:
-	case <-time.After(15 * time.Second):
-		syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-		<-p.done
-	}
-}
-
-func (w *walkthrough) start(c docCommand) {
+// startShell starts the page's bash session with job control on.
+func (w *walkthrough) startShell() {
 	w.t.Helper()
-	key := bgKey(c.text)
-	w.stop(key)
-	cmd := exec.Command("bash", "-c", "exec "+w.mapPorts(c.text))
+	cmd := exec.Command("bash", "--noprofile", "--norc")
 	cmd.Dir, cmd.Env = w.dir, w.env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	out := &testrig.Buffer{}
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		w.t.Fatalf("%s:%d: %s: %v", w.page, c.line, c.text, err)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		w.t.Fatal(err)
 	}
-	p := &bgProcess{cmd: cmd, out: out, done: make(chan struct{})}
-	go func() { cmd.Wait(); close(p.done) }()
-	w.background[key] = p
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	sh := &shellSession{cmd: cmd, stdin: stdin, markers: make(chan string, 16), scratch: w.t.TempDir(), stderr: &testrig.Buffer{}}
+	cmd.Stderr = sh.stderr
+	if err := cmd.Start(); err != nil {
+		w.t.Fatal(err)
+	}
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if m, ok := strings.CutPrefix(sc.Text(), "__walkthrough__ "); ok {
+				sh.markers <- m
+			}
+		}
+		close(sh.markers)
+	}()
+	w.sh = sh
+	// Job control, as at a terminal: every job is a process group of its own.
+	w.send("set -m")
+}
+
+// send writes one line of script to the shell and waits for its marker: the words the
+// shell printed after "__walkthrough__ N".
+func (w *walkthrough) send(script string) []string {
+	w.t.Helper()
+	sh := w.sh
+	sh.seq++
+	fmt.Fprintf(sh.stdin, "%s\n", script)
+	fmt.Fprintf(sh.stdin, "echo \"__walkthrough__ %d $? $!\"\n", sh.seq)
+	timeout := time.After(90 * time.Second)
+	for {
+		select {
+		case m, ok := <-sh.markers:
+			if !ok {
+				w.t.Fatalf("%s: the shell ended early:\n%s", w.page, sh.stderr.String())
+			}
+			f := strings.Fields(m)
+			if len(f) > 0 && f[0] == strconv.Itoa(sh.seq) {
+				return f[1:]
+			}
+		case <-timeout:
+			w.stopShell()
+			w.t.Fatalf("%s: %q did not end within 90s", w.page, script)
+		}
+	}
+}
+
+// run runs a foreground command and returns its exit status and output.
+func (w *walkthrough) run(c docCommand) (int, string) {
+	w.t.Helper()
+	out := filepath.Join(w.sh.scratch, fmt.Sprintf("cmd%d.out", w.sh.seq+1))
+	words := w.send("{\n" + w.mapPorts(c.text) + "\n} >" + shellQuote(out) + " 2>&1 </dev/null")
+	code, _ := strconv.Atoi(words[0])
+	b, err := os.ReadFile(out)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return code, string(b)
+}
+
+// background starts a job the way "CMD &" does at a terminal (its output to a file of
+// its own instead of the terminal) and waits until it prints its "listening on" line;
+// a job that ends first (it could not bind its port, say) fails the page.
+func (w *walkthrough) background(c docCommand) {
+	w.t.Helper()
+	log := filepath.Join(w.sh.scratch, fmt.Sprintf("job%d.log", w.sh.seq+1))
+	words := w.send(w.mapPorts(c.text) + " >" + shellQuote(log) + " 2>&1 </dev/null &")
+	pid, err := strconv.Atoi(words[len(words)-1])
+	if err != nil {
+		w.t.Fatalf("%s:%d: %s: no job id: %v", w.page, c.line, c.text, words)
+	}
+	w.sh.jobs = append(w.sh.jobs, pid)
 	listening := regexp.MustCompile(`listening on (?:https?://)?([0-9.]+:\d+)`)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		if m := listening.FindStringSubmatch(out.String()); m != nil {
+		b, _ := os.ReadFile(log)
+		if m := listening.FindStringSubmatch(string(b)); m != nil {
 			if conn, err := net.Dial("tcp", m[1]); err == nil {
 				conn.Close()
 				return
 			}
 		}
-		select {
-		case <-p.done:
-			w.t.Fatalf("%s:%d: %s stopped:\n%s", w.page, c.line, c.text, out.String())
-		default:
+		if syscall.Kill(pid, 0) != nil {
+			w.t.Fatalf("%s:%d: %s & ended before it listened (as a person at a terminal would see it):\n%s", w.page, c.line, c.text, w.unmapPorts(string(b)))
 		}
 		if time.Now().After(deadline) {
-			w.t.Fatalf("%s:%d: %s printed no listening line:\n%s", w.page, c.line, c.text, out.String())
+			w.t.Fatalf("%s:%d: %s & printed no listening line:\n%s", w.page, c.line, c.text, w.unmapPorts(string(b)))
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// stopShell ends the shell and every job it started, as closing the terminal would
+// (SIGINT first, so servers shut down cleanly; SIGKILL after 15 s).
+func (w *walkthrough) stopShell() {
+	sh := w.sh
+	if sh == nil {
+		return
+	}
+	w.sh = nil
+	sh.stdin.Close()
+	for _, pid := range sh.jobs {
+		syscall.Kill(-pid, syscall.SIGINT)
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for _, pid := range sh.jobs {
+		for syscall.Kill(pid, 0) == nil && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+		syscall.Kill(-pid, syscall.SIGKILL)
+	}
+	syscall.Kill(-sh.cmd.Process.Pid, syscall.SIGKILL)
+	sh.cmd.Wait()
+}
+
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 // runPage executes a page and returns it with the outputs that differ rewritten.
 func (w *walkthrough) runPage(src string) (string, bool) {
 	w.t.Helper()
 	lines := strings.Split(src, "\n")
 	w.commands = 0
+	w.startShell()
+	defer w.stopShell()
 	replace := map[int][]string{} // outStart -> new output lines (for -update)
 	ends := map[int]int{}
 	ok := true
@@ -274,23 +357,11 @@ func (w *walkthrough) runPage(src string) (string, bool) {
 		for _, c := range parseCommands(lines, b) {
 			w.commands++
 			if c.background {
-				w.start(c)
+				w.background(c)
 				continue
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-			cmd := exec.CommandContext(ctx, "bash", "-c", w.mapPorts(c.text))
-			cmd.Dir, cmd.Env = w.dir, w.env
-			var out bytes.Buffer
-			cmd.Stdout, cmd.Stderr = &out, &out
-			err := cmd.Run()
-			cancel()
-			code := 0
-			if ee, isExit := err.(*exec.ExitError); isExit {
-				code = ee.ExitCode()
-			} else if err != nil {
-				w.t.Fatalf("%s:%d: %s: %v", w.page, c.line, c.text, err)
-			}
-			got := splitLines(w.unmapPorts(out.String()))
+			code, out := w.run(c)
+			got := splitLines(w.unmapPorts(out))
 			want := lines[c.outStart:c.outE]
 			for len(want) > 0 && strings.TrimSpace(want[len(want)-1]) == "" {
 				want = want[:len(want)-1]
@@ -305,9 +376,6 @@ func (w *walkthrough) runPage(src string) (string, bool) {
 				w.t.Errorf("%s:%d: %s\n--- got\n%s\n--- want\n%s", w.page, c.line, c.text, strings.Join(got, "\n"), strings.Join(want, "\n"))
 			}
 		}
-	}
-	for k := range w.background {
-		w.stop(k)
 	}
 	if ok {
 		return src, true
@@ -352,7 +420,7 @@ func TestWalkthroughs(t *testing.T) {
 				t.Fatal(err)
 			}
 			dir := t.TempDir()
-			w := &walkthrough{t: t, page: "docs/" + page, dir: dir, bin: bin, background: map[string]*bgProcess{}}
+			w := &walkthrough{t: t, page: "docs/" + page, dir: dir, bin: bin}
 			w.ports = map[string]string{}
 			for _, p := range []string{"8080", "9090"} {
 				_, port, _ := net.SplitHostPort(freeAddr(t))
@@ -368,11 +436,7 @@ func TestWalkthroughs(t *testing.T) {
 			w.env = append(w.env,
 				"PATH="+filepath.Dir(bin)+string(os.PathListSeparator)+os.Getenv("PATH"),
 				"HOME="+dir, "TOOLGATE_URL=http://127.0.0.1:"+w.ports["8080"], "TZ=UTC", "NO_COLOR=1")
-			t.Cleanup(func() {
-				for k := range w.background {
-					w.stop(k)
-				}
-			})
+			t.Cleanup(w.stopShell)
 			for _, word := range []string{"SPEC", "/work/", "shared folder"} {
 				if page == "first-tool.md" && strings.Contains(string(src), word) {
 					t.Errorf("docs/%s mentions %q: the tutorial stands on the repository alone", page, word)

@@ -48,6 +48,36 @@ function fill(node, ...parts) {
   node.replaceChildren(...parts.flat().filter(p => p !== null && p !== undefined && p !== false));
 }
 
+// ---- text people typed (assignees, notes, reasons): shown as what it holds ----
+
+// HIDDEN is internal/textsafe's rule: a character that does not show as
+// itself (a control, a format character — bidi overrides, isolates and
+// marks, zero-width spaces and joiners —, a line or paragraph separator,
+// any space but U+0020, a surrogate, a private-use or unassigned code
+// point, a Hangul filler).
+const HIDDEN = /[\p{C}\p{Z}\u115F\u1160\u3164\uFFA0]/gu;
+const SHORT_ESCAPES = { '\x07': '\\a', '\b': '\\b', '\f': '\\f', '\n': '\\n', '\r': '\\r', '\t': '\\t', '\v': '\\v' };
+
+// escapeHidden writes every hidden character of s as its Go escape (\u202e),
+// as the CLI does; lines keeps newlines and tabs.
+function escapeHidden(s, lines) {
+  return String(s).replace(HIDDEN, c => {
+    if (c === ' ' || (lines && (c === '\n' || c === '\t'))) return c;
+    if (SHORT_ESCAPES[c]) return SHORT_ESCAPES[c];
+    const cp = c.codePointAt(0);
+    if (cp < 0x80) return '\\x' + cp.toString(16).padStart(2, '0');
+    if (cp <= 0xFFFF) return '\\u' + cp.toString(16).padStart(4, '0');
+    return '\\U' + cp.toString(16).padStart(8, '0');
+  });
+}
+
+// userText is text people typed, escaped (escapeHidden) and isolated from
+// the text around it (<bdi dir="auto">), so that no part of it can reorder
+// or hide what stands beside it.
+function userText(s, lines) {
+  return el('bdi', { dir: 'auto', class: 'user-text' }, escapeHidden(s, lines));
+}
+
 function badge(state) { return el('span', { class: 'badge state-' + state, 'data-state': state }, state); }
 function utc(t) { return t ? new Date(t).toISOString().replace('T', ' ').replace(/\.\d+Z$/, 'Z') : ''; }
 function hms(t) { return new Date(t).toISOString().slice(11, 19); }
@@ -206,12 +236,12 @@ async function operate(id, op, body) {
   try {
     const rec = await api('POST', '/actions/' + encodeURIComponent(id) + '/' + op, body || {});
     if (op === 'assign' || op === 'unassign') {
-      flash(op + ' ' + id + ': ' + (rec.assignee ? 'assigned to ' + rec.assignee : 'nobody is assigned') + '; the action is still ' + rec.state + '.');
+      flash(op + ' ' + id + ': ' + (rec.assignee ? 'assigned to ' + escapeHidden(rec.assignee) : 'nobody is assigned') + '; the action is still ' + rec.state + '.');
     } else {
       flash(op + ' ' + id + ': the action is now ' + rec.state + '.');
     }
   } catch (err) {
-    flash(op + ' ' + id + ' failed: ' + err.message, true);
+    flash(op + ' ' + id + ' failed: ' + escapeHidden(err.message), true);
   }
   await route();
 }
@@ -279,19 +309,19 @@ function assignControls(a) {
 // action's page, as an age in the queues).
 function assigneeText(a, full) {
   if (!a.assignee) return el('span', { class: 'muted assignee' }, 'nobody');
-  return el('span', { class: 'assignee', title: 'since ' + utc(a.assigned_at) }, el('strong', {}, a.assignee),
+  return el('span', { class: 'assignee', title: 'since ' + utc(a.assigned_at) }, el('strong', {}, userText(a.assignee)),
     el('span', { class: 'muted' }, full ? ' since ' + utc(a.assigned_at) : ' for ' + age(a.assigned_at)));
 }
 
 // assignmentEntry is a timeline entry for an assignment change.
 function assignmentEntry(t) {
   const ch = t.assignment;
-  const what = !ch.assignee ? ['Released by ', el('strong', {}, ch.previous || '')]
-    : ch.previous ? ['Taken over by ', el('strong', {}, ch.assignee), ' from ', el('strong', {}, ch.previous)]
-      : ['Assigned to ', el('strong', {}, ch.assignee)];
+  const what = !ch.assignee ? ['Released by ', el('strong', {}, userText(ch.previous || ''))]
+    : ch.previous ? ['Taken over by ', el('strong', {}, userText(ch.assignee)), ' from ', el('strong', {}, userText(ch.previous))]
+      : ['Assigned to ', el('strong', {}, userText(ch.assignee))];
   return el('li', { class: 'assignment-change' },
-    el('div', {}, what, el('span', { class: 'muted' }, ' by '), el('span', { class: 'mono' }, t.by)),
-    ch.note ? el('div', { class: 'note' }, 'note: ', ch.note) : null,
+    el('div', {}, what, el('span', { class: 'muted' }, ' by '), el('span', { class: 'mono' }, userText(t.by))),
+    ch.note ? el('div', { class: 'note' }, 'note: ', userText(ch.note)) : null,
     el('div', { class: 'when' }, utc(t.at)));
 }
 
@@ -329,7 +359,7 @@ async function pageActions(root, query) {
   const rows = list.actions.map(a => el('tr', { 'data-action': a.action_id },
     el('td', {}, actionLink(a.action_id)), el('td', { class: 'mono' }, a.tool_id),
     el('td', {}, a.version || ''), el('td', {}, badge(a.state), a.needs_operator ? el('span', { class: 'flag' }, ' needs operator') : ''),
-    el('td', {}, a.attempts), el('td', {}, a.owner || ''), el('td', {}, a.assignee || ''), el('td', { class: 'muted' }, utc(a.updated_at))));
+    el('td', {}, a.attempts), el('td', {}, a.owner || ''), el('td', { class: 'assignee' }, a.assignee ? userText(a.assignee) : ''), el('td', { class: 'muted' }, utc(a.updated_at))));
   let next = null;
   if (list.next_cursor) {
     const q = new URLSearchParams(query);
@@ -373,7 +403,7 @@ async function pageAction(root, id) {
   const timeline = el('ol', { class: 'timeline', id: 'timeline' }, (a.history || []).map(t =>
     t.provider_transition ? providerTransition(t) : t.assignment ? assignmentEntry(t) : el('li', { class: 'to-' + t.to },
       el('div', {}, t.from ? badge(t.from) : el('span', { class: 'muted' }, 'new'), ' → ', badge(t.to)),
-      el('div', {}, t.reason, el('span', { class: 'muted' }, ' by '), el('span', { class: 'mono' }, t.by)),
+      el('div', {}, userText(t.reason || ''), el('span', { class: 'muted' }, ' by '), el('span', { class: 'mono' }, userText(t.by || ''))),
       el('div', { class: 'when' }, utc(t.at)))));
 
   const calls = a.provider_calls.length ? el('table', { id: 'provider-calls' },
@@ -414,7 +444,7 @@ function providerTransition(t) {
   return el('li', { class: 'provider-transition' },
     el('div', {}, el('strong', {}, 'Provider route changed'), el('span', { class: 'muted' }, ' while '), badge(pt.action_state)),
     el('div', {}, el('span', { class: 'mono route-from' }, routeName(pt.from)), ' → ', el('span', { class: 'mono route-to' }, routeName(pt.to))),
-    pt.reason ? el('div', { class: 'route-reason' }, pt.reason) : null,
+    pt.reason ? el('div', { class: 'route-reason' }, userText(pt.reason)) : null,
     el('div', { class: 'when' }, utc(t.at)));
 }
 
@@ -562,6 +592,7 @@ function rolloutSection(r) {
   add('Default', [el('span', { class: 'mono', id: 'rollout-default' }, r.default || '–'),
     el('span', { class: 'muted' }, r.default_source === 'rollout' ? ' set by the rollout' : ' the newest released version (toolgate.lock) the policy does not deprecate')]);
   add('Previous', r.previous ? el('span', { class: 'mono' }, r.previous + ' (rollback restores it)') : '');
+  add('Rolled back', r.rolled_back ? el('span', { class: 'mono' }, r.rolled_back + ' (a promote serves it again)') : '');
   if (r.canary) {
     add('Canary', 'the new actions of ' + r.canary.percent + '% of the callers' + (r.canary.principals && r.canary.principals.length ? ' and every new action of ' + r.canary.principals.join(', ') : '') +
       '; halts when a rate exceeds the default\'s by ' + (r.canary.halt_margin * 100).toFixed(1) + '% after ' + r.canary.halt_min_sample + ' actions each');
@@ -571,7 +602,7 @@ function rolloutSection(r) {
   parts.push(el('table', { id: 'rollout-versions' },
     el('thead', {}, el('tr', {}, ['Version', 'Role', 'Deprecation'].map(h => el('th', {}, h)))),
     el('tbody', {}, r.versions.map(v => el('tr', { 'data-version': v.version },
-      el('td', { class: 'mono' }, v.version), el('td', {}, v.role || ''),
+      el('td', { class: 'mono' }, v.version), el('td', {}, [(v.role || '').replace('_', ' '), v.held ? el('span', { class: 'muted' }, ' released, not the default by itself: ' + v.held) : '']),
       el('td', {}, !v.deprecated ? '' : v.deprecated_at ? ['deprecated ' + utc(v.deprecated_at) + ', sunset ' + utc(v.sunset),
         v.retired ? el('span', { class: 'flag' }, ' retired: new actions refused') : ''] : 'deprecated'))))));
   if (r.shadow) {
@@ -599,7 +630,7 @@ function rolloutSection(r) {
       el('div', {}, el('span', { class: 'badge' }, ev.action), ' ', el('span', { class: 'muted' }, 'r' + ev.revision + ' by '), el('span', { class: 'mono' }, ev.by)),
       el('div', {}, ev.detail || ''),
       ev.approver ? el('div', {}, 'approved by ', el('strong', {}, ev.approver), ev.approval_source ? el('span', { class: 'muted' }, ' (' + ev.approval_source + ')') : '') : '',
-      ev.note ? el('div', { class: 'note' }, 'note: ', ev.note) : '',
+      ev.note ? el('div', { class: 'note' }, 'note: ', userText(ev.note)) : '',
       el('div', { class: 'when' }, utc(ev.at)))))
     : el('p', { class: 'muted', id: 'rollout-history-empty' }, 'No rollout changes yet.'));
   return parts;

@@ -31,11 +31,38 @@ func Formats() []*jsonschema.Format {
 		{Name: "iri-reference", Validate: str(func(s string) error { return uriCheck(s, true, true) })},
 		{Name: "uri-template", Validate: str(URITemplate)},
 		{Name: "duration", Validate: str(Duration)},
+		{Name: "ipv4", Validate: str(IPv4)},
 	}
 }
 
 // FormatNames lists the names of Formats.
-var FormatNames = []string{"hostname", "email", "uri", "uri-reference", "iri", "iri-reference", "uri-template", "duration"}
+var FormatNames = []string{"hostname", "email", "uri", "uri-reference", "iri", "iri-reference", "uri-template", "duration", "ipv4"}
+
+// IPv4 checks RFC 2673 §3.2 dotted-quad: four decbytes of one to three ASCII digits
+// (1*3DIGIT, so a leading zero is allowed, as the JSON Schema test suite reads it), each
+// at most 255, and nothing else (no sign, no spaces, no hex, no port, no netmask).
+func IPv4(s string) error {
+	parts := strings.Split(s, ".")
+	if len(parts) != 4 {
+		return errors.New("not four dot-separated numbers")
+	}
+	for _, p := range parts {
+		if p == "" || len(p) > 3 {
+			return errors.New("a part is not a number of one to three digits")
+		}
+		n := 0
+		for i := 0; i < len(p); i++ {
+			if !isDigit(p[i]) {
+				return errors.New("a part has a character other than an ASCII digit")
+			}
+			n = n*10 + int(p[i]-'0')
+		}
+		if n > 255 {
+			return errors.New("a part is greater than 255")
+		}
+	}
+	return nil
+}
 
 // URI reports whether s is an absolute URI (RFC 3986 §3, "URI").
 func URI(s string) error { return uriCheck(s, false, false) }
@@ -51,20 +78,44 @@ func IRIReference(s string) error { return uriCheck(s, true, true) }
 
 // Hostname checks RFC 1123 §2.1 host names (RFC 952 as amended): dot-separated labels
 // of 1 to 63 letters, digits and hyphens, not starting or ending with a hyphen (a label
-// may start with a digit), at most 253 characters in all. One trailing dot (the
-// absolute form of a domain name) is allowed.
+// may start with a digit), at most 253 characters in all. A name ending in a dot (the
+// absolute form of a domain name) is not a host name, nor is the dotted-decimal form
+// #.#.#.# (RFC 1123 §2.1: the highest-level label of a host name is never numeric in
+// that form). A label with "--" in its third and fourth positions is reserved (RFC 5891
+// §4.2.3.1) unless it is an A-label ("xn--"), and an A-label must be IDNA2008's: its
+// Punycode decodes to a valid U-label (see aLabel).
 func Hostname(s string) error {
-	s = strings.TrimSuffix(s, ".")
 	if s == "" {
 		return errors.New("empty host name")
+	}
+	if strings.HasSuffix(s, ".") {
+		return errors.New("a trailing dot (the absolute form of a domain name) is not part of a host name")
 	}
 	if len(s) > 253 {
 		return errors.New("longer than 253 characters")
 	}
-	for _, label := range strings.Split(s, ".") {
+	labels := strings.Split(s, ".")
+	numeric := len(labels) == 4
+	for _, label := range labels {
 		if err := ldhLabel(label); err != nil {
 			return err
 		}
+		if len(label) >= 4 && label[2] == '-' && label[3] == '-' {
+			if !strings.EqualFold(label[:2], "xn") {
+				return errors.New(`a label with "--" in its third and fourth positions is reserved for A-labels (xn--)`)
+			}
+			if err := aLabel(label); err != nil {
+				return err
+			}
+		}
+		for i := 0; i < len(label); i++ {
+			if !isDigit(label[i]) {
+				numeric = false
+			}
+		}
+	}
+	if numeric {
+		return errors.New("the dotted-decimal form of an IPv4 address is not a host name")
 	}
 	return nil
 }
@@ -406,7 +457,9 @@ func URITemplate(s string) error {
 			i += 3
 			continue
 		case c < utf8.RuneSelf:
-			if c <= 0x20 || c == 0x7F || strings.IndexByte(`"'<>\^`+"`|", c) >= 0 {
+			// RFC 6570 §2.1 leaves "'" out of literals; the JSON Schema test suite (and
+			// the URI templates in use) take it as a literal, so it is accepted here
+			if c <= 0x20 || c == 0x7F || strings.IndexByte(`"<>\^`+"`|", c) >= 0 {
 				return errors.New("the character " + quoteChar(c) + " is not allowed in a template literal")
 			}
 		default:

@@ -17,7 +17,8 @@ func TestFormats(t *testing.T) {
 	cases := map[string][]tc{
 		"hostname": {
 			{"example.com", true}, {"a", true}, {"3com.com", true}, // RFC 1123 §2.1: a label may start with a digit
-			{"1.2.3.4", true}, {"xn--bcher-kva.example", true}, {"a-b.c", true}, {"example.com.", true},
+			{"1.2.3.4a", true}, {"xn--bcher-kva.example", true}, {"a-b.c", true}, {"example.com.", false}, {"1.2.3.4", false},
+			{"ab--c.com", false}, {"xn--abc-.com", false}, {"xn--X", false},
 			{long + ".com", true}, {strings.Repeat(long+".", 3) + strings.Repeat("a", 61), true},
 			{"", false}, {".", false}, {".example.com", false}, {"example..com", false},
 			{"-a.com", false}, {"a-.com", false}, {"a_b.com", false}, {"a b", false}, {"ex\u00e4mple.com", false},

@@ -2,6 +2,7 @@ package jsonschemax
 
 import (
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/dlclark/regexp2/v2"
@@ -16,7 +17,7 @@ func FuzzFormats(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		for _, fn := range []func(string) error{Hostname, Email, URITemplate, Duration} {
+		for _, fn := range []func(string) error{Hostname, Email, URITemplate, Duration, IPv4} {
 			_ = fn(s)
 		}
 		uri, ref, iri, iref := URI(s) == nil, URIReference(s) == nil, IRI(s) == nil, IRIReference(s) == nil
@@ -64,6 +65,32 @@ func FuzzTranslate(f *testing.F) {
 		}
 		if g := got.MatchString(s); g != w {
 			t.Fatalf("%q (RE2 %q) on %q: RE2 %v, ECMA-262 %v", pat, goPat, s, g, w)
+		}
+	})
+}
+
+// FuzzECMAGrammar: the ECMA-262 grammar check never panics, Annex B's grammar accepts
+// every pattern the Unicode grammar accepts, and a pattern either grammar accepts
+// compiles unless the engine itself refuses it (an unknown \p{…} name).
+func FuzzECMAGrammar(f *testing.F) {
+	for _, p := range []string{`^\s+$`, `(?i)a`, `(?<n>a)\k<n>`, `[\c_]`, `\c1`, `a{2,1}`, `\u{1F600}`, `(?<=a)b`, `\a`, `\z\e\A`,
+		`[\d-z]`, `a**`, `(?#x)`, `]`, `{`, `\8`, `\07`, `(?:a|$^)`, `\p{L}`, `(a)\2`} {
+		f.Add(p)
+	}
+	f.Fuzz(func(t *testing.T, pat string) {
+		if len(pat) > 256 {
+			t.Skip()
+		}
+		u, l := checkECMA(pat, true), checkECMA(pat, false)
+		if u == nil && l != nil && !strings.Contains(pat, `\u{`) && !strings.Contains(pat, `\p`) && !strings.Contains(pat, `\P`) && !strings.Contains(pat, `\k`) {
+			t.Fatalf("%q: the Unicode grammar accepts it, the legacy one does not: %v", pat, l)
+		}
+		re, err := CompileRegexp(pat)
+		if err == nil && u != nil && l != nil {
+			t.Fatalf("%q compiled though neither grammar accepts it", pat)
+		}
+		if re != nil {
+			_, _ = re.Match("ab \u00e9\n")
 		}
 	})
 }

@@ -43,14 +43,26 @@ type Regexp struct {
 
 // CompileRegexp compiles an ECMA-262 pattern in Unicode mode; a pattern only the
 // legacy (non-Unicode, Annex B) grammar accepts is compiled that way.
+//
+// Which patterns are valid is decided by ECMA-262's own grammar (ecma.go), not by the
+// engine, which also accepts .NET syntax: a pattern with an inline flag group ((?i)),
+// a comment group, \a and the like is refused with a message that says what it is.
 func CompileRegexp(pat string) (*Regexp, error) {
-	re, err := regexp2.Compile(pat, Options)
-	if err != nil {
-		var err2 error
-		re, err2 = regexp2.Compile(pat, regexp2.ECMAScript)
-		if err2 != nil {
-			return nil, fmt.Errorf("not an ECMA-262 regular expression: %v", err)
+	var re *regexp2.Regexp
+	var err error
+	if uerr := checkECMA(pat, true); uerr == nil {
+		re, err = regexp2.Compile(pat, Options)
+	} else if lerr := checkECMA(pat, false); lerr == nil {
+		legacy, lerr := legacyForEngine(pat)
+		if lerr != nil {
+			return nil, fmt.Errorf("not an ECMA-262 regular expression: %v", lerr)
 		}
+		re, err = regexp2.Compile(legacy, regexp2.ECMAScript)
+	} else {
+		return nil, fmt.Errorf("not an ECMA-262 regular expression: %v", uerr)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("not an ECMA-262 regular expression: %v", err)
 	}
 	re.MatchTimeout = MatchTimeout
 	out := &Regexp{re: re, src: pat}

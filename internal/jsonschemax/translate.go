@@ -50,11 +50,14 @@ func TranslateToRE2(pat string) (re2 string, why string) {
 }
 
 func translate(pat string) (string, string) {
-	if _, err := regexp2.Compile(pat, Options); err != nil {
-		if _, err := regexp2.Compile(pat, regexp2.ECMAScript); err != nil {
+	if checkECMA(pat, true) != nil {
+		if checkECMA(pat, false) != nil {
 			return "", "the pattern is not an ECMA-262 regular expression"
 		}
 		return "", "the pattern is read in ECMA-262's legacy grammar, which is not translated"
+	}
+	if _, err := regexp2.Compile(pat, Options); err != nil {
+		return "", "the pattern is not an ECMA-262 regular expression"
 	}
 	t := &ecmaTr{src: []rune(pat)}
 	out := t.alt()

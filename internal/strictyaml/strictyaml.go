@@ -95,6 +95,27 @@ var v3LineRE = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 // (github.com/goccy/go-yaml), which reports the token where parsing failed; a flow
 // collection left open is reported where its "[" or "{" stands.
 func syntaxProblem(data []byte, err error) Problem {
+	p := syntaxProblemAt(data, err)
+	if line := lineText(data, p.Line); unquotedTemplate.MatchString(line) {
+		p.Message += ` (a value with a "{…}" in it, such as a URL template, must be quoted: url: "http://host/items/{downstream_key}")`
+	}
+	return p
+}
+
+// unquotedTemplate finds a URL-template placeholder glued to the text before it
+// ("by-key/{downstream_key}"), which YAML reads as the start of a flow mapping.
+var unquotedTemplate = regexp.MustCompile(`[^\s"'{\[,:]\{[A-Za-z_][A-Za-z0-9_.]*\}`)
+
+// lineText is the 1-based line n of data ("" past its end).
+func lineText(data []byte, n int) string {
+	lines := strings.Split(string(data), "\n")
+	if n < 1 || n > len(lines) {
+		return ""
+	}
+	return lines[n-1]
+}
+
+func syntaxProblemAt(data []byte, err error) Problem {
 	msg := strings.TrimPrefix(err.Error(), "yaml: ")
 	line := 0
 	if m := v3LineRE.FindStringSubmatch(err.Error()); m != nil {

@@ -78,7 +78,7 @@ func (s *Store) Get(ctx context.Context, tenant, id string) (_ *ledger.Action, e
 	if err != nil {
 		return nil, err
 	}
-	row := s.pool.QueryRow(ctx, `SELECT `+columns+` FROM actions WHERE tenant = $1 AND id = $2`, tenant, id)
+	row := s.queryRow(ctx, `SELECT `+columns+` FROM actions WHERE tenant = $1 AND id = $2`, tenant, id)
 	a, err := scan(row)
 	if err != nil {
 		return nil, fmt.Errorf("get action %s: %w", id, err)
@@ -211,7 +211,7 @@ func (s *Store) CountByState(ctx context.Context) (_ map[ledger.State]int64, err
 	if err != nil {
 		return nil, err
 	}
-	rows, err := s.pool.Query(ctx, `SELECT state, count(*) FROM actions GROUP BY state`)
+	rows, err := s.queryRows(ctx, `SELECT state, count(*) FROM actions GROUP BY state`)
 	if err != nil {
 		return nil, fmt.Errorf("count by state: %w", translate(err))
 	}
@@ -239,7 +239,7 @@ func defaultLimit(n int) int {
 }
 
 func (s *Store) query(ctx context.Context, q string, args ...any) ([]*ledger.Action, error) {
-	rows, err := s.pool.Query(ctx, q, args...)
+	rows, err := s.queryRows(ctx, q, args...)
 	if err != nil {
 		return nil, translate(err)
 	}

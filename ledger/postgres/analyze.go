@@ -44,7 +44,7 @@ func (f *freshTable) init() {
 // catalog query leaves it unarmed: autovacuum still gets there.
 func (s *Store) watchFresh(ctx context.Context) {
 	var tuples float64
-	err := s.pool.QueryRow(ctx, `SELECT reltuples FROM pg_class WHERE oid = to_regclass($1)`,
+	err := s.queryRow(ctx, `SELECT reltuples FROM pg_class WHERE oid = to_regclass($1)`,
 		quoteIdent(s.schema)+".actions").Scan(&tuples)
 	if err == nil && tuples < freshBelow { // -1: never analyzed
 		s.fresh.left.Store(analyzeAfter)
@@ -65,7 +65,7 @@ func (s *Store) inserted() {
 			defer close(s.fresh.ran)
 			ctx, cancel := context.WithTimeout(s.fresh.ctx, time.Minute)
 			defer cancel()
-			s.pool.Exec(ctx, `ANALYZE `+quoteIdent(s.schema)+`.actions`) // best effort: autovacuum is the fallback
+			s.exec(ctx, `ANALYZE `+quoteIdent(s.schema)+`.actions`) // best effort: autovacuum is the fallback
 		}()
 	}
 }

@@ -332,7 +332,13 @@ func (b *batcher) send(ctx context.Context, batch []*write) error {
 	pc := conn.Conn().PgConn()
 	clearWarning(pc)
 	var pb pgx.Batch
-	pb.Queue(`SELECT set_config('lock_timeout', $1, true)`, b.lockTimeout)
+	// lock_timeout, and behind a transaction pooler every setting a
+	// session would carry (see pooler.go), for this transaction only.
+	lockSet := b.s.pooling.lockSet
+	if lockSet == "" {
+		lockSet = lockSetDirect
+	}
+	pb.Queue(lockSet, b.lockTimeout)
 	for _, w := range batch {
 		if w.kind == writeInsert {
 			pb.Queue(insertSQL, w.args...)
@@ -416,7 +422,7 @@ func writeBytes(args []any) int {
 func (s *Store) notifyAll(payloads []string) {
 	ctx, cancel := context.WithTimeout(context.Background(), DefaultQueryTimeout)
 	defer cancel()
-	s.pool.Exec(ctx, `SELECT set_config('synchronous_commit', 'off', true), pg_notify('`+Channel+`', p)
+	s.exec(ctx, `SELECT set_config('synchronous_commit', 'off', true), pg_notify('`+Channel+`', p)
 		FROM unnest($1::text[]) AS p`, payloads)
 }
 

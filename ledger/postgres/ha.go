@@ -94,10 +94,58 @@ func (s *Store) writeAlone(ctx context.Context, fn func(*pgx.Conn) error) error 
 	defer conn.Release()
 	pc := conn.Conn().PgConn()
 	clearWarning(pc)
+	if set := s.pooling.txSet; set != "" {
+		// Behind a transaction pooler the settings hold for one
+		// transaction: run the write in one that begins with them. (A
+		// connection released inside a transaction is closed by the pool.)
+		if _, err := conn.Exec(ctx, "BEGIN; "+set); err != nil {
+			return err
+		}
+		if err := fn(conn.Conn()); err != nil {
+			conn.Exec(ctx, "ROLLBACK")
+			return err
+		}
+		if _, err := conn.Exec(ctx, "COMMIT"); err != nil {
+			return err
+		}
+		return unreplicated(pc)
+	}
 	if err := fn(conn.Conn()); err != nil {
 		return err
 	}
 	return unreplicated(pc)
+}
+
+// writeAloneTx is writeAlone for a write of several statements: fn runs
+// in a transaction of its own, which begins with the settings a session
+// would carry behind a transaction pooler.
+func (s *Store) writeAloneTx(ctx context.Context, fn func(pgx.Tx) error) error {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	pc := conn.Conn().PgConn()
+	clearWarning(pc)
+	if err := pgx.BeginFunc(ctx, conn.Conn(), func(tx pgx.Tx) error {
+		if err := s.txSettings(ctx, tx); err != nil {
+			return err
+		}
+		return fn(tx)
+	}); err != nil {
+		return err
+	}
+	return unreplicated(pc)
+}
+
+// txSettings begins an explicit transaction with the settings a session
+// would carry, behind a transaction pooler (nothing otherwise).
+func (s *Store) txSettings(ctx context.Context, tx pgx.Tx) error {
+	if s.pooling.txSet == "" {
+		return nil
+	}
+	_, err := tx.Exec(ctx, s.pooling.txSet)
+	return err
 }
 
 // dropStale resets the pool after an error saying that its server cannot
@@ -133,6 +181,12 @@ func (s *Store) logf(format string, args ...any) {
 // reported as unavailable, with the fix, and tried again.
 func (s *Store) setUp(ctx context.Context) error {
 	qctx, cancel := context.WithTimeoutCause(ctx, s.checkTimeout(), errNoAnswer)
+	err := s.detectPooler(qctx)
+	cancel()
+	if err != nil {
+		return err
+	}
+	qctx, cancel = context.WithTimeoutCause(ctx, s.checkTimeout(), errNoAnswer)
 	r, err := readSyncReport(qctx, s.pool)
 	cancel()
 	switch err = setUpErr(err); {
@@ -150,7 +204,7 @@ func (s *Store) setUp(ctx context.Context) error {
 	}
 	stop := s.watchSetUp(ctx)
 	schema, err := migrate(ctx, s.pool, s.cfg.Schema, migrateLimits{
-		statement: s.migrateTimeout(), lockWait: s.migrateTimeout(),
+		statement: s.migrateTimeout(), lockWait: s.migrateTimeout(), txSet: s.pooling.txSet,
 		waiting: func(reason string) {
 			s.setReason(reason)
 			s.logf("ledger %s: %s", s.where, reason)
@@ -309,11 +363,14 @@ func (s *Store) setReason(reason string) {
 func publicReason(err error) string {
 	var se *StandbyError
 	var ru *ReplicaInUseError
+	var pe *PoolerError
 	switch {
 	case err == nil:
 		return ""
 	case errors.As(err, &se):
 		return se.Error()
+	case errors.As(err, &pe):
+		return pe.Error()
 	case errors.As(err, &ru):
 		return ru.Error()
 	case errors.Is(err, ErrNoSyncStandby):
@@ -443,7 +500,7 @@ func (s *Store) durability(ctx context.Context) (ledger.Durability, error) {
 	var visible *bool
 	// pg_stat_replication shows a role without pg_read_all_stats one row
 	// per standby, with sync_state NULL.
-	err := s.pool.QueryRow(ctx, `SELECT current_setting('fsync'), current_setting('synchronous_commit'),
+	err := s.queryRow(ctx, `SELECT current_setting('fsync'), current_setting('synchronous_commit'),
 		current_setting('synchronous_standby_names'), current_setting('full_page_writes'),
 		(SELECT count(*) FILTER (WHERE sync_state IN ('sync', 'quorum')) FROM pg_stat_replication),
 		(SELECT count(*) FROM pg_stat_replication),

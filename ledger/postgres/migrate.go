@@ -42,6 +42,9 @@ type migrateLimits struct {
 	statement time.Duration
 	lockWait  time.Duration
 	waiting   func(reason string)
+	// txSet, when set, begins the transaction: the settings a session
+	// would carry, behind a transaction pooler (see pooler.go).
+	txSet string
 }
 
 // migrate applies every embedded migration the database lacks, all in one
@@ -77,6 +80,11 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, schema string, lim migrate
 	// A migration may take longer than one operation may, but not forever:
 	// a script blocked on a lock or a commit that waits for a standby
 	// ends, and the set-up says why and tries again.
+	if lim.txSet != "" {
+		if _, err := tx.Exec(ctx, lim.txSet); err != nil {
+			return "", fmt.Errorf("migrate: %w", translate(err))
+		}
+	}
 	ms64 := strconv.FormatInt(max(lim.statement, time.Second).Milliseconds(), 10)
 	if _, err := tx.Exec(ctx, `SELECT set_config('statement_timeout', $1, true), set_config('lock_timeout', $1, true)`, ms64); err != nil {
 		return "", fmt.Errorf("migrate: %w", translate(err))

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -29,7 +30,7 @@ func (s *Store) notify(ctx context.Context, a *ledger.Action) {
 	// Sent even when the caller's ctx ends right after the Update.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), DefaultQueryTimeout)
 	defer cancel()
-	s.pool.Exec(ctx, `SELECT set_config('synchronous_commit', 'off', true), pg_notify('`+Channel+`', $1)`, s.payload(a))
+	s.exec(ctx, `SELECT set_config('synchronous_commit', 'off', true), pg_notify('`+Channel+`', $1)`, s.payload(a))
 }
 
 type payload struct {
@@ -57,7 +58,9 @@ func (c Completion) Missed() bool { return c.ID == "" }
 // connection of its own, outside the pool. When that connection fails it
 // calls fn with a Missed Completion once it is back, retrying with backoff
 // (100ms doubling to 5s) for as long as ctx lasts. fn runs on Listen's
-// goroutine and should not block for long.
+// goroutine and should not block for long. Behind a transaction pooler
+// Listen uses Config.SessionDSN; without one it returns a *PoolerError at
+// once.
 //
 // A wake-up is a hint, never the truth: a waiter re-reads the action with Get,
 // and should still poll at a bounded interval, since a notification can be
@@ -67,6 +70,10 @@ func (s *Store) Listen(ctx context.Context, fn func(Completion)) error {
 	first := true
 	for ctx.Err() == nil {
 		conn, err := s.listenConn(ctx)
+		var pe *PoolerError
+		if errors.As(err, &pe) {
+			return err
+		}
 		if err == nil {
 			if !first {
 				fn(Completion{})
@@ -93,7 +100,11 @@ func (s *Store) listenConn(ctx context.Context) (*pgx.Conn, error) {
 	if !s.up.Load() {
 		return nil, s.notUp()
 	}
-	conn, err := pgx.ConnectConfig(ctx, s.pool.Config().ConnConfig.Copy())
+	if s.pooling.pooled && s.session == nil {
+		return nil, &PoolerError{Problem: "Listen needs a session of its own, and the ledger's DSN goes through a transaction pooler (" +
+			s.pooling.evidence + "): LISTEN would be registered on whichever server session the pooler handed out; set ledger_session (Config.SessionDSN) to a DSN that reaches PostgreSQL directly, or do without wake-ups"}
+	}
+	conn, err := pgx.ConnectConfig(ctx, s.sessionConfig())
 	if err != nil {
 		return nil, translate(err)
 	}

@@ -35,6 +35,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -118,6 +119,14 @@ type Config struct {
 	// as it is open, and does not serve while another session holds it
 	// (see replica.go). It enables RunningOwned. Defaults to none.
 	ReplicaID string
+	// SessionDSN, when set, is a DSN of the same database that reaches
+	// PostgreSQL directly, not through a connection pooler (toolgate.yaml
+	// ledger_session). The features that need a session of their own use
+	// it: the ReplicaID lock and Listen. It is needed when DSN goes through
+	// a transaction pooler (PgBouncer's pool_mode = transaction) and
+	// ReplicaID is set, or Listen is used; the store finds the pooler by
+	// itself (see pooler.go). Defaults to DSN.
+	SessionDSN string
 	// Logf receives the store's durability report when it connects (the
 	// settings, then one line per warning) and the changes of its
 	// connection state. Defaults to discarding them.
@@ -169,7 +178,7 @@ func (s *Store) op(parent context.Context) (context.Context, func(*error), error
 		return parent, func(*error) {}, s.notUp()
 	}
 	if s.timeout <= 0 {
-		return parent, func(err *error) { callerDone(parent, err); s.dropStale(*err) }, nil
+		return parent, func(err *error) { callerDone(parent, err); s.dropStale(*err); s.notePooler(*err) }, nil
 	}
 	ctx, cancel := context.WithTimeoutCause(parent, s.timeout, errNoAnswer)
 	return ctx, func(err *error) {
@@ -181,6 +190,7 @@ func (s *Store) op(parent context.Context) (context.Context, func(*error), error
 			*err = &unavailableError{err: fmt.Errorf("no answer within %s: %w", s.timeout, *err)}
 		}
 		s.dropStale(*err)
+		s.notePooler(*err)
 	}, nil
 }
 
@@ -198,13 +208,16 @@ type Store struct {
 	fresh    freshTable    // analyze.go
 	ns       narrowSQL     // UpdateChanged's statements (changed.go)
 
-	up         atomic.Bool  // migrated and checked: operations may run (ha.go)
-	downMu     sync.Mutex   //
-	downErr    error        // why not up
-	reason     string       // why not up, for Unready
-	replica    replicaLock  // replica.go
-	lastReport string       // the durability report last logged by a set-up
-	lastReset  atomic.Int64 // unix nanos of the last pool reset (dropStale)
+	up         atomic.Bool     // migrated and checked: operations may run (ha.go)
+	downMu     sync.Mutex      //
+	downErr    error           // why not up
+	reason     string          // why not up, for Unready
+	replica    replicaLock     // replica.go
+	lastReport string          // the durability report last logged by a set-up
+	lastReset  atomic.Int64    // unix nanos of the last pool reset (dropStale)
+	poolerSeen atomic.Bool     // notePooler logged
+	session    *pgx.ConnConfig // Config.SessionDSN's, or nil
+	pooling    pooling         // pooler.go; set by the first set-up, before up
 	stopUp     context.CancelFunc
 	upDone     chan struct{} // closed when the background set-up ends
 }
@@ -270,11 +283,33 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	// reported by a warning, not an error (see unreplicated).
 	pc.ConnConfig.OnNotice = noteWarning
 
+	var session *pgx.ConnConfig
+	if cfg.SessionDSN != "" {
+		sc, err := pgx.ParseConfig(cfg.SessionDSN)
+		if err != nil {
+			return nil, fmt.Errorf("open ledger: postgres: ledger_session: %w", err)
+		}
+		if err := requireReadWrite(sc); err != nil {
+			return nil, fmt.Errorf("open ledger %s: ledger_session: %w", where, err)
+		}
+		if sc.ConnectTimeout == 0 {
+			sc.ConnectTimeout = pc.ConnConfig.ConnectTimeout
+		}
+		if sc.RuntimeParams["application_name"] == "" {
+			sc.RuntimeParams["application_name"] = rp["application_name"]
+		}
+		if cfg.Schema != "" {
+			sc.RuntimeParams["search_path"] = quoteIdent(cfg.Schema)
+		}
+		sc.BuildContextWatcherHandler = pc.ConnConfig.BuildContextWatcherHandler
+		session = sc
+	}
+
 	pool, err := pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {
 		return nil, fmt.Errorf("open ledger %s: %w", where, translate(err))
 	}
-	s := &Store{pool: pool, where: where, cfg: cfg, noNotify: cfg.NoNotify, timeout: max(timeout, 0)}
+	s := &Store{pool: pool, where: where, cfg: cfg, noNotify: cfg.NoNotify, timeout: max(timeout, 0), session: session}
 	s.fresh.init()
 	if cfg.StartWithoutPrimary {
 		// The set-up runs in the background from the start: Open waits for
@@ -295,7 +330,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 			if err != nil && !IsUnavailable(err) {
 				s.stopUp()
 				<-s.upDone
-				pool.Close()
+				s.pool.Close()
 				return nil, fmt.Errorf("open ledger %s: %w", where, err)
 			}
 		case <-t.C:
@@ -303,7 +338,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		case <-ctx.Done():
 			s.stopUp()
 			<-s.upDone
-			pool.Close()
+			s.pool.Close()
 			return nil, fmt.Errorf("open ledger %s: %w", where, ctx.Err())
 		}
 	} else {
@@ -311,7 +346,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		err := s.setUp(sctx)
 		cancel()
 		if err != nil {
-			pool.Close()
+			s.pool.Close()
 			return nil, fmt.Errorf("open ledger %s: %w", where, err)
 		}
 	}

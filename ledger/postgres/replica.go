@@ -59,7 +59,9 @@ type replicaLock struct {
 // returns why it cannot (unavailable either way: the set-up tries again).
 func (s *Store) takeReplica(ctx context.Context, schema string) error {
 	id := s.cfg.ReplicaID
-	cc := s.pool.Config().ConnConfig.Copy()
+	// A session of its own: Config.SessionDSN's when set (a transaction
+	// pooler would hold the lock on a server session it hands to others).
+	cc := s.sessionConfig()
 	cc.RuntimeParams["application_name"] = cc.RuntimeParams["application_name"] + " replica " + id
 	cctx, cancel := context.WithTimeoutCause(ctx, s.checkTimeout(), errNoAnswer)
 	defer cancel()

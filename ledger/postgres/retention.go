@@ -21,7 +21,7 @@ func (s *Store) Purge(ctx context.Context, cutoff time.Time, limit int) (_ int, 
 	if err != nil {
 		return 0, err
 	}
-	tag, err := s.pool.Exec(ctx, `UPDATE actions
+	tag, err := s.exec(ctx, `UPDATE actions
 		SET arguments = NULL, result_body = NULL, provider_calls = NULL, rev = rev + 1
 		WHERE (tenant, id) IN (SELECT tenant, id FROM actions
 			WHERE state IN ('succeeded', 'rejected') AND created_at < $1
@@ -42,7 +42,7 @@ func (s *Store) Forget(ctx context.Context, cutoff time.Time, limit int) (_ int,
 	if err != nil {
 		return 0, err
 	}
-	tag, err := s.pool.Exec(ctx, `DELETE FROM actions
+	tag, err := s.exec(ctx, `DELETE FROM actions
 		WHERE (tenant, id) IN (SELECT tenant, id FROM actions
 			WHERE state IN ('succeeded', 'rejected') AND created_at < $1
 			ORDER BY created_at LIMIT $2

@@ -22,7 +22,7 @@ func (s *Store) GetRollout(ctx context.Context, toolID string) (_ *ledger.Rollou
 	}
 	var rev int64
 	var rec string
-	if err := s.pool.QueryRow(ctx, `SELECT rev, record::text FROM rollouts WHERE tool_id = $1`, toolID).Scan(&rev, &rec); err != nil {
+	if err := s.queryRow(ctx, `SELECT rev, record::text FROM rollouts WHERE tool_id = $1`, toolID).Scan(&rev, &rec); err != nil {
 		return nil, fmt.Errorf("get rollout %s: %w", toolID, translate(err))
 	}
 	return decodeRollout(rev, rec)
@@ -39,7 +39,7 @@ func (s *Store) ListRollouts(ctx context.Context) (_ []*ledger.Rollout, err erro
 	if err != nil {
 		return nil, err
 	}
-	rows, err := s.pool.Query(ctx, `SELECT rev, record::text FROM rollouts ORDER BY tool_id`)
+	rows, err := s.queryRows(ctx, `SELECT rev, record::text FROM rollouts ORDER BY tool_id`)
 	if err != nil {
 		return nil, fmt.Errorf("list rollouts: %w", translate(err))
 	}
@@ -83,32 +83,30 @@ func (s *Store) PutRollout(ctx context.Context, r *ledger.Rollout, ev ledger.Rol
 		zero := int64(0)
 		updated = &zero
 	}
-	err = s.writeAlone(ctx, func(c *pgx.Conn) error {
-		return pgx.BeginFunc(ctx, c, func(tx pgx.Tx) error {
-			var q string
-			args := []any{r.ToolID, string(rec), *updated}
-			if r.Rev == 0 {
-				q = `INSERT INTO rollouts (tool_id, rev, record, updated_at) VALUES ($1, 1, $2, $3) ON CONFLICT (tool_id) DO NOTHING`
-			} else {
-				q = `UPDATE rollouts SET rev = $4 + 1, record = $2, updated_at = $3 WHERE tool_id = $1 AND rev = $4`
-				args = append(args, r.Rev)
-			}
-			tag, err := tx.Exec(ctx, q, args...)
-			if err != nil {
-				return err
-			}
-			if tag.RowsAffected() == 0 {
-				return ledger.ErrStale
-			}
-			if _, err := tx.Exec(ctx, `INSERT INTO rollout_events (tool_id, rev, event) VALUES ($1, $2, $3)`, r.ToolID, next, string(evb)); err != nil {
-				return err
-			}
-			if _, err := tx.Exec(ctx, `DELETE FROM rollout_events WHERE tool_id = $1 AND rev <= $2`, r.ToolID, next-ledger.RolloutHistoryKeep); err != nil {
-				return err
-			}
-			_, err = tx.Exec(ctx, `DELETE FROM rollout_counts WHERE tool_id = $1 AND epoch <> $2`, r.ToolID, r.Epoch)
+	err = s.writeAloneTx(ctx, func(tx pgx.Tx) error {
+		var q string
+		args := []any{r.ToolID, string(rec), *updated}
+		if r.Rev == 0 {
+			q = `INSERT INTO rollouts (tool_id, rev, record, updated_at) VALUES ($1, 1, $2, $3) ON CONFLICT (tool_id) DO NOTHING`
+		} else {
+			q = `UPDATE rollouts SET rev = $4 + 1, record = $2, updated_at = $3 WHERE tool_id = $1 AND rev = $4`
+			args = append(args, r.Rev)
+		}
+		tag, err := tx.Exec(ctx, q, args...)
+		if err != nil {
 			return err
-		})
+		}
+		if tag.RowsAffected() == 0 {
+			return ledger.ErrStale
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO rollout_events (tool_id, rev, event) VALUES ($1, $2, $3)`, r.ToolID, next, string(evb)); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM rollout_events WHERE tool_id = $1 AND rev <= $2`, r.ToolID, next-ledger.RolloutHistoryKeep); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `DELETE FROM rollout_counts WHERE tool_id = $1 AND epoch <> $2`, r.ToolID, r.Epoch)
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("put rollout %s: %w", r.ToolID, translate(err))
@@ -128,7 +126,7 @@ func (s *Store) RolloutHistory(ctx context.Context, toolID string, limit int) (_
 	if limit <= 0 {
 		limit = 100
 	}
-	rows, err := s.pool.Query(ctx, `SELECT event::text FROM rollout_events WHERE tool_id = $1 ORDER BY rev DESC LIMIT $2`, toolID, limit)
+	rows, err := s.queryRows(ctx, `SELECT event::text FROM rollout_events WHERE tool_id = $1 ORDER BY rev DESC LIMIT $2`, toolID, limit)
 	if err != nil {
 		return nil, fmt.Errorf("rollout history %s: %w", toolID, translate(err))
 	}
@@ -191,7 +189,7 @@ func (s *Store) RolloutCounts(ctx context.Context, toolID string, epoch int64) (
 	if err != nil {
 		return nil, err
 	}
-	rows, err := s.pool.Query(ctx, `SELECT version, kind, pointer, code, principal, n FROM rollout_counts
+	rows, err := s.queryRows(ctx, `SELECT version, kind, pointer, code, principal, n FROM rollout_counts
 		WHERE tool_id = $1 AND epoch = $2`, toolID, epoch)
 	if err != nil {
 		return nil, fmt.Errorf("rollout counts %s: %w", toolID, translate(err))
@@ -216,7 +214,7 @@ func (s *Store) VersionUse(ctx context.Context, toolID string) (_ []ledger.Versi
 	if err != nil {
 		return nil, err
 	}
-	rows, err := s.pool.Query(ctx, `SELECT version, count(*) FILTER (WHERE state NOT IN ('succeeded', 'rejected')), count(*), max(created_at)
+	rows, err := s.queryRows(ctx, `SELECT version, count(*) FILTER (WHERE state NOT IN ('succeeded', 'rejected')), count(*), max(created_at)
 		FROM actions WHERE tool_id = $1 GROUP BY version ORDER BY version`, toolID)
 	if err != nil {
 		return nil, fmt.Errorf("version use %s: %w", toolID, translate(err))

@@ -91,3 +91,22 @@ func (s *Store) PruneStreams(ctx context.Context, before time.Time) (int, error)
 }
 
 var _ ledger.StreamStore = (*Store)(nil)
+
+// StreamUsage counts the streams opened at or after since and their events'
+// bytes, of one key and in all.
+func (s *Store) StreamUsage(ctx context.Context, tenant, principal string, since time.Time) (ledger.StreamUsage, error) {
+	var u ledger.StreamUsage
+	cut := since.UTC().UnixNano()
+	err := s.r.QueryRowContext(ctx, `SELECT count(*), coalesce(sum(tenant = ? AND principal = ?), 0) FROM mcp_streams WHERE created_at >= ?`,
+		tenant, principal, cut).Scan(&u.Streams, &u.KeyStreams)
+	if err == nil {
+		err = s.r.QueryRowContext(ctx, `SELECT coalesce(sum(length(e.data)), 0),
+				coalesce(sum(CASE WHEN s.tenant = ? AND s.principal = ? THEN length(e.data) ELSE 0 END), 0)
+			FROM mcp_stream_events e JOIN mcp_streams s ON s.stream_id = e.stream_id WHERE s.created_at >= ?`,
+			tenant, principal, cut).Scan(&u.Bytes, &u.KeyBytes)
+	}
+	if err != nil {
+		return u, fmt.Errorf("stream usage: %w", translate(err))
+	}
+	return u, nil
+}

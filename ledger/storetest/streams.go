@@ -64,6 +64,45 @@ func testStreams(t *testing.T, s ledger.Store) {
 	if _, _, err := ss.StreamEvents(ctx, "no-such-stream", 0); !errors.Is(err, ledger.ErrNotFound) {
 		t.Errorf("unknown stream: %v, want ErrNotFound", err)
 	}
+	// Usage counts the streams opened since a time and their events'
+	// bytes, of one key and in all.
+	open("other-key", t0.Add(time.Hour))
+	if err := ss.AppendStreamEvent(ctx, "other-key", 1, []byte("12345")); err != nil {
+		t.Fatal(err)
+	}
+	per := int64(len(msgs[0]) + len(msgs[1]))
+	for _, tc := range []struct {
+		name        string
+		tenant, who string
+		since       time.Time
+		want        ledger.StreamUsage
+	}{
+		{"all", "acme", "cs-agent", t0, ledger.StreamUsage{KeyStreams: 3, Streams: 3, KeyBytes: 2*per + 5, Bytes: 2*per + 5}},
+		{"recent", "acme", "cs-agent", t0.Add(time.Minute), ledger.StreamUsage{KeyStreams: 2, Streams: 2, KeyBytes: per + 5, Bytes: per + 5}},
+		{"another key", "acme", "nobody", t0, ledger.StreamUsage{Streams: 3, Bytes: 2*per + 5}},
+		{"another tenant", "globex", "cs-agent", t0, ledger.StreamUsage{Streams: 3, Bytes: 2*per + 5}},
+		{"none recent", "acme", "cs-agent", t0.Add(2 * time.Hour), ledger.StreamUsage{}},
+	} {
+		u, err := ss.StreamUsage(ctx, tc.tenant, tc.who, tc.since)
+		if err != nil || u != tc.want {
+			t.Errorf("usage %s: %+v, %v; want %+v", tc.name, u, err, tc.want)
+		}
+	}
+	if _, err := ss.PruneStreams(ctx, t0.Add(time.Hour).Add(time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	open("old-stream", t0)
+	for i, m := range msgs {
+		if err := ss.AppendStreamEvent(ctx, "old-stream", i+1, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	open("new-stream", t0.Add(time.Hour))
+	for i, m := range msgs {
+		if err := ss.AppendStreamEvent(ctx, "new-stream", i+1, m); err != nil {
+			t.Fatal(err)
+		}
+	}
 	n, err := ss.PruneStreams(ctx, t0.Add(30*time.Minute))
 	if err != nil || n != 1 {
 		t.Fatalf("prune: %d, %v; want 1", n, err)

@@ -1,0 +1,194 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/toolgate/toolgate/internal/pgtest"
+	"github.com/toolgate/toolgate/sandbox"
+)
+
+// The ledger under Patroni (3.x, etcd 3.4, synchronous_mode; the sample
+// configuration deploy/postgres/patroni.yml): Patroni detects the crash
+// and promotes; nothing here promotes. Two gateways on the multi-host DSN
+// with ledger_ha: true, the harness's retrying clients, duplicates,
+// conflicting reuses and downstream faults. No acknowledged action may be
+// lost, none may run twice, no answer may change.
+
+// patroniRun is one harness run on ps: one failover of the given HA view
+// (a crash, or a planned switchover), after which the old leader rejoins
+// as the synchronous standby when rejoin is set.
+func patroniRun(t *testing.T, ps *pgtest.PatroniSet, ha HA, name, schema string, actions int, seed uint64, rejoin bool) *Report {
+	t.Helper()
+	rep := runHarness(t, Config{
+		Binary: binary(t), Replicas: 2, Postgres: pgtest.WithParam(ps.DSN(), "search_path", schema),
+		HA: ha, HAName: ps.String() + ", " + name, Failovers: 1, Rejoin: rejoin, LedgerHA: true,
+		Actions: actions, Duplicates: 0.3, Conflicts: 0.05, Rejects: 0.05, Faults: BoundedFaults(), Seed: seed,
+		RunID: fmt.Sprintf("p%d", seed), DrainTimeout: 40 * time.Second,
+	})
+	if !rep.OK() {
+		t.Fatalf("%s: %d invariant violation(s); see the summary", name, len(rep.Violations))
+	}
+	if len(rep.Failovers) != 1 {
+		t.Fatalf("%s: %d failovers, want 1", name, len(rep.Failovers))
+	}
+	f := rep.Failovers[0]
+	switch {
+	case rep.LostAcked != 0 || rep.DuplicateEffects != 0:
+		t.Fatalf("%s: %d acknowledged actions lost, %d duplicate effects", name, rep.LostAcked, rep.DuplicateEffects)
+	case rep.Acknowledged < rep.Actions*9/10:
+		t.Fatalf("%s: only %d of %d actions were acknowledged", name, rep.Acknowledged, rep.Actions)
+	case f.Recovery == 0:
+		t.Fatalf("%s: no new action succeeded after it", name)
+	case rejoin && f.RejoinedBy == "":
+		t.Fatalf("%s: the old leader did not rejoin", name)
+	}
+	ttl, loop, retry := ps.TTL()
+	t.Logf("%s (ttl %ds, loop_wait %ds, retry_timeout %ds): new primary taking writes %s after it began, first new action served %s after; %d × 503; old leader back as the synchronous standby in %s (%s); %d acknowledged, %d lost, %d duplicate effects",
+		name, ttl, loop, retry, f.Promoted.Round(10*time.Millisecond), f.Recovery.Round(10*time.Millisecond), f.Unavailable,
+		f.Rejoined.Round(100*time.Millisecond), f.RejoinedBy, rep.Acknowledged, rep.LostAcked, rep.DuplicateEffects)
+	return rep
+}
+
+// TestPatroni is the bounded run: one Patroni cluster, a planned
+// switchover (patronictl switchover) under load, then a crash of the new
+// leader's node (its Patroni and its PostgreSQL SIGKILLed at once) under
+// load, Patroni's ttl 6 s.
+func TestPatroni(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real gateway processes, etcd and two Patroni nodes")
+	}
+	t.Parallel()
+	ps := pgtest.NewPatroniSet(t, pgtest.PatroniConfig{})
+	// The old leader must be back as the synchronous standby before the
+	// crash run's gateways start with ledger_ha: true.
+	patroniRun(t, ps, ps.Switchovers(), "switchover", "harness_switchover", 400, 51, true)
+	patroniRun(t, ps, ps, "crash", "harness_crash", 500, 52, false)
+}
+
+// TestLongPatroni: three crashes and two switchovers, 2,000 actions
+// each, with Patroni's default-like timings scaled down (ttl 10 s). It
+// runs only with -long or TOOLGATE_HARNESS_LONG=1.
+func TestLongPatroni(t *testing.T) {
+	if !*long && os.Getenv("TOOLGATE_HARNESS_LONG") != "1" {
+		t.Skip("the long run needs -long or TOOLGATE_HARNESS_LONG=1")
+	}
+	ps := pgtest.NewPatroniSet(t, pgtest.PatroniConfig{TTL: 10, LoopWait: 2, RetryTimeout: 4})
+	for i := range 5 {
+		var ha HA = ps
+		name := "crash"
+		if i%2 == 1 {
+			ha, name = ps.Switchovers(), "switchover"
+		}
+		patroniRun(t, ps, ha, fmt.Sprintf("%s %d", name, i+1), fmt.Sprintf("harness_long_%d", i), 2000, uint64(60+i), true)
+	}
+}
+
+// TestPatroniInFlight measures what a crash of the leader's node does to
+// the calls in flight: four calls held at the downstream when the
+// leader's Patroni and PostgreSQL are SIGKILLed, answered by the
+// downstream right after. Nothing promotes but Patroni. It reports the
+// time from the crash to a new action served and to every in-flight
+// action settled, beside Patroni's ttl and loop_wait; each in-flight
+// action must end succeeded with one refund.
+func TestPatroniInFlight(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a real gateway process, etcd and two Patroni nodes")
+	}
+	t.Parallel()
+	const n = 4
+	ps := pgtest.NewPatroniSet(t, pgtest.PatroniConfig{})
+	sb, downstream := startSandbox(t, 1)
+	addr, err := freeAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := startHAGateway(t, addr, haConfig(t, addr, ps.DSN(), downstream, ""))
+	waitUntil(t, 40*time.Second, g.logs, func() bool {
+		status, _ := g.get("/readyz")
+		return status == http.StatusOK
+	})
+	if err := sb.InjectFault(sandbox.Fault{Path: "/refunds", Method: http.MethodPost, Fault: sandbox.FaultHold, Count: n}); err != nil {
+		t.Fatal(err)
+	}
+	client := &http.Client{Timeout: time.Minute}
+	var wg sync.WaitGroup
+	answers := make([]string, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			status, body := g.call(client, fmt.Sprintf("inflight-%d", i), orderID(0))
+			answers[i] = fmt.Sprintf("%d %s", status, body)
+		}()
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	if err := sb.WaitHeld(ctx, n); err != nil {
+		t.Fatalf("the calls did not reach the downstream: %v\n%s", err, g.logs)
+	}
+	leader := ps.Leader()
+	if err := ps.KillPrimary(); err != nil {
+		t.Fatal(err)
+	}
+	crash := time.Now()
+	sb.Release()
+	wg.Wait()
+	for i, a := range answers {
+		t.Logf("call %d, answered by the downstream after the crash: %s", i, a)
+	}
+	var served time.Duration
+	settled := map[string]time.Duration{}
+	retries := 0
+	waitUntil(t, 90*time.Second, g.logs, func() bool {
+		if served == 0 {
+			// An SDK-like client: the same key again after each 503.
+			status, _ := g.call(client, "after-crash", orderID(0))
+			if status/100 == 2 {
+				served = time.Since(crash)
+			} else {
+				retries++
+			}
+		}
+		for i := range n {
+			key := fmt.Sprintf("inflight-%d", i)
+			if _, ok := settled[key]; ok {
+				continue
+			}
+			if a, err := g.action(key); err == nil && a.Terminal() {
+				settled[key] = time.Since(crash)
+			}
+		}
+		return served > 0 && len(settled) == n
+	})
+	var longest time.Duration
+	for i := range n {
+		key := fmt.Sprintf("inflight-%d", i)
+		longest = max(longest, settled[key])
+		a, err := g.action(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var steps []string
+		for _, h := range a.History {
+			steps = append(steps, fmt.Sprintf("%s→%s by %s (%s)", h.From, h.To, h.By, h.Reason))
+		}
+		t.Logf("%s settled %s after the crash: %s", key, settled[key].Round(10*time.Millisecond), strings.Join(steps, "; "))
+		if a.State != "succeeded" {
+			t.Errorf("%s is %s, want succeeded", key, a.State)
+		}
+	}
+	ttl, loop, retry := ps.TTL()
+	names, _ := ps.SyncNames()
+	t.Logf("crash of %s's node (Patroni ttl %ds, loop_wait %ds, retry_timeout %ds): a new action served %s after it (%d × 503 first), every in-flight action settled %s after it; the new leader's synchronous_standby_names = %q",
+		ps.Name(leader), ttl, loop, retry, served.Round(10*time.Millisecond), retries, longest.Round(10*time.Millisecond), names)
+	if got, want := sb.EffectCount(), n+1; got != want {
+		t.Errorf("%d refunds applied, want %d (one per action)", got, want)
+	}
+}
