@@ -21,6 +21,7 @@ import (
 
 	"github.com/toolgate/toolgate/decisionlog"
 	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/internal/oauth"
 	"github.com/toolgate/toolgate/internal/strictyaml"
 	"github.com/toolgate/toolgate/internal/suggest"
 	"github.com/toolgate/toolgate/invoke"
@@ -114,9 +115,25 @@ type DecisionLog struct {
 	MaxPayloadBytes int   `yaml:"max_payload_bytes"` // a larger payload is logged by its digest; default 64 KiB
 }
 
-// Auth lists the API keys.
+// Auth lists the API keys and, optionally, the authorization server whose
+// access tokens are accepted beside them (docs/oauth.md).
 type Auth struct {
-	Keys []Key `yaml:"keys"`
+	Keys  []Key  `yaml:"keys"`
+	OAuth *OAuth `yaml:"oauth"`
+}
+
+// OAuth makes the gateway an OAuth 2.1 resource server (docs/oauth.md).
+type OAuth struct {
+	// Issuer is the authorization server: an https URL (http only on a
+	// loopback address) whose RFC 8414 / OpenID metadata gives jwks_uri.
+	Issuer string `yaml:"issuer"`
+	// Audience must be in a token's aud (RFC 8707); default
+	// http.public_url + /mcp.
+	Audience      string `yaml:"audience"`
+	TenantClaim   string `yaml:"tenant_claim"`   // default tenant
+	ToolsClaim    string `yaml:"tools_claim"`    // default toolgate_tools
+	AgentScope    string `yaml:"agent_scope"`    // default toolgate:call
+	OperatorScope string `yaml:"operator_scope"` // default toolgate:operate
 }
 
 // Key is one API key, stored as the SHA-256 of the bearer token.
@@ -360,6 +377,13 @@ func (c *Config) applyDefaults() {
 	setDur(&c.ReconcileInterval, DefaultReconcileInterval)
 	setDur(&c.UpstreamCheckInterval, DefaultUpstreamCheck)
 	setDur(&c.ToolsReloadInterval, DefaultToolsReload)
+	if c.Auth != nil && c.Auth.OAuth != nil {
+		o := c.Auth.OAuth
+		setStr(&o.TenantClaim, oauth.DefaultTenantClaim)
+		setStr(&o.ToolsClaim, oauth.DefaultToolsClaim)
+		setStr(&o.AgentScope, oauth.DefaultAgentScope)
+		setStr(&o.OperatorScope, oauth.DefaultOperatorScope)
+	}
 	if c.MaxBodyBytes == 0 {
 		c.MaxBodyBytes = DefaultMaxBodyBytes
 	}
@@ -491,6 +515,9 @@ func (c *Config) check() []Problem {
 				bad(path, "%s", oneOf("role", k.Role, roles))
 			}
 		}
+	}
+	if c.Auth != nil && c.Auth.OAuth != nil {
+		c.checkOAuth(bad)
 	}
 	for _, id := range sortedIDs(c.Bindings) {
 		out = append(out, c.checkBinding(id, c.Bindings[id])...)
@@ -678,6 +705,46 @@ func sortedIDs[V any](m map[string]V) []string {
 	}
 	sort.Strings(ids)
 	return ids
+}
+
+// checkOAuth holds auth.oauth to its rules; the defaults are applied.
+func (c *Config) checkOAuth(bad func(path, format string, a ...any)) {
+	o := c.Auth.OAuth
+	if err := oauth.CheckIssuer(o.Issuer); err != nil {
+		bad("auth.oauth.issuer", "%s", strings.TrimPrefix(err.Error(), "oauth: "))
+	}
+	switch {
+	case o.Audience == "" && c.HTTP.PublicURL == "":
+		bad("auth.oauth", "audience is required without http.public_url (it defaults to public_url + /mcp): the resource URL clients request tokens for, e.g. https://gw.example.com/mcp")
+	case o.Audience != "":
+		if u, err := url.Parse(o.Audience); err != nil || u.Scheme == "" || u.Host == "" || u.Fragment != "" {
+			bad("auth.oauth.audience", "%q must be an absolute URL without a fragment (RFC 8707), e.g. https://gw.example.com/mcp", o.Audience)
+		}
+	}
+	scopes := map[string]string{"tenant_claim": o.TenantClaim, "tools_claim": o.ToolsClaim, "agent_scope": o.AgentScope, "operator_scope": o.OperatorScope}
+	for _, name := range sortedKeys(scopes) {
+		if v := scopes[name]; strings.ContainsAny(v, " \t\r\n\"\\") {
+			bad("auth.oauth."+name, "%q must not contain spaces, quotes or backslashes", v)
+		}
+	}
+	if o.AgentScope == o.OperatorScope {
+		bad("auth.oauth.operator_scope", "must differ from agent_scope (%q)", o.AgentScope)
+	}
+}
+
+// OAuthAudience is the audience tokens must carry: auth.oauth.audience, else
+// http.public_url + /mcp.
+func (c *Config) OAuthAudience() string {
+	if c.Auth == nil || c.Auth.OAuth == nil {
+		return ""
+	}
+	if c.Auth.OAuth.Audience != "" {
+		return c.Auth.OAuth.Audience
+	}
+	if c.HTTP.PublicURL == "" {
+		return ""
+	}
+	return strings.TrimSuffix(c.HTTP.PublicURL, "/") + "/mcp"
 }
 
 // checkPublicURL says what is wrong with a public_url: it must be an absolute

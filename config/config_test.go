@@ -205,6 +205,13 @@ auth:
   keys:
     - {name: cs-agent, key_sha256: "` + HashKey("a") + `", tenant: acme, role: agent, tools: [refund.create_request]}
     - {name: oncall, key_sha256: "` + HashKey("b") + `", tenant: acme, role: operator, tools: ["*"]}
+  oauth:
+    issuer: https://idp.example.com
+    audience: https://gw.example.com/mcp
+    tenant_claim: tenant
+    tools_claim: toolgate_tools
+    agent_scope: toolgate:call
+    operator_scope: toolgate:operate
 bindings:
   refund.create_request:
     url: http://127.0.0.1:9090/refunds

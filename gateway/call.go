@@ -28,7 +28,7 @@ func (s *Server) postActionCall(w http.ResponseWriter, r *http.Request) {
 func (s *Server) serveCall(w http.ResponseWriter, r *http.Request, in toolcall.Input) {
 	obs := s.beginCall(r.Context(), r.Header)
 	var ans toolcall.Answer
-	p, err := s.authorize(r, agents)
+	p, err := s.authorize(w, r, agents)
 	if err == nil {
 		in.Key, in.CorrelationID, in.Traceparent = r.Header.Get("Idempotency-Key"), r.Header.Get("X-Correlation-ID"), r.Header.Get("traceparent")
 		in.Body = func() (toolcall.Body, error) { return s.readCallBody(w, r) }

@@ -26,6 +26,7 @@ import (
 	"github.com/toolgate/toolgate/decisionlog"
 	"github.com/toolgate/toolgate/gate"
 	"github.com/toolgate/toolgate/internal/masking"
+	"github.com/toolgate/toolgate/internal/oauth"
 	"github.com/toolgate/toolgate/invoke"
 	"github.com/toolgate/toolgate/ledger"
 	"github.com/toolgate/toolgate/toolcall"
@@ -124,6 +125,11 @@ type Config struct {
 	// DefaultMaxMCPStreamsPerKey and DefaultMaxMCPStreams; negative: no cap.
 	MaxMCPStreamsPerKey, MaxMCPStreams int
 
+	// OAuth verifies the access tokens of an authorization server beside the
+	// static keys (docs/oauth.md); its Config's Audience is the resource the
+	// metadata endpoints name. Default nil: static keys only.
+	OAuth *oauth.Verifier
+
 	// MaxMCPStoredStreamsPerKey, MaxMCPStoredStreams,
 	// MaxMCPStoredBytesPerKey and MaxMCPStoredBytes bound the tools/call
 	// streams kept in the ledger for resumption (mcp_resume.go), per API key
@@ -171,6 +177,7 @@ type Server struct {
 	mux    *http.ServeMux
 	keys   []keyEntry
 	noAuth *Principal
+	tokens *tokenAuth // nil without OAuth (oauth.go)
 	csrf   *http.CrossOriginProtection
 
 	metrics *Metrics
@@ -234,6 +241,13 @@ func New(cfg Config) (*Server, error) {
 	s.exports = newExports(s.calls, cfg.Bindings)
 	s.reload.init(cfg.Prometheus)
 	s.metrics = newServerMetrics(cfg)
+	if cfg.OAuth != nil {
+		s.tokens = &tokenAuth{v: cfg.OAuth, principals: map[string]*Principal{}, isToken: map[*Principal]bool{}}
+		if cfg.Keys == nil {
+			cfg.Keys = []Key{}
+			s.cfg.Keys = cfg.Keys
+		}
+	}
 	if cfg.Keys == nil {
 		s.noAuth = toolcall.NewPrincipal("anonymous", DefaultTenant, "operator", []string{"*"})
 	}
@@ -282,7 +296,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	cleanTraceHeaders(r.Header)
-	if p := s.authenticate(r.Header); p != nil {
+	p, fail := s.identify(r.Context(), r.Header)
+	if s.tokens != nil {
+		// A token is verified once per request: authorize reads the result.
+		r = r.WithContext(context.WithValue(r.Context(), identifiedKey{}, &identified{p: p, fail: fail, header: r.Header.Get("Authorization")}))
+	}
+	if p != nil {
 		release, refused := s.inFlight.acquire(p)
 		if refused != nil {
 			writeProblem(w, refused)
@@ -336,6 +355,7 @@ func (s *Server) routes() {
 	s.providerRoutes(m)
 	s.openapiRoutes(m)
 	s.mcpRoutes(m)
+	s.oauthRoutes(m)
 	s.rolloutRoutes(m)
 	s.uiRoutes(m)
 	for _, p := range []string{"/v1/tools/{tool_id}/calls", "/v1/actions/{action_id}", "/v1/actions/{action_id}/calls",
@@ -356,7 +376,7 @@ func methodNotAllowed(w http.ResponseWriter, r *http.Request) {
 // wrap authenticates (401), checks the role (403) and writes a returned error.
 func (s *Server) wrap(who role, fn handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p, err := s.authorize(r, who)
+		p, err := s.authorize(w, r, who)
 		if err == nil {
 			err = fn(w, r, p)
 		}
@@ -371,34 +391,35 @@ func (s *Server) wrap(who role, fn handler) http.Handler {
 // keys a page on a hostile name that resolves to 127.0.0.1 (DNS rebinding)
 // would be same-origin, so only loopback host names are served then.
 // (Browsers always send Host.)
-func (s *Server) authorize(r *http.Request, who role) (*Principal, error) {
+// A refusal sets its challenge (WWW-Authenticate) on w.
+func (s *Server) authorize(w http.ResponseWriter, r *http.Request, who role) (*Principal, error) {
 	if who == anyone {
 		return nil, nil
 	}
 	if s.noAuth != nil && r.Host != "" && !loopbackHost(r.Host) {
 		return nil, problem(toolcall.CodeForbidden, "without configured keys the gateway answers only on a loopback host name, not %q", r.Host)
 	}
-	p := s.authenticate(r.Header)
+	p, fail := s.identifyRequest(r)
 	if p == nil {
-		return nil, problem(toolcall.CodeUnauthenticated, "send a valid API key as 'Authorization: Bearer <key>'")
+		return nil, s.refused(w, r, fail)
 	}
 	if who == operators && !p.Operator() {
-		return nil, problem(toolcall.CodeForbidden, "%s is for operators; key %q has role %s", r.URL.Path, p.Name, p.Role)
+		return nil, s.operatorsOnly(w, r, p)
 	}
 	return p, nil
 }
 
-// authenticate finds the principal for the request's bearer key, or nil. Every
-// configured key is compared, in constant time, whichever matches.
+// authenticate finds the principal for the request's bearer key or access
+// token, or nil (identify, oauth.go).
 func (s *Server) authenticate(h http.Header) *Principal {
-	if s.noAuth != nil {
-		return s.noAuth
-	}
-	token, ok := strings.CutPrefix(h.Get("Authorization"), "Bearer ")
-	if !ok || token == "" {
-		return nil
-	}
-	sum := sha256.Sum256([]byte(strings.TrimSpace(token)))
+	p, _ := s.identify(context.Background(), h)
+	return p
+}
+
+// staticKey finds the principal of a static key, or nil. Every configured
+// key is compared, in constant time, whichever matches.
+func (s *Server) staticKey(token string) *Principal {
+	sum := sha256.Sum256([]byte(token))
 	var found *Principal
 	for _, k := range s.keys {
 		if subtle.ConstantTimeCompare(sum[:], k.sum[:]) == 1 {
@@ -480,6 +501,7 @@ func (s *Server) readyLines(d *ledger.Durability) []string {
 	if s.cfg.ReadyDetail != nil {
 		out = append(out, s.cfg.ReadyDetail()...)
 	}
+	out = append(out, s.oauthReadyLines()...)
 	if line := s.reload.readyLine(); line != "" {
 		out = append(out, strings.TrimSuffix(line, "\n"))
 	}

@@ -3,6 +3,7 @@ package gateway
 import (
 	"io"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -146,7 +147,8 @@ func (b *eofBody) unread(w http.ResponseWriter) {
 
 // inFlight counts the requests each key and each tenant has in flight.
 type inFlight struct {
-	perKey, perTenant int64 // caps; <= 0: none
+	perKey, perTenant int64        // caps; <= 0: none
+	mu                sync.RWMutex // guards keys and tenants: register adds the principals of access tokens
 	keys              map[*Principal]*atomic.Int64
 	tenants           map[string]*atomic.Int64
 	refused           *prometheus.CounterVec // toolgate_in_flight_refused_total{limit}
@@ -180,7 +182,9 @@ func newInFlight(perKey, perTenant int, principals []*Principal, reg prometheus.
 // acquire takes a slot for one request of p, or returns the 429 problem;
 // release gives the slot back.
 func (f *inFlight) acquire(p *Principal) (release func(), refused *toolcall.Problem) {
+	f.mu.RLock()
 	k, t := f.keys[p], f.tenants[p.Tenant]
+	f.mu.RUnlock()
 	if k == nil || t == nil {
 		return func() {}, nil
 	}
@@ -196,6 +200,19 @@ func (f *inFlight) acquire(p *Principal) (release func(), refused *toolcall.Prob
 		return nil, tooMany("tenant %q has %d requests in flight, as many as it may", p.Tenant, f.perTenant)
 	}
 	return func() { t.Add(-1); k.Add(-1) }, nil
+}
+
+// register counts the requests of p (an access token's principal, made
+// after the server started) from now on.
+func (f *inFlight) register(p *Principal) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.keys[p] == nil {
+		f.keys[p] = new(atomic.Int64)
+	}
+	if f.tenants[p.Tenant] == nil {
+		f.tenants[p.Tenant] = new(atomic.Int64)
+	}
 }
 
 func tooMany(format string, args ...any) *toolcall.Problem {

@@ -79,7 +79,7 @@ func writeProblemBody(w http.ResponseWriter, p *api.Problem, body []byte) {
 	if p.State != "" {
 		h.Set("Toolgate-Action-State", p.State)
 	}
-	if p.Code == string(toolcall.CodeUnauthenticated) {
+	if p.Code == string(toolcall.CodeUnauthenticated) && h.Get("WWW-Authenticate") == "" {
 		h.Set("WWW-Authenticate", `Bearer realm="toolgate"`)
 	}
 	w.WriteHeader(p.Status)

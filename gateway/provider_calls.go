@@ -152,7 +152,7 @@ func (api *providerAPI) frontDoor(parse func([]byte) (provider.Call, error)) htt
 		obs := s.beginCall(r.Context(), r.Header)
 		where := r.Method + " " + r.URL.Path
 		var ans toolcall.Answer
-		p, err := s.authorize(r, agents)
+		p, err := s.authorize(w, r, agents)
 		if err != nil {
 			rep := s.replyOf(where, &ans, err)
 			rep.write(w)

@@ -16,6 +16,8 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"path"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -242,6 +244,24 @@ type Principal struct {
 	Role   string
 	tools  map[string]bool
 	all    bool
+	// patterns are path.Match patterns of tool ids ("payments.*"); only the
+	// principals of access tokens have them (NewTokenPrincipal).
+	patterns []string
+}
+
+// NewTokenPrincipal is NewPrincipal for the caller of an OAuth access token:
+// besides tool ids and "*", its tools may be path.Match patterns
+// ("payments.*" allows every tool id that starts with "payments.").
+func NewTokenPrincipal(name, tenant, role string, tools []string) *Principal {
+	p := NewPrincipal(name, tenant, role, tools)
+	for _, t := range tools {
+		if t != "*" && strings.ContainsAny(t, "*?[") {
+			if _, err := path.Match(t, ""); err == nil {
+				p.patterns = append(p.patterns, t)
+			}
+		}
+	}
+	return p
 }
 
 // NewPrincipal returns the principal of an API key; tools are tool ids, "*"
@@ -261,7 +281,17 @@ func NewPrincipal(name, tenant, role string, tools []string) *Principal {
 func (p *Principal) Operator() bool { return p.Role == "operator" }
 
 // Allows reports whether the principal may call tool id.
-func (p *Principal) Allows(id string) bool { return p.all || p.tools[id] }
+func (p *Principal) Allows(id string) bool {
+	if p.all || p.tools[id] {
+		return true
+	}
+	for _, pat := range p.patterns {
+		if ok, _ := path.Match(pat, id); ok {
+			return true
+		}
+	}
+	return false
+}
 
 // Visible is the filter of the tools the principal may see: nil when it may
 // see every tool, else Allows.

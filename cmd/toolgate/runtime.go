@@ -19,6 +19,7 @@ import (
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/decisionlog"
 	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/internal/oauth"
 	"github.com/toolgate/toolgate/invoke"
 	"github.com/toolgate/toolgate/ledger"
 	"github.com/toolgate/toolgate/ledger/postgres"
@@ -140,6 +141,17 @@ func startGatewayLogged(ctx context.Context, cfg *config.Config, tools fs.FS, lo
 			keys = append(keys, gateway.Key{Name: k.Name, SHA256Hex: k.KeySHA256, Tenant: k.Tenant, Role: k.Role, Tools: k.Tools})
 		}
 	}
+	var verifier *oauth.Verifier
+	if cfg.Auth != nil && cfg.Auth.OAuth != nil {
+		o := cfg.Auth.OAuth
+		verifier, err = oauth.New(oauth.Config{Issuer: o.Issuer, Audience: cfg.OAuthAudience(), TenantClaim: o.TenantClaim,
+			ToolsClaim: o.ToolsClaim, AgentScope: o.AgentScope, OperatorScope: o.OperatorScope})
+		if err != nil {
+			store.Close()
+			return nil, err
+		}
+		infof("oauth: accepting access tokens of %s for %s", o.Issuer, cfg.OAuthAudience())
+	}
 	dlog, err := openDecisionLog(cfg.DecisionLog, logger)
 	if err != nil {
 		store.Close()
@@ -169,6 +181,7 @@ func startGatewayLogged(ctx context.Context, cfg *config.Config, tools fs.FS, lo
 		DeprecatedAt: loaded.DeprecatedAt, Released: loaded.Released, Release: loaded.Release, Approvals: approvals,
 		MaxInFlightPerKey: cfg.Limits.InFlightPerKey, MaxInFlightPerTenant: cfg.Limits.InFlightPerTenant,
 		MaxMCPStreamsPerKey: cfg.Limits.MCPStreamsPerKey, MaxMCPStreams: cfg.Limits.MCPStreams,
+		OAuth:                     verifier,
 		MaxMCPStoredStreamsPerKey: cfg.Limits.MCPStoredStreamsPerKey, MaxMCPStoredStreams: cfg.Limits.MCPStoredStreams,
 		MaxMCPStoredBytesPerKey: cfg.Limits.MCPStoredBytesPerKey, MaxMCPStoredBytes: cfg.Limits.MCPStoredBytes,
 
@@ -203,6 +216,13 @@ func startGatewayLogged(ctx context.Context, cfg *config.Config, tools fs.FS, lo
 		go func() {
 			defer bg.Done()
 			watchTools(rctx, cfg, srv)
+		}()
+	}
+	if verifier != nil {
+		bg.Add(1)
+		go func() {
+			defer bg.Done()
+			verifier.Run(rctx) // the issuer's keys, now and every few minutes
 		}()
 	}
 	bg.Add(2)
