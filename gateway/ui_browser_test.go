@@ -45,6 +45,12 @@ func chromium(t *testing.T) string {
 // and a func that lists the errors and uncaught exceptions the page logged.
 func browser(t *testing.T, timeout time.Duration) (context.Context, func() []string) {
 	t.Helper()
+	return browserWith(t, timeout)
+}
+
+// browserWith is browser with more Chromium options.
+func browserWith(t *testing.T, timeout time.Duration, extra ...chromedp.ExecAllocatorOption) (context.Context, func() []string) {
+	t.Helper()
 	exe := chromium(t)
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(exe),
@@ -62,6 +68,7 @@ func browser(t *testing.T, timeout time.Duration) (context.Context, func() []str
 		chromedp.UserDataDir(t.TempDir()),
 		chromedp.WindowSize(1280, 900),
 	}
+	opts = append(opts, extra...)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	t.Cleanup(cancel)
 	alloc, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)

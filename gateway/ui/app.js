@@ -37,7 +37,7 @@ function setAttrs(n, attrs) {
 }
 
 function append(n, children) {
-  for (const c of children.flat()) {
+  for (const c of children.flat(Infinity)) {
     if (c === undefined || c === null || c === false) continue;
     n.append(c instanceof Node ? c : document.createTextNode(String(c)));
   }
@@ -105,6 +105,7 @@ async function api(method, path, body) {
 
 function showLogin(message) {
   stopRefresh();
+  document.getElementById('loading').hidden = true;
   document.getElementById('nav').hidden = true;
   document.getElementById('signout').hidden = true;
   document.getElementById('who').textContent = '';
@@ -141,6 +142,7 @@ async function boot() {
     return;
   }
   whoami = me;
+  document.getElementById('loading').hidden = true;
   document.getElementById('login').hidden = true;
   document.getElementById('nav').hidden = false;
   document.getElementById('signout').hidden = !me.auth;
@@ -184,6 +186,7 @@ async function route() {
       case 'approvals': await pageApprovals(root); break;
       case 'health': refresh = await pageHealth(root, query); break;
       case 'registry': await pageRegistry(root, arg, query); break;
+      case 'status': refresh = await pageStatus(root); break;
       default: fill(root, el('p', { class: 'error' }, 'No page ' + page));
     }
   } catch (err) {
@@ -563,6 +566,82 @@ function chart(s) {
   }
   g.append(svg('text', { x: L, y: H - 4 }, 'UTC, ' + s.step_seconds + ' s per bar'));
   return g;
+}
+
+// ---- status: the gateway's health and the rollouts of every tool ----
+
+function okBadge(ok, good, bad) {
+  return el('span', { class: 'badge ' + (ok ? 'ok' : 'not-ok'), 'data-ok': ok ? 'true' : 'false' }, ok ? good : bad);
+}
+
+// healthCards is the health summary: what /readyz and the metrics know.
+function healthCards(st) {
+  const row = (id, name, badgeNode, ...detail) => el('tr', { id },
+    el('th', {}, name), el('td', {}, badgeNode), el('td', { class: 'detail' }, detail));
+  const rel = st.reconciler;
+  const tr = st.tools_reload;
+  return el('table', { id: 'health-summary' }, el('tbody', {},
+    row('h-ledger', 'Ledger', okBadge(st.ledger.reachable, 'reachable', 'unreachable'),
+      st.ledger.reachable ? (st.ledger.durability || []).join('; ') : st.ledger.detail),
+    row('h-reconciler', 'Reconciler', okBadge(rel.running, 'running', 'not running'),
+      rel.running ? (rel.last_step_at ? 'last step ' + age(rel.last_step_at) + ' ago (' + utc(rel.last_step_at) + ')' : 'no step settled yet') : 'no reconciler reports to this gateway',
+      rel.errors ? el('span', { class: 'flag' }, ' · ' + rel.errors + ' failed steps') : ''),
+    row('h-reload', 'Last tools reload', okBadge(tr.ok, 'ok', 'failed'),
+      tr.ok ? 'tools loaded ' + utc(tr.loaded_at) : ['failed ' + utc(tr.failed_at) + ', serving the tools loaded ' + utc(tr.loaded_at) + ': ', el('span', { class: 'mono' }, tr.failure)]),
+    row('h-drift', 'Upstream drift', okBadge(!st.upstream_drift.length, 'none', st.upstream_drift.length + ' stopped'),
+      st.upstream_drift.map(d => el('div', { 'data-tool': d.tool_id }, el('span', { class: 'mono' }, d.tool_id), ': ', d.reason))),
+    row('h-dlog', 'Decision log', okBadge(!st.decision_log.dropped, 'no drops', st.decision_log.dropped + ' dropped'),
+      st.decision_log.dropped ? 'records dropped since the gateway started (toolgate_decision_log_dropped_total)' : '')));
+}
+
+// sunsetText says when a deprecated version stops taking new actions.
+function sunsetText(v) {
+  if (v.retired) return 'retired';
+  if (!v.sunset) return 'deprecated';
+  const days = Math.ceil((new Date(v.sunset).getTime() - Date.now()) / 86400000);
+  return 'sunset ' + utc(v.sunset) + (days >= 0 ? ' (in ' + days + ' d)' : '');
+}
+
+// rolloutsOverview is every tool's rollout in one table, with the counts an
+// operator scans for: canaries running, halted, deprecations and sunsets.
+function rolloutsOverview(ro) {
+  const rs = ro.rollouts;
+  const count = m => rs.filter(r => r.mode === m).length;
+  const deprecated = rs.flatMap(r => r.versions.filter(v => v.deprecated && !v.retired).map(v => ({ r, v })));
+  const soon = deprecated.filter(({ v }) => v.sunset && new Date(v.sunset).getTime() - Date.now() < 30 * 86400000).length;
+  const retired = rs.flatMap(r => r.versions.filter(v => v.retired)).length;
+  const tally = (id, n, label) => el('div', {}, el('strong', { id }, n), label);
+  return [
+    el('div', { class: 'totals', id: 'rollout-counts' },
+      tally('n-canary', count('canary'), 'canaries running'), tally('n-halted', count('halted'), 'halted'),
+      tally('n-shadow', count('shadow'), 'in shadow'), tally('n-deprecated', deprecated.length, 'deprecated versions'),
+      tally('n-sunset-soon', soon, 'sunsets within 30 days'), tally('n-retired', retired, 'retired')),
+    rs.length ? el('table', { id: 'rollouts-overview' },
+      el('thead', {}, el('tr', {}, ['Tool', 'Mode', 'Default', 'Candidate', 'Canary', 'Deprecations', 'Changed'].map(h => el('th', {}, h)))),
+      el('tbody', {}, rs.map(r => el('tr', { 'data-tool': r.tool_id, 'data-mode': r.mode },
+        el('td', {}, el('a', { href: '#/registry/' + encodeURIComponent(r.tool_id), class: 'mono' }, r.tool_id)),
+        el('td', { class: 'mode' }, el('span', { class: 'badge rollout-' + r.mode, 'data-mode': r.mode }, r.mode)),
+        el('td', { class: 'mono' }, r.default || '–'), el('td', { class: 'mono' }, r.candidate || ''),
+        el('td', {}, r.canary ? r.canary.percent + '%' + (r.canary.principals && r.canary.principals.length ? ' + ' + r.canary.principals.join(', ') : '') : ''),
+        el('td', { class: 'deprecations' }, r.versions.filter(v => v.deprecated).map(v => el('div', {}, el('span', { class: 'mono' }, v.version), ' ', sunsetText(v)))),
+        el('td', { class: 'muted' }, r.updated_at ? utc(r.updated_at) + ' by ' + (r.updated_by || '–') : '')))))
+      : el('p', { class: 'muted' }, 'No tools.'),
+  ];
+}
+
+async function pageStatus(root) {
+  const health = el('div', { id: 'health-holder' });
+  const rollouts = el('div', { id: 'rollouts-holder' });
+  fill(root, el('h1', {}, 'Status'),
+    el('p', { class: 'muted' }, 'What /readyz and the metrics say, refreshed every 5 s. Upstream drift lists only the tools your key may call; the counts are the gateway\'s.'),
+    el('h2', {}, 'Health'), health, el('h2', {}, 'Rollouts'), rollouts);
+  const draw = async () => {
+    const [st, ro] = await Promise.all([api('GET', '/status'), api('GET', '/rollouts')]);
+    health.replaceChildren(healthCards(st));
+    rollouts.replaceChildren(...rolloutsOverview(ro));
+  };
+  await draw();
+  return draw;
 }
 
 // rolloutCell is a tool's rollout in one cell: its mode and candidate.
