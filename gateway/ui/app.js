@@ -240,7 +240,7 @@ function resolveControls(id) {
       operate(id, 'resolve', { outcome: outcome.value, note: note.value });
     },
   }, 'Resolve');
-  return el('div', { class: 'ops' }, outcome, el('label', { for: noteID, class: 'note-label' }, 'Resolve note (why)'), note, btn);
+  return el('div', { class: 'ops' }, outcome, el('span', { class: 'labelled' }, el('label', { for: noteID, class: 'note-label' }, 'Resolve note (why)'), note), btn);
 }
 
 function reconcileButton(id) {
@@ -262,7 +262,7 @@ function decisionControls(id) {
     class: 'bad deny', type: 'button', 'data-action': id,
     onclick: () => { approve.disabled = deny.disabled = true; operate(id, 'deny', { note: note.value }); },
   }, 'Deny');
-  return el('div', { class: 'ops' }, el('label', { for: noteID, class: 'note-label' }, 'Approve / deny note'), note, approve, deny);
+  return el('div', { class: 'ops' }, el('span', { class: 'labelled' }, el('label', { for: noteID, class: 'note-label' }, 'Approve / deny note'), note), approve, deny);
 }
 
 // assignControls takes an action for the signed-in operator, releases it
@@ -283,7 +283,7 @@ function assignControls(a) {
     btns.push(el('button', { class: 'assign', type: 'button', 'data-action': id, onclick: () => press('assign', {}) }, 'Assign to me'),
       el('button', { class: 'take-over', type: 'button', 'data-action': id, onclick: () => press('assign', { take_over: true }) }, 'Take over'));
   }
-  return el('div', { class: 'ops assign-ops' }, el('label', { for: noteID, class: 'note-label' }, 'Assignment note'), note, btns);
+  return el('div', { class: 'ops assign-ops' }, el('span', { class: 'labelled' }, el('label', { for: noteID, class: 'note-label' }, 'Assignment note'), note), btns);
 }
 
 // assigneeText is who works an action, and since when (in full on the
