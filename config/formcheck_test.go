@@ -67,4 +67,3 @@ func TestCheckFormNames(t *testing.T) {
 		})
 	}
 }
-

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"sort"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -25,6 +26,11 @@ type Metrics struct {
 	ReconcileErrors prometheus.Counter
 
 	ledger *ledgerCollector // nil without a store
+
+	// What the dashboard's status summary says of the reconciler: whether
+	// one reports here, and when it last settled a step (unix nanoseconds).
+	reconcilerAttached atomic.Bool
+	reconcileLast      atomic.Int64
 }
 
 // Limits of the scrape-time reads of the ledger (toolgate_oldest_*).
@@ -120,7 +126,11 @@ func anyMutating[V interface{ Mutating() bool }](vs []V) bool {
 // toolgate_reconcile_total{result}, each error into
 // toolgate_reconcile_errors_total (and still to r.Errorf).
 func (m *Metrics) ObserveReconciler(r *ledger.Reconciler) {
-	r.Observe = func(result string) { m.Reconciles.WithLabelValues(result).Inc() }
+	m.reconcilerAttached.Store(true)
+	r.Observe = func(result string) {
+		m.Reconciles.WithLabelValues(result).Inc()
+		m.reconcileLast.Store(time.Now().UnixNano())
+	}
 	errorf := r.Errorf
 	r.Errorf = func(format string, args ...any) {
 		m.ReconcileErrors.Inc()

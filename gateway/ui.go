@@ -72,6 +72,7 @@ func (s *Server) uiRoutes(m *http.ServeMux) {
 	api("GET /ui/api/diff", s.uiDiff)
 	api("GET /ui/api/rollouts", s.listRollouts)
 	api("GET /ui/api/rollouts/{tool_id}", s.getRollout)
+	api("GET /ui/api/status", s.uiStatus)
 	m.Handle("GET /ui/api/{rest...}", s.uiGuard(csrf, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, problem(toolcall.CodeNotFound, "no dashboard endpoint %s", r.URL.Path))
 	})))

@@ -241,6 +241,11 @@ func TestDashboardActionMasksSensitiveArguments(t *testing.T) {
 	if !strings.Contains(string(r.body), `"/arguments/customer_email"`) {
 		t.Fatalf("the masked pointer is not named: %s", r.body)
 	}
+	// The downstream key is the one the /v1 read names.
+	v1 := g.do("GET", "/v1/actions/ui-mask-0001", "", auth(uiOperatorKey)...).json(t)
+	if a["downstream_key"] == nil || a["downstream_key"] != v1["downstream_key"] {
+		t.Fatalf("downstream_key %v, the /v1 read has %v", a["downstream_key"], v1["downstream_key"])
+	}
 }
 
 func TestDashboardRegistryAndDiff(t *testing.T) {

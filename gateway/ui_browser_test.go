@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -44,6 +45,12 @@ func chromium(t *testing.T) string {
 // and a func that lists the errors and uncaught exceptions the page logged.
 func browser(t *testing.T, timeout time.Duration) (context.Context, func() []string) {
 	t.Helper()
+	return browserWith(t, timeout)
+}
+
+// browserWith is browser with more Chromium options.
+func browserWith(t *testing.T, timeout time.Duration, extra ...chromedp.ExecAllocatorOption) (context.Context, func() []string) {
+	t.Helper()
 	exe := chromium(t)
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(exe),
@@ -61,6 +68,7 @@ func browser(t *testing.T, timeout time.Duration) (context.Context, func() []str
 		chromedp.UserDataDir(t.TempDir()),
 		chromedp.WindowSize(1280, 900),
 	}
+	opts = append(opts, extra...)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	t.Cleanup(cancel)
 	alloc, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
@@ -145,6 +153,27 @@ func screenshot(t *testing.T, ctx context.Context, name string) {
 	}
 }
 
+// ageText is how the dashboard writes an age.
+var ageText = regexp.MustCompile(`^\d+ (s|min|h)$`)
+
+// wantLabels checks that each control under scope has a <label for> whose text
+// is the wanted one: the label a screen reader reads and a person sees.
+func wantLabels(t *testing.T, ctx context.Context, scope string, want map[string]string) {
+	t.Helper()
+	for sel, text := range want {
+		got, err := chromedp.Run(ctx, chromedp.Evaluate[string](fmt.Sprintf(`(() => {
+			const n = document.querySelector(%q);
+			if (!n) return 'no element';
+			if (!n.id || !n.labels || n.labels.length !== 1) return 'no label';
+			const l = n.labels[0];
+			return l.htmlFor === n.id && l.offsetParent !== null ? l.textContent : 'label not shown';
+		})()`, scope+" "+sel)))
+		if err != nil || got != text {
+			t.Errorf("%s %s is labelled %q (%v), want %q", scope, sel, got, err, text)
+		}
+	}
+}
+
 // count counts the elements a CSS selector matches.
 func count(t *testing.T, ctx context.Context, sel string) int {
 	t.Helper()
@@ -157,7 +186,8 @@ func count(t *testing.T, ctx context.Context, sel string) int {
 
 // seedTraffic makes real calls through the gateway over a few seconds, so the
 // conflicts-vs-volume chart has several bars: successful refunds, replays,
-// and keys reused with other arguments (409 idempotency_key_reused).
+// keys reused with other arguments (409 idempotency_key_reused) and arguments
+// the contract refuses (422 invalid_arguments).
 func seedTraffic(t *testing.T, g *rig) {
 	t.Helper()
 	g.refund("ui-chart-base-0001", okArgs, auth(uiAgentKey)...)
@@ -177,6 +207,10 @@ func seedTraffic(t *testing.T, g *rig) {
 		for i := 0; i < []int{0, 1, 3, 1, 2}[round]; i++ {
 			other := strings.Replace(okArgs, "1500", fmt.Sprint(1600+i), 1)
 			g.refund("ui-chart-base-0001", other, auth(uiAgentKey)...).wantProblem(t, 409, "idempotency_key_reused")
+		}
+		for i := 0; i < []int{1, 0, 2, 0, 1}[round]; i++ {
+			g.refund(fmt.Sprintf("ui-chart-bad-%02d-%d", round, i), strings.Replace(okArgs, "1500", "9.99", 1), auth(uiAgentKey)...).
+				wantProblem(t, 422, "invalid_arguments")
 		}
 	}
 }
@@ -240,6 +274,9 @@ func TestDashboardInChromium(t *testing.T) {
 		waitText("#unknown-count", "3"),
 	)
 	screenshot(t, ctx, "unknown-queue")
+	// Every note box is named by a visible label that says which action it serves.
+	wantLabels(t, ctx, `tr[data-action="ui-unknown-0001"]`, map[string]string{
+		"input.resolve-note": "Resolve note (why)", "input.assign-note": "Assignment note"})
 	run(t, ctx, "reconcile ui-unknown-0002",
 		chromedp.Click(chromedp.CSS(`tr[data-action="ui-unknown-0002"] button.reconcile`)),
 		waitText("#flash-msg", "ui-unknown-0002: the action is now succeeded"),
@@ -277,6 +314,8 @@ func TestDashboardInChromium(t *testing.T) {
 		waitText(`tr[data-action="ui-approve-0001"] pre.args`, `"amount_minor":250000`),
 	)
 	screenshot(t, ctx, "approvals-queue")
+	wantLabels(t, ctx, `tr[data-action="ui-approve-0001"]`, map[string]string{
+		"input.decision-note": "Approve / deny note", "input.assign-note": "Assignment note"})
 	run(t, ctx, "approve ui-approve-0001",
 		chromedp.SendKeys(chromedp.CSS(`tr[data-action="ui-approve-0001"] input.decision-note`), "customer called, verified"),
 		chromedp.Click(chromedp.CSS(`tr[data-action="ui-approve-0001"] button.approve`)),
@@ -297,6 +336,16 @@ func TestDashboardInChromium(t *testing.T) {
 		waitText("#digest", "sha256:"),
 		waitText("#result", "refund_id"),
 	)
+	// The read's arguments (masked by the server) and the downstream key.
+	read := g.do("GET", "/ui/api/actions/ui-approve-0001", "", operator...).json(t)
+	dk, _ := read["downstream_key"].(string)
+	if dk == "" {
+		t.Fatalf("/ui/api/actions/ui-approve-0001 has no downstream_key: %v", read)
+	}
+	run(t, ctx, "see the arguments and the downstream key",
+		waitText("#downstream-key", dk),
+		waitText("#arguments", `"amount_minor": 250000`),
+	)
 	steps := count(t, ctx, "#timeline li")
 	if steps < 5 {
 		t.Errorf("the timeline shows %d entries, want at least 5 (4 transitions and the provider's)", steps)
@@ -315,14 +364,19 @@ func TestDashboardInChromium(t *testing.T) {
 
 	// The health chart over the last 30 seconds, per second, from the calls above.
 	series := g.do("GET", "/ui/api/series?window=30&step=1", "", operator...).json(t)["totals"].(map[string]any)
-	if series["conflicts"].(float64) < 7 || series["calls"].(float64) < 20 {
-		t.Fatalf("series totals %v", series)
+	if series["conflicts"].(float64) < 7 || series["calls"].(float64) < 20 || series["invalid_arguments"].(float64) != 4 {
+		t.Fatalf("series totals %v (want 4 invalid_arguments, as seeded)", series)
 	}
 	run(t, ctx, "open the chart",
 		goTo("#/health?window=30&step=1"),
 		chromedp.WaitVisible(chromedp.CSS("svg#chart rect.bar-conflicts")),
+		chromedp.WaitVisible(chromedp.CSS("svg#chart rect.bar-invalid")),
 		chromedp.WaitVisible(chromedp.CSS("svg#chart polyline.share")),
+		chromedp.WaitVisible(chromedp.CSS("svg#chart polyline.invalid-share")),
 		waitText("#total-conflicts", fmt.Sprint(series["conflicts"])),
+		waitText("#total-invalid", "4"),
+		waitText("#invalid-share", fmt.Sprintf("%.1f %%", 100*4/series["calls"].(float64))),
+		waitText("#legend", "invalid arguments (422)"),
 	)
 	bars := count(t, ctx, "svg#chart rect.bar-calls")
 	if bars < 4 {
@@ -372,6 +426,21 @@ func TestDashboardInChromium(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`#actions tr[data-action="ui-approve-0001"]`)),
 	)
 	screenshot(t, ctx, "actions")
+	// The list has an age column: how long ago each action was created.
+	ages, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`(() => {
+		const head = [...document.querySelectorAll('#actions thead th')].map(th => th.textContent);
+		const i = head.indexOf('Age');
+		if (i < 0) return ['no Age column: ' + head.join(',')];
+		return [...document.querySelectorAll('#actions tbody tr')].map(tr => tr.children[i].textContent);
+	})()`))
+	if err != nil || len(ages) < 10 {
+		t.Fatalf("age column %v (%v)", ages, err)
+	}
+	for _, a := range ages {
+		if !ageText.MatchString(a) {
+			t.Errorf("age cell %q is not an age", a)
+		}
+	}
 
 	// Signing out forgets the key; an agent key cannot sign in.
 	run(t, ctx, "sign out and try an agent key",

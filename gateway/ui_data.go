@@ -23,14 +23,17 @@ type uiActionRecord struct {
 }
 
 // uiAction serves GET /ui/api/actions/{action_id}: the action's read
-// (viewAction) with its arguments, masked alike.
+// (viewAction) with its arguments, masked alike, and its downstream key (as
+// GET /v1/actions/{action_id} has it: what to search the downstream by).
 func (s *Server) uiAction(w http.ResponseWriter, r *http.Request, p *Principal) error {
 	a, err := s.calls.Action(r.Context(), p, r.PathValue("action_id"))
 	if err != nil {
 		return err
 	}
 	v := s.viewAction(a)
-	return writeJSON(w, http.StatusOK, uiActionRecord{Action: v.Action, Arguments: v.Arguments, Masked: v.Masked, Erased: v.Erased})
+	act := v.Action
+	act.DownstreamKey = s.calls.DownstreamKey(a)
+	return writeJSON(w, http.StatusOK, uiActionRecord{Action: act, Arguments: v.Arguments, Masked: v.Masked, Erased: v.Erased})
 }
 
 // uiTool is one tool of the registry page.

@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // callSeries keeps, per tenant, one-second counts of handled tool calls for the
@@ -30,6 +32,7 @@ type seriesBucket struct {
 	conflicts uint32 // 409 answers (toolgate_idempotency_conflicts_total)
 	reused    uint32 // of those: idempotency_key_reused or idempotency_key_expired
 	unknown   uint32 // outcome unknown (504 outcome_unknown)
+	invalid   uint32 // 422 invalid_arguments: arguments the contract refused
 }
 
 func newCallSeries() *callSeries { return &callSeries{tenants: map[string]*seriesRing{}} }
@@ -68,6 +71,9 @@ func (c *callSeries) record(ev CallEvent) {
 	if ev.Outcome == "unknown" {
 		b.unknown++
 	}
+	if ev.Status == http.StatusUnprocessableEntity && ev.Code == string(toolcall.CodeInvalidArguments) {
+		b.invalid++
+	}
 }
 
 func slot(sec int64) int {
@@ -86,6 +92,7 @@ type seriesPoint struct {
 	Conflicts uint64    `json:"conflicts"`
 	Reused    uint64    `json:"key_reused"`
 	Unknown   uint64    `json:"unknown"`
+	Invalid   uint64    `json:"invalid_arguments"`
 }
 
 // seriesView is the JSON the dashboard's chart reads.
@@ -136,12 +143,14 @@ func (c *callSeries) snapshot(tenant string, now time.Time, window, step int) se
 		p.Conflicts += uint64(b.conflicts)
 		p.Reused += uint64(b.reused)
 		p.Unknown += uint64(b.unknown)
+		p.Invalid += uint64(b.invalid)
 	}
 	for _, p := range v.Points {
 		v.Totals.Calls += p.Calls
 		v.Totals.Conflicts += p.Conflicts
 		v.Totals.Reused += p.Reused
 		v.Totals.Unknown += p.Unknown
+		v.Totals.Invalid += p.Invalid
 	}
 	v.Totals.Start = v.From
 	return v

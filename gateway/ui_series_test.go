@@ -23,13 +23,17 @@ func TestCallSeriesCountsPerStep(t *testing.T) {
 		events       []CallEvent
 		now          int
 		window, step int
-		want         string // calls/conflicts/reused/unknown per point
+		want         string // calls/conflicts/reused/unknown per point, then /invalid when any
 	}{
 		{"empty", nil, 0, 3, 1, "0/0/0/0 0/0/0/0 0/0/0/0"},
 		{"per second", []CallEvent{call(0), call(1), call(1), conflict(2, "idempotency_key_reused")}, 2, 3, 1,
 			"1/0/0/0 2/0/0/0 1/1/1/0"},
 		{"summed per step", []CallEvent{call(0), call(9), conflict(10, "action_in_progress"), call(19), call(25)}, 25, 30, 10,
 			"2/0/0/0 2/1/0/0 1/0/0/0"},
+		{"invalid arguments are counted beside conflicts", []CallEvent{
+			{Time: at(0), Tenant: "acme", Outcome: "invalid", Status: http.StatusUnprocessableEntity, Code: "invalid_arguments"},
+			{Time: at(0), Tenant: "acme", Outcome: "invalid", Status: http.StatusUnprocessableEntity, Code: "rule_failed"},
+			call(0)}, 0, 1, 1, "3/0/0/0/1"},
 		{"unknown outcome", []CallEvent{{Time: at(5), Tenant: "acme", Outcome: "unknown", Status: 504}}, 5, 1, 1, "1/0/0/1"},
 		{"expired key counts as reuse", []CallEvent{conflict(0, "idempotency_key_expired")}, 0, 1, 1, "1/1/1/0"},
 		{"other tenants and no tenant are left out", []CallEvent{call(0), {Time: at(0), Tenant: "globex"}, {Time: at(0)}}, 0, 1, 1, "1/0/0/0"},
@@ -51,6 +55,9 @@ func TestCallSeriesCountsPerStep(t *testing.T) {
 					got += " "
 				}
 				got += fmt.Sprintf("%d/%d/%d/%d", p.Calls, p.Conflicts, p.Reused, p.Unknown)
+				if p.Invalid > 0 {
+					got += fmt.Sprintf("/%d", p.Invalid)
+				}
 				sum += p.Calls
 				if want := v.From.Add(time.Duration(i*v.StepSeconds) * time.Second); !p.Start.Equal(want) {
 					t.Errorf("point %d starts %v, want %v", i, p.Start, want)
@@ -58,6 +65,13 @@ func TestCallSeriesCountsPerStep(t *testing.T) {
 			}
 			if got != tc.want {
 				t.Fatalf("points %s, want %s", got, tc.want)
+			}
+			var invalid uint64
+			for _, p := range v.Points {
+				invalid += p.Invalid
+			}
+			if v.Totals.Invalid != invalid {
+				t.Fatalf("totals %d invalid, points sum to %d", v.Totals.Invalid, invalid)
 			}
 			if v.Totals.Calls != sum {
 				t.Fatalf("totals %d, points sum to %d", v.Totals.Calls, sum)

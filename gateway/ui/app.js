@@ -37,7 +37,7 @@ function setAttrs(n, attrs) {
 }
 
 function append(n, children) {
-  for (const c of children.flat()) {
+  for (const c of children.flat(Infinity)) {
     if (c === undefined || c === null || c === false) continue;
     n.append(c instanceof Node ? c : document.createTextNode(String(c)));
   }
@@ -92,6 +92,11 @@ function age(t) {
   return Math.round(s / 3600) + ' h';
 }
 
+// uid is a fresh element id, for a <label for> to name its control (a page
+// can show the same controls once per row).
+let uidSeq = 0;
+function uid(prefix) { return prefix + '-' + (++uidSeq); }
+
 function flash(text, isError) {
   const box = document.getElementById('flash');
   box.replaceChildren(el('div', { class: 'msg' + (isError ? ' error' : ''), id: 'flash-msg' }, text));
@@ -130,6 +135,7 @@ async function api(method, path, body) {
 
 function showLogin(message) {
   stopRefresh();
+  document.getElementById('loading').hidden = true;
   document.getElementById('nav').hidden = true;
   document.getElementById('signout').hidden = true;
   document.getElementById('who').textContent = '';
@@ -166,6 +172,7 @@ async function boot() {
     return;
   }
   whoami = me;
+  document.getElementById('loading').hidden = true;
   document.getElementById('login').hidden = true;
   document.getElementById('nav').hidden = false;
   document.getElementById('signout').hidden = !me.auth;
@@ -209,6 +216,7 @@ async function route() {
       case 'approvals': await pageApprovals(root); break;
       case 'health': refresh = await pageHealth(root, query); break;
       case 'registry': await pageRegistry(root, arg, query); break;
+      case 'status': refresh = await pageStatus(root); break;
       default: fill(root, el('p', { class: 'error' }, 'No page ' + page));
     }
   } catch (err) {
@@ -252,7 +260,8 @@ function resolveControls(id) {
     el('option', { value: 'succeeded' }, 'succeeded'),
     el('option', { value: 'rejected' }, 'rejected'),
     el('option', { value: 'not_started' }, 'not_started (run again)'));
-  const note = el('input', { class: 'resolve-note', placeholder: 'note (why)', size: 24 });
+  const noteID = uid('resolve-note');
+  const note = el('input', { class: 'resolve-note', id: noteID, placeholder: 'what you verified', size: 24, maxlength: 1024 });
   const btn = el('button', {
     class: 'primary resolve', type: 'button', 'data-action': id,
     onclick: () => {
@@ -261,7 +270,7 @@ function resolveControls(id) {
       operate(id, 'resolve', { outcome: outcome.value, note: note.value });
     },
   }, 'Resolve');
-  return el('div', { class: 'ops' }, outcome, note, btn);
+  return el('div', { class: 'ops' }, outcome, el('span', { class: 'labelled' }, el('label', { for: noteID, class: 'note-label' }, 'Resolve note (why)'), note), btn);
 }
 
 function reconcileButton(id) {
@@ -273,7 +282,8 @@ function reconcileButton(id) {
 }
 
 function decisionControls(id) {
-  const note = el('input', { class: 'decision-note', placeholder: 'note', size: 20 });
+  const noteID = uid('decision-note');
+  const note = el('input', { class: 'decision-note', id: noteID, placeholder: 'why', size: 20, maxlength: 1024 });
   const approve = el('button', {
     class: 'good approve', type: 'button', 'data-action': id,
     onclick: () => { approve.disabled = deny.disabled = true; operate(id, 'approve', { note: note.value }); },
@@ -282,7 +292,7 @@ function decisionControls(id) {
     class: 'bad deny', type: 'button', 'data-action': id,
     onclick: () => { approve.disabled = deny.disabled = true; operate(id, 'deny', { note: note.value }); },
   }, 'Deny');
-  return el('div', { class: 'ops' }, note, approve, deny);
+  return el('div', { class: 'ops' }, el('span', { class: 'labelled' }, el('label', { for: noteID, class: 'note-label' }, 'Approve / deny note'), note), approve, deny);
 }
 
 // assignControls takes an action for the signed-in operator, releases it
@@ -291,7 +301,8 @@ function decisionControls(id) {
 function assignControls(a) {
   const id = a.action_id;
   const mine = whoami && a.assignee === whoami.name;
-  const note = el('input', { class: 'assign-note', placeholder: 'note', size: 16, maxlength: 1024, 'aria-label': 'assignment note' });
+  const noteID = uid('assign-note');
+  const note = el('input', { class: 'assign-note', id: noteID, placeholder: 'why', size: 16, maxlength: 1024 });
   const btns = [];
   const press = (op, body) => { for (const b of btns) b.disabled = true; operate(id, op, Object.assign({ note: note.value }, body)); };
   if (!a.assignee) {
@@ -302,7 +313,7 @@ function assignControls(a) {
     btns.push(el('button', { class: 'assign', type: 'button', 'data-action': id, onclick: () => press('assign', {}) }, 'Assign to me'),
       el('button', { class: 'take-over', type: 'button', 'data-action': id, onclick: () => press('assign', { take_over: true }) }, 'Take over'));
   }
-  return el('div', { class: 'ops assign-ops' }, note, btns);
+  return el('div', { class: 'ops assign-ops' }, el('span', { class: 'labelled' }, el('label', { for: noteID, class: 'note-label' }, 'Assignment note'), note), btns);
 }
 
 // assigneeText is who works an action, and since when (in full on the
@@ -359,7 +370,8 @@ async function pageActions(root, query) {
   const rows = list.actions.map(a => el('tr', { 'data-action': a.action_id },
     el('td', {}, actionLink(a.action_id)), el('td', { class: 'mono' }, a.tool_id),
     el('td', {}, a.version || ''), el('td', {}, badge(a.state), a.needs_operator ? el('span', { class: 'flag' }, ' needs operator') : ''),
-    el('td', {}, a.attempts), el('td', {}, a.owner || ''), el('td', { class: 'assignee' }, a.assignee ? userText(a.assignee) : ''), el('td', { class: 'muted' }, utc(a.updated_at))));
+    el('td', {}, a.attempts), el('td', {}, a.owner || ''), el('td', { class: 'assignee' }, a.assignee ? userText(a.assignee) : ''),
+    el('td', { class: 'age', title: 'created ' + utc(a.created_at) }, age(a.created_at)), el('td', { class: 'muted' }, utc(a.updated_at))));
   let next = null;
   if (list.next_cursor) {
     const q = new URLSearchParams(query);
@@ -370,7 +382,7 @@ async function pageActions(root, query) {
     el('h1', {}, 'Actions'),
     el('div', { class: 'filters' }, 'Filter:', state, tool, policy, corr),
     rows.length ? el('table', { id: 'actions' },
-      el('thead', {}, el('tr', {}, ['Action', 'Tool', 'Version', 'State', 'Attempts', 'Owner', 'Assignee', 'Updated'].map(h => el('th', {}, h)))),
+      el('thead', {}, el('tr', {}, ['Action', 'Tool', 'Version', 'State', 'Attempts', 'Owner', 'Assignee', 'Age', 'Updated'].map(h => el('th', {}, h)))),
       el('tbody', {}, rows)) : el('p', { class: 'muted' }, 'No actions match.'),
     next);
 }
@@ -392,6 +404,7 @@ async function pageAction(root, id) {
   add('Assignee', el('span', { id: 'assignee' }, assigneeText(a, true)));
   add('Attempts', String(a.attempts));
   add('Digest', el('span', { class: 'mono', id: 'digest' }, a.args_digest || '(no arguments bound)'));
+  add('Downstream key', a.downstream_key ? el('span', { class: 'mono', id: 'downstream-key', title: 'search the downstream by this key' }, a.downstream_key) : '');
   add('Correlation', a.correlation_id);
   add('Scope', a.scope);
   add('Policy version', a.policy_version);
@@ -505,21 +518,25 @@ async function pageHealth(root, query) {
   const holder = el('div', { id: 'chart-holder' });
   const totals = el('div', { class: 'totals', id: 'totals' });
   fill(root, 
-    el('h1', {}, 'Idempotency conflicts next to call volume'),
+    el('h1', {}, 'Conflicts and invalid arguments next to call volume'),
     el('p', { class: 'muted' }, 'Every tool call this gateway handled for your tenant (kept in memory for an hour; a restart starts empty). ' +
-      'Conflicts are 409 answers; a rising share usually means agents reuse an idempotency key for a new action.'),
+      'Conflicts are 409 answers; a rising share usually means agents reuse an idempotency key for a new action. ' +
+      'Invalid arguments are 422 invalid_arguments answers; a rising rate is an early sign of an agent out of step with a contract.'),
     el('div', { class: 'filters' }, pick),
-    totals, el('div', { class: 'legend' }, el('span', { class: 'l-calls' }, 'calls'),
-      el('span', { class: 'l-conflicts' }, 'conflicts (409)'), el('span', { class: 'l-share' }, 'conflict share (right axis)')),
+    totals, el('div', { class: 'legend', id: 'legend' }, el('span', { class: 'l-calls' }, 'calls'),
+      el('span', { class: 'l-conflicts' }, 'conflicts (409)'), el('span', { class: 'l-invalid' }, 'invalid arguments (422)'),
+      el('span', { class: 'l-share' }, 'conflict share (right axis)'), el('span', { class: 'l-invalid-share' }, '422 share (right axis)')),
     holder);
   const draw = async () => {
     const s = await api('GET', '/series?window=' + window_ + '&step=' + step);
     const t = s.totals;
-    const share = t.calls ? (100 * t.conflicts / t.calls).toFixed(1) + ' %' : '–';
+    const pct = n => t.calls ? (100 * n / t.calls).toFixed(1) + ' %' : '–';
     totals.replaceChildren(
       el('div', {}, el('strong', { id: 'total-calls' }, t.calls), 'calls'),
       el('div', {}, el('strong', { id: 'total-conflicts' }, t.conflicts), 'conflicts'),
-      el('div', {}, el('strong', {}, share), 'conflict share'),
+      el('div', {}, el('strong', { id: 'conflict-share' }, pct(t.conflicts)), 'conflict share'),
+      el('div', {}, el('strong', { id: 'total-invalid' }, t.invalid_arguments), 'invalid arguments (422)'),
+      el('div', {}, el('strong', { id: 'invalid-share' }, pct(t.invalid_arguments)), '422 rate'),
       el('div', {}, el('strong', {}, t.key_reused), 'key reused with other arguments'),
       el('div', {}, el('strong', {}, t.unknown), 'outcome unknown'));
     holder.replaceChildren(chart(s));
@@ -538,7 +555,8 @@ function niceMax(v) {
 }
 
 // chart draws the series as an SVG: calls as grey bars, the conflicts among
-// them as red bars on the same axis, and the conflict share as a line.
+// them as red bars on the same axis with the invalid-argument answers (422)
+// as amber bars stacked on them, and the conflict and 422 shares as lines.
 function chart(s) {
   const W = 960, H = 300, L = 48, R = 48, T = 14, B = 34;
   const pw = W - L - R, ph = H - T - B;
@@ -547,23 +565,29 @@ function chart(s) {
   const bw = pw / n;
   const y = v => T + ph - (v / ymax) * ph;
   const g = svg('svg', { id: 'chart', viewBox: `0 0 ${W} ${H}`, role: 'img',
-    'aria-label': 'calls and idempotency conflicts per ' + s.step_seconds + ' s' });
+    'aria-label': 'calls, idempotency conflicts and invalid arguments per ' + s.step_seconds + ' s' });
   for (let i = 0; i <= 4; i++) {
     const v = ymax * i / 4, yy = y(v);
     g.append(svg('line', { class: 'grid', x1: L, x2: W - R, y1: yy, y2: yy }),
       svg('text', { x: L - 6, y: yy + 4, 'text-anchor': 'end' }, Math.round(v)),
       svg('text', { x: W - R + 6, y: yy + 4 }, (25 * i) + '%'));
   }
-  const share = [];
+  const share = [], invalidShare = [];
   s.points.forEach((p, i) => {
     const x = L + i * bw, w = Math.max(1, bw - (bw > 4 ? 1 : 0));
-    const label = hms(p.start) + ' UTC: ' + p.calls + ' calls, ' + p.conflicts + ' conflicts';
+    const inv = p.invalid_arguments || 0;
+    const label = hms(p.start) + ' UTC: ' + p.calls + ' calls, ' + p.conflicts + ' conflicts, ' + inv + ' invalid arguments';
     if (p.calls) g.append(svg('rect', { class: 'bar-calls', x, y: y(p.calls), width: w, height: ph - (y(p.calls) - T) }, svg('title', {}, label)));
     if (p.conflicts) g.append(svg('rect', { class: 'bar-conflicts', x, y: y(p.conflicts), width: w, height: ph - (y(p.conflicts) - T) }, svg('title', {}, label)));
-    if (p.calls) share.push([x + w / 2, T + ph - (p.conflicts / p.calls) * ph]);
+    if (inv) g.append(svg('rect', { class: 'bar-invalid', x, y: y(p.conflicts + inv), width: w, height: y(p.conflicts) - y(p.conflicts + inv) }, svg('title', {}, label)));
+    if (p.calls) {
+      share.push([x + w / 2, T + ph - (p.conflicts / p.calls) * ph]);
+      invalidShare.push([x + w / 2, T + ph - (inv / p.calls) * ph]);
+    }
   });
   if (share.length > 1) g.append(svg('polyline', { class: 'share', points: share.map(p => p.join(',')).join(' ') }));
   for (const [cx, cy] of share) g.append(svg('circle', { class: 'share-dot', cx, cy, r: 2.5 }));
+  if (invalidShare.length > 1) g.append(svg('polyline', { class: 'invalid-share', points: invalidShare.map(p => p.join(',')).join(' ') }));
   g.append(svg('line', { class: 'axis', x1: L, x2: W - R, y1: T + ph, y2: T + ph }));
   const ticks = 6;
   for (let i = 0; i <= ticks; i++) {
@@ -572,6 +596,82 @@ function chart(s) {
   }
   g.append(svg('text', { x: L, y: H - 4 }, 'UTC, ' + s.step_seconds + ' s per bar'));
   return g;
+}
+
+// ---- status: the gateway's health and the rollouts of every tool ----
+
+function okBadge(ok, good, bad) {
+  return el('span', { class: 'badge ' + (ok ? 'ok' : 'not-ok'), 'data-ok': ok ? 'true' : 'false' }, ok ? good : bad);
+}
+
+// healthCards is the health summary: what /readyz and the metrics know.
+function healthCards(st) {
+  const row = (id, name, badgeNode, ...detail) => el('tr', { id },
+    el('th', {}, name), el('td', {}, badgeNode), el('td', { class: 'detail' }, detail));
+  const rel = st.reconciler;
+  const tr = st.tools_reload;
+  return el('table', { id: 'health-summary' }, el('tbody', {},
+    row('h-ledger', 'Ledger', okBadge(st.ledger.reachable, 'reachable', 'unreachable'),
+      st.ledger.reachable ? (st.ledger.durability || []).join('; ') : st.ledger.detail),
+    row('h-reconciler', 'Reconciler', okBadge(rel.running, 'running', 'not running'),
+      rel.running ? (rel.last_step_at ? 'last step ' + age(rel.last_step_at) + ' ago (' + utc(rel.last_step_at) + ')' : 'no step settled yet') : 'no reconciler reports to this gateway',
+      rel.errors ? el('span', { class: 'flag' }, ' · ' + rel.errors + ' failed steps') : ''),
+    row('h-reload', 'Last tools reload', okBadge(tr.ok, 'ok', 'failed'),
+      tr.ok ? 'tools loaded ' + utc(tr.loaded_at) : ['failed ' + utc(tr.failed_at) + ', serving the tools loaded ' + utc(tr.loaded_at) + ': ', el('span', { class: 'mono' }, tr.failure)]),
+    row('h-drift', 'Upstream drift', okBadge(!st.upstream_drift.length, 'none', st.upstream_drift.length + ' stopped'),
+      st.upstream_drift.map(d => el('div', { 'data-tool': d.tool_id }, el('span', { class: 'mono' }, d.tool_id), ': ', d.reason))),
+    row('h-dlog', 'Decision log', okBadge(!st.decision_log.dropped, 'no drops', st.decision_log.dropped + ' dropped'),
+      st.decision_log.dropped ? 'records dropped since the gateway started (toolgate_decision_log_dropped_total)' : '')));
+}
+
+// sunsetText says when a deprecated version stops taking new actions.
+function sunsetText(v) {
+  if (v.retired) return 'retired';
+  if (!v.sunset) return 'deprecated';
+  const days = Math.ceil((new Date(v.sunset).getTime() - Date.now()) / 86400000);
+  return 'sunset ' + utc(v.sunset) + (days >= 0 ? ' (in ' + days + ' d)' : '');
+}
+
+// rolloutsOverview is every tool's rollout in one table, with the counts an
+// operator scans for: canaries running, halted, deprecations and sunsets.
+function rolloutsOverview(ro) {
+  const rs = ro.rollouts;
+  const count = m => rs.filter(r => r.mode === m).length;
+  const deprecated = rs.flatMap(r => r.versions.filter(v => v.deprecated && !v.retired).map(v => ({ r, v })));
+  const soon = deprecated.filter(({ v }) => v.sunset && new Date(v.sunset).getTime() - Date.now() < 30 * 86400000).length;
+  const retired = rs.flatMap(r => r.versions.filter(v => v.retired)).length;
+  const tally = (id, n, label) => el('div', {}, el('strong', { id }, n), label);
+  return [
+    el('div', { class: 'totals', id: 'rollout-counts' },
+      tally('n-canary', count('canary'), 'canaries running'), tally('n-halted', count('halted'), 'halted'),
+      tally('n-shadow', count('shadow'), 'in shadow'), tally('n-deprecated', deprecated.length, 'deprecated versions'),
+      tally('n-sunset-soon', soon, 'sunsets within 30 days'), tally('n-retired', retired, 'retired')),
+    rs.length ? el('table', { id: 'rollouts-overview' },
+      el('thead', {}, el('tr', {}, ['Tool', 'Mode', 'Default', 'Candidate', 'Canary', 'Deprecations', 'Changed'].map(h => el('th', {}, h)))),
+      el('tbody', {}, rs.map(r => el('tr', { 'data-tool': r.tool_id, 'data-mode': r.mode },
+        el('td', {}, el('a', { href: '#/registry/' + encodeURIComponent(r.tool_id), class: 'mono' }, r.tool_id)),
+        el('td', { class: 'mode' }, el('span', { class: 'badge rollout-' + r.mode, 'data-mode': r.mode }, r.mode)),
+        el('td', { class: 'mono' }, r.default || '–'), el('td', { class: 'mono' }, r.candidate || ''),
+        el('td', {}, r.canary ? r.canary.percent + '%' + (r.canary.principals && r.canary.principals.length ? ' + ' + r.canary.principals.join(', ') : '') : ''),
+        el('td', { class: 'deprecations' }, r.versions.filter(v => v.deprecated).map(v => el('div', {}, el('span', { class: 'mono' }, v.version), ' ', sunsetText(v)))),
+        el('td', { class: 'muted' }, r.updated_at ? utc(r.updated_at) + ' by ' + (r.updated_by || '–') : '')))))
+      : el('p', { class: 'muted' }, 'No tools.'),
+  ];
+}
+
+async function pageStatus(root) {
+  const health = el('div', { id: 'health-holder' });
+  const rollouts = el('div', { id: 'rollouts-holder' });
+  fill(root, el('h1', {}, 'Status'),
+    el('p', { class: 'muted' }, 'What /readyz and the metrics say, refreshed every 5 s. Upstream drift lists only the tools your key may call; the counts are the gateway\'s.'),
+    el('h2', {}, 'Health'), health, el('h2', {}, 'Rollouts'), rollouts);
+  const draw = async () => {
+    const [st, ro] = await Promise.all([api('GET', '/status'), api('GET', '/rollouts')]);
+    health.replaceChildren(healthCards(st));
+    rollouts.replaceChildren(...rolloutsOverview(ro));
+  };
+  await draw();
+  return draw;
 }
 
 // rolloutCell is a tool's rollout in one cell: its mode and candidate.
