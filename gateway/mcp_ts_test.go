@@ -6,9 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -111,45 +109,9 @@ func TestMCPWithTheTypeScriptClient(t *testing.T) {
 	}
 }
 
-var tsInstall struct {
-	once sync.Once
-	err  error
-	out  []byte
-}
-
 // tsClientDir installs the TypeScript client's dependencies into
 // testdata/mcp-ts (once per test binary) and returns the directory.
 func tsClientDir(t *testing.T) string {
 	t.Helper()
-	ci := os.Getenv("CI") == "true"
-	for _, tool := range []string{"node", "npm"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			if ci {
-				t.Fatalf("%s is not installed, and CI=true requires the TypeScript MCP client test", tool)
-			}
-			t.Skipf("skipping the TypeScript MCP client test: %s is not installed (install Node.js 20+ with npm to run it)", tool)
-		}
-	}
-	dir, err := filepath.Abs(filepath.Join("testdata", "mcp-ts"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tsInstall.once.Do(func() {
-		if _, err := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "sdk", "package.json")); err == nil {
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
-		args := []string{"install", "--no-audit", "--no-fund"}
-		if _, err := os.Stat(filepath.Join(dir, "package-lock.json")); err == nil {
-			args = []string{"ci", "--no-audit", "--no-fund"}
-		}
-		cmd := exec.CommandContext(ctx, "npm", args...)
-		cmd.Dir = dir
-		tsInstall.out, tsInstall.err = cmd.CombinedOutput()
-	})
-	if tsInstall.err != nil {
-		t.Fatalf("npm install in %s: %v\n%s", dir, tsInstall.err, tsInstall.out)
-	}
-	return dir
+	return nodePackages(t, "mcp-ts", "the TypeScript MCP client test", []string{"@modelcontextprotocol/sdk/package.json"})
 }

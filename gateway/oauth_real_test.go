@@ -17,7 +17,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -246,43 +245,11 @@ func freePort(t *testing.T) int {
 	return ln.Addr().(*net.TCPAddr).Port
 }
 
-var oauthInstall struct {
-	once sync.Once
-	err  error
-	out  []byte
-}
-
 // oauthNodeDir installs testdata/oauth's packages from its lock (once per
 // test binary; .ci/run installs them before the tests) and returns the
 // directory.
 func oauthNodeDir(t *testing.T) string {
 	t.Helper()
-	for _, tool := range []string{"node", "npm"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			if os.Getenv("CI") == "true" {
-				t.Fatalf("%s is not installed, and CI=true requires the OAuth tests with a real authorization server", tool)
-			}
-			t.Skipf("skipping the OAuth test with a real authorization server: %s is not installed (install Node.js 20+ with npm)", tool)
-		}
-	}
-	dir, err := filepath.Abs(filepath.Join("testdata", "oauth"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	oauthInstall.once.Do(func() {
-		_, e1 := os.Stat(filepath.Join(dir, "node_modules", "oidc-provider", "package.json"))
-		_, e2 := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "client", "package.json"))
-		if e1 == nil && e2 == nil {
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, "npm", "ci", "--no-audit", "--no-fund", "--ignore-scripts")
-		cmd.Dir = dir
-		oauthInstall.out, oauthInstall.err = cmd.CombinedOutput()
-	})
-	if oauthInstall.err != nil {
-		t.Fatalf("npm ci in %s: %v\n%s", dir, oauthInstall.err, oauthInstall.out)
-	}
-	return dir
+	return nodePackages(t, "oauth", "the OAuth tests with a real authorization server",
+		[]string{"oidc-provider/package.json", "@modelcontextprotocol/client/package.json"}, "--ignore-scripts")
 }
