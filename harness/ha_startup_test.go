@@ -240,31 +240,12 @@ func TestFailoverSettlesInFlight(t *testing.T) {
 		status, _ := g.get("/readyz")
 		return status == http.StatusOK
 	})
-	if err := sb.InjectFault(sandbox.Fault{Path: "/refunds", Method: http.MethodPost, Fault: sandbox.FaultHold, Count: n}); err != nil {
-		t.Fatal(err)
-	}
-	client := &http.Client{Timeout: time.Minute}
-	var wg sync.WaitGroup
-	answers := make([]string, n)
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			status, body := g.call(client, fmt.Sprintf("inflight-%d", i), orderID(0))
-			answers[i] = fmt.Sprintf("%d %s", status, body)
-		}()
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
-	defer cancel()
-	if err := sb.WaitHeld(ctx, n); err != nil {
-		t.Fatalf("the calls did not reach the downstream: %v\n%s", err, g.logs)
-	}
+	answersOf := heldCalls(t, g, sb, n)
 	if err := rs.KillPrimary(); err != nil {
 		t.Fatal(err)
 	}
 	sb.Release()
-	wg.Wait()
-	for i, a := range answers {
+	for i, a := range answersOf() {
 		t.Logf("call %d while no primary answered: %s", i, a)
 	}
 	if err := rs.Promote(); err != nil {
@@ -409,4 +390,31 @@ func TestRestartExpiresOwnClaims(t *testing.T) {
 		g.stop()
 		sb.Release()
 	}
+}
+
+// heldCalls starts n calls through g ("inflight-0"…) that the sandbox holds,
+// waits until all n reached it, and returns a function that waits for their
+// answers ("STATUS BODY" each).
+func heldCalls(t *testing.T, g *haGateway, sb *sandbox.Server, n int) func() []string {
+	t.Helper()
+	if err := sb.InjectFault(sandbox.Fault{Path: "/refunds", Method: http.MethodPost, Fault: sandbox.FaultHold, Count: n}); err != nil {
+		t.Fatal(err)
+	}
+	client := &http.Client{Timeout: time.Minute}
+	var wg sync.WaitGroup
+	answers := make([]string, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			status, body := g.call(client, fmt.Sprintf("inflight-%d", i), orderID(0))
+			answers[i] = fmt.Sprintf("%d %s", status, body)
+		}()
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	if err := sb.WaitHeld(ctx, n); err != nil {
+		t.Fatalf("the calls did not reach the downstream: %v\n%s", err, g.logs)
+	}
+	return func() []string { wg.Wait(); return answers }
 }

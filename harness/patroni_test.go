@@ -1,17 +1,14 @@
 package harness
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/toolgate/toolgate/internal/pgtest"
-	"github.com/toolgate/toolgate/sandbox"
 )
 
 // The ledger under Patroni (3.x, etcd 3.4, synchronous_mode; the sample
@@ -114,35 +111,17 @@ func TestPatroniInFlight(t *testing.T) {
 		status, _ := g.get("/readyz")
 		return status == http.StatusOK
 	})
-	if err := sb.InjectFault(sandbox.Fault{Path: "/refunds", Method: http.MethodPost, Fault: sandbox.FaultHold, Count: n}); err != nil {
-		t.Fatal(err)
-	}
-	client := &http.Client{Timeout: time.Minute}
-	var wg sync.WaitGroup
-	answers := make([]string, n)
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			status, body := g.call(client, fmt.Sprintf("inflight-%d", i), orderID(0))
-			answers[i] = fmt.Sprintf("%d %s", status, body)
-		}()
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
-	defer cancel()
-	if err := sb.WaitHeld(ctx, n); err != nil {
-		t.Fatalf("the calls did not reach the downstream: %v\n%s", err, g.logs)
-	}
+	answersOf := heldCalls(t, g, sb, n)
 	leader := ps.Leader()
 	if err := ps.KillPrimary(); err != nil {
 		t.Fatal(err)
 	}
 	crash := time.Now()
 	sb.Release()
-	wg.Wait()
-	for i, a := range answers {
+	for i, a := range answersOf() {
 		t.Logf("call %d, answered by the downstream after the crash: %s", i, a)
 	}
+	client := &http.Client{Timeout: time.Minute}
 	var served time.Duration
 	settled := map[string]time.Duration{}
 	retries := 0
