@@ -2,9 +2,11 @@ package postgres_test
 
 import (
 	"context"
+	"net"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/toolgate/toolgate/internal/pgtest"
 	"github.com/toolgate/toolgate/ledger"
 	"github.com/toolgate/toolgate/ledger/postgres"
@@ -106,12 +108,29 @@ func TestListenReconnects(t *testing.T) {
 	go func() { done <- s.Listen(ctx, func(c postgres.Completion) { got <- c }) }()
 	defer func() { cancel(); <-done }()
 
-	// Wait (bounded) until Listen has its connection through the proxy.
+	// Wait (bounded) until Listen's session, through the proxy, is listening:
+	// a server backend whose client port is one of the proxy's server-side
+	// ends has run LISTEN. (Counting the proxy's connections is not enough:
+	// the store's start-up probes connect through it too.)
+	direct, err := pgx.Connect(t.Context(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer direct.Close(context.WithoutCancel(t.Context()))
 	for deadline := time.Now().Add(30 * time.Second); ; {
 		p.mu.Lock()
-		n := len(p.conns)
+		var ports []int32
+		for i := 1; i < len(p.conns); i += 2 { // (client end, server end) pairs
+			if a, ok := p.conns[i].LocalAddr().(*net.TCPAddr); ok {
+				ports = append(ports, int32(a.Port))
+			}
+		}
 		p.mu.Unlock()
-		if n >= 4 { // the pool's connection and Listen's, two ends each
+		var listening bool
+		if err := direct.QueryRow(t.Context(), `SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE client_port = ANY($1) AND query ILIKE 'LISTEN %')`, ports).Scan(&listening); err != nil {
+			t.Fatal(err)
+		}
+		if listening {
 			break
 		}
 		if time.Now().After(deadline) {
