@@ -4,11 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/toolgate/toolgate/internal/textsafe"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
@@ -138,9 +138,7 @@ func nodeOf(v any) *yaml.Node {
 // hidden reports a character a terminal would not show as itself: a
 // control, a line or paragraph separator, a format character (bidi
 // overrides and isolates, zero-width ones) or any other non-printing one.
-func hidden(r rune) bool {
-	return !(r == ' ' || (unicode.IsPrint(r) && !unicode.Is(unicode.Cf, r)))
-}
+func hidden(r rune) bool { return textsafe.Hidden(r) }
 
 // escapeHidden escapes, in YAML's double-quoted syntax, each hidden
 // character the encoder left as it is; Snippet writes every string double-

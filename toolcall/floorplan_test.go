@@ -41,7 +41,7 @@ func TestFloorPlan(t *testing.T) {
 		// they know the attempt outcome, pins and the diff, not the call path.
 		{pkg: "upstream", onlyOwn: []string{"invoke", "ledger", "lockfile", "schemadiff"}},
 		// import writes tool folders; it checks them with the loader.
-		{pkg: "importer", onlyOwn: []string{"contract", "lockfile"}},
+		{pkg: "importer", onlyOwn: []string{"contract", "internal/textsafe", "lockfile"}},
 		// The front ends answer from the call service's typed answers, never
 		// from a recorded HTTP response.
 		{pkg: "gateway", forbidden: []string{"net/http/httptest"}},

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/toolgate/toolgate/internal/textsafe"
 	"os"
 	"os/user"
 	"slices"
@@ -12,8 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/invoke"
@@ -216,23 +215,9 @@ func quotedText(s *string) string {
 	return strconv.Quote(*s)
 }
 
-// visible is s with what a terminal would not show as itself escaped (as
-// quotedText does), the rest as is.
-func visible(s string) string {
-	var b strings.Builder
-	for i, r := range s {
-		switch {
-		case r == utf8.RuneError && !strings.HasPrefix(s[i:], "\uFFFD"):
-			fmt.Fprintf(&b, `\x%02x`, s[i])
-		case r == ' ' || (unicode.IsPrint(r) && !unicode.Is(unicode.Cf, r)):
-			b.WriteRune(r)
-		default:
-			q := strconv.QuoteRune(r)
-			b.WriteString(q[1 : len(q)-1])
-		}
-	}
-	return b.String()
-}
+// visible is s with what a terminal would not show as itself escaped
+// (internal/textsafe, the rule every printed name follows), the rest as is.
+func visible(s string) string { return textsafe.Escape(s) }
 
 func orDash(s string) string {
 	if s == "" {
