@@ -19,43 +19,39 @@ import (
 	"strings"
 	"time"
 
-	"github.com/toolgate/toolgate/decisionlog"
-	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/internal/defaults"
 	"github.com/toolgate/toolgate/internal/oauth"
 	"github.com/toolgate/toolgate/internal/strictyaml"
 	"github.com/toolgate/toolgate/internal/suggest"
-	"github.com/toolgate/toolgate/invoke"
-	"github.com/toolgate/toolgate/ledger"
-	"github.com/toolgate/toolgate/toolcall"
-	"github.com/toolgate/toolgate/upstream"
 )
 
-// Defaults for a configuration that leaves a field out. A setting's default
-// lives in the package that owns its behaviour; these refer to it. The file
-// locations, the listen address and the retention periods are the
-// configuration's own.
+// Defaults for a configuration that leaves a field out. A default that a
+// package below the configuration acts on is written once, in
+// internal/defaults, and the owning package's Default* constant is defined
+// from the same value. The file locations, the listen address, the
+// retention periods and the reload interval are the configuration's own.
 const (
 	DefaultListen             = "127.0.0.1:8080"
 	DefaultToolsDir           = "./agent-tools"
 	DefaultLedger             = "sqlite://./toolgate.db"
 	DefaultRetention          = 168 * time.Hour
 	DefaultTombstoneRetention = 720 * time.Hour
-	DefaultJoinTimeout        = toolcall.DefaultJoinTimeout
-	DefaultMaxBodyBytes       = gateway.DefaultMaxBodyBytes
-	DefaultLease              = ledger.DefaultLease
-	DefaultReconcileInterval  = ledger.DefaultReconcileInterval
-	DefaultMethod             = invoke.DefaultMethod
-	DefaultDownstreamTimeout  = invoke.DefaultTimeout
-	DefaultMaxAttempts        = invoke.DefaultMaxAttempts
-	DefaultHoldAfter          = invoke.DefaultHoldAfter
-	DefaultSettleAfter        = invoke.DefaultSettleAfter
-	DefaultIdempotencyHeader  = invoke.DefaultIdempotencyHeader
-	DefaultDownstreamKey      = invoke.DefaultDownstreamKey
-	DefaultTenant             = toolcall.DefaultTenant
-	DefaultDecisionLogArgs    = string(decisionlog.ModeMasked)
-	DefaultUpstreamCheck      = upstream.DefaultCheckInterval
+	DefaultJoinTimeout        = defaults.JoinTimeout
+	DefaultMaxBodyBytes       = defaults.MaxBodyBytes
+	DefaultLease              = defaults.Lease
+	DefaultReconcileInterval  = defaults.ReconcileInterval
+	DefaultMethod             = defaults.Method
+	DefaultDownstreamTimeout  = defaults.DownstreamTimeout
+	DefaultMaxAttempts        = defaults.MaxAttempts
+	DefaultHoldAfter          = defaults.HoldAfter
+	DefaultSettleAfter        = defaults.SettleAfter
+	DefaultIdempotencyHeader  = defaults.IdempotencyHeader
+	DefaultDownstreamKey      = defaults.DownstreamKey
+	DefaultTenant             = defaults.Tenant
+	DefaultDecisionLogArgs    = defaults.DecisionLogArguments
+	DefaultUpstreamCheck      = defaults.UpstreamCheckInterval
 	DefaultToolsReload        = 10 * time.Second
-	DefaultIdempotencyMeta    = upstream.DefaultKeyMeta
+	DefaultIdempotencyMeta    = defaults.IdempotencyMeta
 )
 
 // Config is the whole gateway configuration.

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toolgate/toolgate/internal/defaults"
 	"github.com/toolgate/toolgate/invoke"
 	"github.com/toolgate/toolgate/upstream"
 )
@@ -88,7 +89,7 @@ type MCPServer struct {
 const (
 	MCPKeyArgumentAuto  = "auto"
 	MCPKeyArgumentOff   = "off"
-	DefaultMCPTaskAfter = time.Second
+	DefaultMCPTaskAfter = defaults.MCPTaskAfter
 	maxMCPTaskAfter     = 10 * time.Minute
 )
 

@@ -13,6 +13,7 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 	"fmt"
+	"github.com/toolgate/toolgate/internal/defaults"
 	"github.com/toolgate/toolgate/internal/plural"
 	"log/slog"
 	"net/http"
@@ -34,7 +35,7 @@ import (
 )
 
 // DefaultMaxBodyBytes caps request bodies when Config.MaxBodyBytes is 0.
-const DefaultMaxBodyBytes = 1 << 20
+const DefaultMaxBodyBytes = defaults.MaxBodyBytes
 
 // DefaultTenant is the tenant of every call when no keys are configured.
 const DefaultTenant = toolcall.DefaultTenant

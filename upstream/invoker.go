@@ -13,6 +13,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolgate/toolgate/internal/defaults"
 	"github.com/toolgate/toolgate/invoke"
 	"github.com/toolgate/toolgate/ledger"
 )
@@ -21,7 +22,7 @@ import (
 // key (the action's idempotency key as the binding's downstream_key template
 // makes it) when the binding names none. It is the key toolgate's own /mcp
 // endpoint reads, so a toolgate behind a toolgate sees the same action.
-const DefaultKeyMeta = "toolgate/idempotency_key"
+const DefaultKeyMeta = defaults.IdempotencyMeta
 
 // LookupKeyArgument is the argument of a binding's lookup tool that carries
 // the downstream key (also sent in _meta, as with tools/call).
