@@ -56,11 +56,18 @@ func TestFloorPlan(t *testing.T) {
 		// The defaults of the settings a package below the configuration
 		// acts on: the owners and config both read them here.
 		{pkg: "internal/defaults", onlyOwn: []string{}, forbidden: []string{"net/http"}},
+		// The syntax of a binding's template placeholders, and MCP's rules
+		// for _meta keys: config checks them at load, invoke and upstream
+		// act on them.
+		{pkg: "internal/placeholder", onlyOwn: []string{}},
+		{pkg: "internal/mcpmeta", onlyOwn: []string{}},
 	}
 	// leaves may be imported by any package.
 	leaves := map[string]bool{"internal/canon": true, "internal/junit": true, "internal/suggest": true, "internal/strictyaml": true, "internal/tracectx": true,
 		"internal/jsonschemax": true, "internal/secret": true, "internal/plural": true, "internal/textsafe": true}
 	leaves["internal/defaults"] = true
+	leaves["internal/placeholder"] = true
+	leaves["internal/mcpmeta"] = true
 	for _, r := range rules {
 		imports := packageImports(t, filepath.Join("..", r.pkg))
 		for imp, file := range imports {
