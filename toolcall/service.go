@@ -119,6 +119,10 @@ type Service struct {
 	cfg   Config
 	ro    *rollouts // rollout.go
 	tools atomic.Pointer[Tools]
+
+	// onChoose, when set (by internal tests), is called each time what
+	// serves a tool is read (choose, rollout.go).
+	onChoose func()
 }
 
 // Tools is what a Service serves from a tools directory: the registry, and
@@ -343,6 +347,12 @@ type Input struct {
 	// joins. A refused call, a replay and an approval wait never call it.
 	// The MCP front end keeps only admitted calls' streams for resumption.
 	Admitted func()
+	// Reshape, if set, rewrites the arguments Body returned before they are
+	// canonicalized, for the version that would serve the call: the one it
+	// names, else the one that serves the caller's next new action (a
+	// canary's candidate for a caller the canary takes). The OpenAI doors
+	// drop strict mode's nulls for absent optional properties with it.
+	Reshape func(v *contract.Version, args json.RawMessage) json.RawMessage
 }
 
 // admitted calls Input.Admitted once.
