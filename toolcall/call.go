@@ -245,7 +245,7 @@ func (c *call) runMutating(ctx context.Context) error {
 // the binding it runs on, and whether it waits for approval.
 type admission struct {
 	v      *contract.Version
-	b      invoke.Binding
+	b      *invoke.Binding
 	hold   bool
 	reason string
 }
@@ -272,7 +272,7 @@ func (c *call) admit(ctx context.Context, v *contract.Version) (admission, error
 		return admission{}, InvalidArguments(verdict.Errors)
 	}
 	c.shadow(v)
-	b, ok := c.s.cfg.Bindings[c.tool.ID]
+	b, ok := c.s.binding(c.tool.ID)
 	if !ok {
 		return admission{}, Errorf(CodeToolNotBound, "%s has no binding in this gateway", c.tool.ID)
 	}
@@ -286,7 +286,7 @@ func (c *call) admit(ctx context.Context, v *contract.Version) (admission, error
 	return admission{v: v, b: b, hold: hold, reason: reason}, nil
 }
 
-func holdReason(v contract.Verdict, b invoke.Binding) (bool, string) {
+func holdReason(v contract.Verdict, b *invoke.Binding) (bool, string) {
 	if len(v.Review) > 0 {
 		return true, fmt.Sprintf("review rule %s: %s", v.Review[0].ID, v.Review[0].Message)
 	}
@@ -409,11 +409,11 @@ func (c *call) existing(ctx context.Context, a *ledger.Action) error {
 		case ledger.AwaitingApproval:
 			return c.awaiting(a)
 		case ledger.Pending:
-			b, ok := c.s.cfg.Bindings[a.ToolID]
+			b, ok := c.s.binding(a.ToolID)
 			if !ok {
 				return Errorf(CodeToolNotBound, "%s has no binding in this gateway", a.ToolID)
 			}
-			if max := b.WithDefaults().MaxAttempts; a.Attempts >= max {
+			if max := b.MaxAttempts; a.Attempts >= max {
 				return Errorf(CodeAttemptsExhausted, "all %d attempts were used; an operator can resolve the action", max).withAction(a, a.State)
 			}
 			if p := c.s.drifted(a.ToolID, b); p != nil {

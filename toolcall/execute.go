@@ -15,20 +15,20 @@ import (
 // execute sends a claimed (running) action downstream and records the
 // attempt's outcome. The downstream call is detached from the caller's
 // context: a caller that hangs up does not cut an effect in half.
-func (c *call) execute(ctx context.Context, a *ledger.Action, b invoke.Binding) error {
+func (c *call) execute(ctx context.Context, a *ledger.Action, b *invoke.Binding) error {
 	ctx = context.WithoutCancel(ctx)
 	c.admitted()
 	f := c.facts()
 	args, _ := c.decoded().(map[string]any)
-	dctx, span := c.s.downstreamSpan(ctx, b.WithDefaults().Method, attrActionID.String(a.ID), attrAttempt.Int(a.Attempts))
+	dctx, span := c.s.downstreamSpan(ctx, b.Method, attrActionID.String(a.ID), attrAttempt.Int(a.Attempts))
 	req := invoke.Request{
-		Binding:     &b,
+		Binding:     b,
 		Vars:        invoke.Vars{Tenant: a.Tenant, ActionID: a.ID, Args: args},
 		Body:        a.Arguments,
 		Traceparent: traceparentOr(dctx, c.in.Traceparent),
 	}
 	f.Attempt = a.Attempts
-	f.Binding = &b
+	f.Binding = b
 	actionEvidence(f, a)
 	probe := c.s.cfg.ProbeState && b.StateURL != ""
 	// Nothing of the attempt is sent, or waited for, past the send window
@@ -69,7 +69,7 @@ func (c *call) execute(ctx context.Context, a *ledger.Action, b invoke.Binding) 
 		if err := c.s.cfg.Ledger.Finish(ctx, a, ledger.NotStarted, nil, "not started: "+errText(res)); err != nil {
 			return finishFailed(a, err)
 		}
-		return Errorf(CodeDownstreamUnreachable, "attempt %d of %d did not reach the downstream: %s", a.Attempts, b.WithDefaults().MaxAttempts, errText(res)).
+		return Errorf(CodeDownstreamUnreachable, "attempt %d of %d did not reach the downstream: %s", a.Attempts, b.MaxAttempts, errText(res)).
 			withRetry(1).withAction(a, a.State)
 	default: // Lost: a timeout, a dropped connection after the send, an ambiguous 5xx
 		if err := c.s.cfg.Ledger.Finish(ctx, a, ledger.Lost, nil, "outcome unknown: "+errText(res)); err != nil {
@@ -82,7 +82,7 @@ func (c *call) execute(ctx context.Context, a *ledger.Action, b invoke.Binding) 
 
 // invokeWithLease makes the downstream call, renewing the action's lease while
 // it is in flight so that no one declares it lost.
-func (s *Service) invokeWithLease(ctx context.Context, a *ledger.Action, b invoke.Binding, req invoke.Request) invoke.Result {
+func (s *Service) invokeWithLease(ctx context.Context, a *ledger.Action, b *invoke.Binding, req invoke.Request) invoke.Result {
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -137,9 +137,9 @@ func (c *call) readOnly(ctx context.Context) error {
 	if !ValidKey(id) {
 		id = "read-" + decisionlog.NewDecisionID() // templates may name {action_id}; nothing is stored under it
 	}
-	dctx, span := c.s.downstreamSpan(ctx, b.WithDefaults().Method)
+	dctx, span := c.s.downstreamSpan(ctx, b.Method)
 	res := c.s.invoker(b).Call(dctx, invoke.Request{
-		Binding: &b, Vars: invoke.Vars{Tenant: c.p.Tenant, ActionID: id, Args: args},
+		Binding: b, Vars: invoke.Vars{Tenant: c.p.Tenant, ActionID: id, Args: args},
 		Body: c.canon, Traceparent: traceparentOr(dctx, c.in.Traceparent),
 	})
 	endDownstreamSpan(span, res)
@@ -153,7 +153,7 @@ func (c *call) readOnly(ctx context.Context) error {
 
 // probeState reads the binding's state probe for the decision log; a failed
 // probe is noted, never fatal.
-func (s *Service) probeState(ctx context.Context, b invoke.Binding, req invoke.Request) (json.RawMessage, string) {
+func (s *Service) probeState(ctx context.Context, b *invoke.Binding, req invoke.Request) (json.RawMessage, string) {
 	body, err := s.invoker(b).State(ctx, req)
 	if err != nil {
 		return nil, err.Error()

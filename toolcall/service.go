@@ -123,6 +123,26 @@ type Service struct {
 	// onChoose, when set (by internal tests), is called each time what
 	// serves a tool is read (choose, rollout.go).
 	onChoose func()
+	// bindings are Config.Bindings with their defaults, computed once
+	// (invoke.Binding.WithDefaults): every execution, lookup and probe of a
+	// tool sends on its one binding.
+	bindings map[string]*invoke.Binding
+}
+
+// binding is the tool's binding with its defaults, or false when it has none.
+func (s *Service) binding(toolID string) (*invoke.Binding, bool) {
+	b, ok := s.bindings[toolID]
+	return b, ok
+}
+
+// withDefaults computes every binding's defaults once.
+func withDefaults(bs map[string]invoke.Binding) map[string]*invoke.Binding {
+	out := make(map[string]*invoke.Binding, len(bs))
+	for id, b := range bs {
+		d := b.WithDefaults()
+		out[id] = &d
+	}
+	return out
 }
 
 // Tools is what a Service serves from a tools directory: the registry, and
@@ -163,7 +183,7 @@ func New(cfg Config) *Service {
 	if cfg.Tracer == nil {
 		cfg.Tracer = noopTracer
 	}
-	s := &Service{cfg: cfg, ro: newRollouts()}
+	s := &Service{cfg: cfg, ro: newRollouts(), bindings: withDefaults(cfg.Bindings)}
 	s.tools.Store(&Tools{Registry: cfg.Registry, DeprecatedAt: cfg.DeprecatedAt, Released: cfg.Released, Release: cfg.Release})
 	if cfg.OnChange != nil {
 		go s.watchChanges()
@@ -182,11 +202,10 @@ func (s *Service) log() *slog.Logger { return s.cfg.Logger }
 // before it when this service probes; 0 for a tool without a binding.
 // execute holds every attempt to it.
 func (s *Service) SendWindow(toolID string) time.Duration {
-	b, ok := s.cfg.Bindings[toolID]
+	b, ok := s.binding(toolID)
 	if !ok {
 		return 0
 	}
-	b = b.WithDefaults()
 	if s.cfg.ProbeState && b.StateURL != "" {
 		return 2 * b.Timeout
 	}
@@ -200,7 +219,7 @@ func actionAttrs(a *ledger.Action) []any {
 
 // invoker is the invoker for a binding: the HTTP invoker, or for a tool of an
 // upstream MCP server the upstream invoker.
-func (s *Service) invoker(b invoke.Binding) Invoker {
+func (s *Service) invoker(b *invoke.Binding) Invoker {
 	if b.MCP == nil {
 		return s.cfg.Invoker
 	}
@@ -226,7 +245,7 @@ func (noUpstream) State(context.Context, invoke.Request) (json.RawMessage, error
 
 // drifted is the upstream_drifted problem for a binding to an upstream MCP
 // tool that Config.Drift stops, or nil when it may be called.
-func (s *Service) drifted(toolID string, b invoke.Binding) *Problem {
+func (s *Service) drifted(toolID string, b *invoke.Binding) *Problem {
 	if b.MCP == nil || s.cfg.Drift == nil {
 		return nil
 	}
