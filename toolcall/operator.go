@@ -413,7 +413,7 @@ func (s *Service) Owner(a *ledger.Action) string {
 	if s == nil {
 		return ""
 	}
-	if t := s.cfg.Registry.Tool(a.ToolID); t != nil {
+	if t := s.reg().Tool(a.ToolID); t != nil { // the registry serving: SetTools changes it
 		return t.Owner.Owner
 	}
 	return ""
