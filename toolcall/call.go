@@ -40,7 +40,8 @@ type call struct {
 	routed   *routed
 	shadowed *shadowed
 	// ch is what serves the tool for this caller, chosen once (choice).
-	ch *choice
+	ch         choice
+	chosenOnce bool
 }
 
 func (c *call) facts() *Facts { return &c.ans.Facts }

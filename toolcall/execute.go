@@ -81,30 +81,49 @@ func (c *call) execute(ctx context.Context, a *ledger.Action, b *invoke.Binding)
 }
 
 // invokeWithLease makes the downstream call, renewing the action's lease while
-// it is in flight so that no one declares it lost.
+// it is in flight so that no one declares it lost. The renewal is a timer,
+// not a goroutine of its own: most calls end long before the first one is
+// due (a third of the lease).
 func (s *Service) invokeWithLease(ctx context.Context, a *ledger.Action, b *invoke.Binding, req invoke.Request) invoke.Result {
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		t := time.NewTicker(s.cfg.Ledger.RenewEvery())
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				if err := s.cfg.Ledger.Renew(ctx, a); err != nil {
-					s.log().Warn("renew lease", append(actionAttrs(a), "error", err.Error())...)
-				}
-			}
-		}
-	}()
+	r := &renewal{s: s, ctx: ctx, a: a, every: s.cfg.Ledger.RenewEvery()}
+	r.mu.Lock()
+	r.t = time.AfterFunc(r.every, r.renew)
+	r.mu.Unlock()
 	res := s.invoker(b).Call(ctx, req)
-	close(done)
-	wg.Wait()
+	r.stop()
 	return res
+}
+
+// renewal renews one action's lease every interval until stopped.
+type renewal struct {
+	s     *Service
+	ctx   context.Context
+	a     *ledger.Action
+	every time.Duration
+
+	mu      sync.Mutex // held through a renewal: stop waits for one under way
+	t       *time.Timer
+	stopped bool
+}
+
+func (r *renewal) renew() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stopped {
+		return
+	}
+	if err := r.s.cfg.Ledger.Renew(r.ctx, r.a); err != nil {
+		r.s.log().Warn("renew lease", append(actionAttrs(r.a), "error", err.Error())...)
+	}
+	r.t.Reset(r.every)
+}
+
+// stop ends the renewals; when it returns, none is under way or to come.
+func (r *renewal) stop() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.stopped = true
+	r.t.Stop()
 }
 
 // finishFailed is the answer when the downstream was called but the ledger

@@ -216,7 +216,7 @@ func (s *Service) RolloutDefault(toolID string) string {
 
 func (s *Service) deprecations() rollout.Deprecations {
 	t := s.tools.Load()
-	return rollout.Deprecations{Locked: t.DeprecatedAt, Seen: s.seenDeprecation, Released: t.Released, Release: t.Release}
+	return rollout.Deprecations{Locked: t.DeprecatedAt, Seen: s.seen, Released: t.Released, Release: t.Release}
 }
 
 // Serving is the version that serves p's next new action of tool t naming
@@ -247,24 +247,30 @@ type choice struct {
 
 // choose reads what serves p's calls of t (p may be nil: no canary routes).
 func (s *Service) choose(t *contract.Tool, p *Principal) *choice {
+	ch := new(choice)
+	s.chooseInto(ch, t, p)
+	return ch
+}
+
+func (s *Service) chooseInto(ch *choice, t *contract.Tool, p *Principal) {
 	if s.onChoose != nil {
 		s.onChoose()
 	}
-	ch := &choice{r: s.rolloutRecord(t.ID), dep: s.deprecations(), now: s.cfg.Ledger.Time()}
+	*ch = choice{r: s.rolloutRecord(t.ID), dep: s.deprecations(), now: s.cfg.Ledger.Time()}
 	ch.def, _ = rollout.Default(t, ch.r, ch.dep, ch.now)
 	ch.serving, ch.role = ch.def, "default"
 	if p != nil {
 		ch.serving, ch.role, ch.canary = rollout.Route(ch.def, t, ch.r, ch.dep, ch.now, p.Tenant, p.Name)
 	}
-	return ch
 }
 
 // choice is what serves the call's tool for its caller, read on first use.
 func (c *call) choice() *choice {
-	if c.ch == nil {
-		c.ch = c.s.choose(c.tool, c.p)
+	if !c.chosenOnce {
+		c.chosenOnce = true
+		c.s.chooseInto(&c.ch, c.tool, c.p)
 	}
-	return c.ch
+	return &c.ch
 }
 
 // chosen is the version the call runs under: the one it names, else the

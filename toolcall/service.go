@@ -127,6 +127,8 @@ type Service struct {
 	// (invoke.Binding.WithDefaults): every execution, lookup and probe of a
 	// tool sends on its one binding.
 	bindings map[string]*invoke.Binding
+	// seen is seenDeprecation as a func value, made once (rollout.go).
+	seen func(toolID, version string) (time.Time, bool)
 }
 
 // binding is the tool's binding with its defaults, or false when it has none.
@@ -184,6 +186,7 @@ func New(cfg Config) *Service {
 		cfg.Tracer = noopTracer
 	}
 	s := &Service{cfg: cfg, ro: newRollouts(), bindings: withDefaults(cfg.Bindings)}
+	s.seen = s.seenDeprecation
 	s.tools.Store(&Tools{Registry: cfg.Registry, DeprecatedAt: cfg.DeprecatedAt, Released: cfg.Released, Release: cfg.Release})
 	if cfg.OnChange != nil {
 		go s.watchChanges()
