@@ -193,6 +193,10 @@ type Server struct {
 
 	// inFlight caps the requests in flight per key and tenant (limits.go).
 	inFlight *inFlight
+
+	// onIdentify, when set (by internal tests), is called each time a
+	// request's credential is looked up (identify, oauth.go).
+	onIdentify func()
 }
 
 // CallEvent is what observers learn about one handled tool call.
@@ -298,8 +302,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	cleanTraceHeaders(r.Header)
 	p, fail := s.identify(r.Context(), r.Header)
-	if s.tokens != nil {
-		// A token is verified once per request: authorize reads the result.
+	if s.noAuth == nil {
+		// A credential is looked up once per request: authorize (and the
+		// MCP tools/call handler) read the result.
 		r = r.WithContext(context.WithValue(r.Context(), identifiedKey{}, &identified{p: p, fail: fail, header: r.Header.Get("Authorization")}))
 	}
 	if p != nil {
@@ -410,13 +415,6 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request, who role) (*P
 	return p, nil
 }
 
-// authenticate finds the principal for the request's bearer key or access
-// token, or nil (identify, oauth.go).
-func (s *Server) authenticate(h http.Header) *Principal {
-	p, _ := s.identify(context.Background(), h)
-	return p
-}
-
 // staticKey finds the principal of a static key, or nil. Every configured
 // key is compared, in constant time, whichever matches.
 func (s *Server) staticKey(token string) *Principal {
@@ -488,7 +486,7 @@ func (s *Server) readyDetailFor(r *http.Request) bool {
 	if s.noAuth != nil {
 		return r.Host == "" || loopbackHost(r.Host)
 	}
-	p := s.authenticate(r.Header)
+	p, _ := s.identifyRequest(r)
 	return p != nil && p.Operator()
 }
 

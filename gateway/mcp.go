@@ -206,8 +206,8 @@ func (api *mcpAPI) handler(toolID string, structured, keyArg bool) mcp.ToolHandl
 		in := toolcall.Input{ToolID: tool.ID, Key: metaKey(req.Params.Meta), CorrelationID: h.Get("X-Correlation-Id"), Traceparent: h.Get("Traceparent"),
 			Admitted: admittedHook(ctx)} // an admitted call's stream is kept for resumption (mcp_resume.go)
 		args := bytes.TrimSpace(req.Params.Arguments)
-		p := s.authenticate(h)
-		var early error // a refusal made before the call service
+		p, _ := s.identifyIn(ctx, h) // found once, by ServeHTTP, for the HTTP request that carried the call
+		var early error              // a refusal made before the call service
 		switch {
 		case p == nil:
 			early = problem(toolcall.CodeUnauthenticated, "send a valid API key as 'Authorization: Bearer <key>'")

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/toolgate/toolgate/contract"
 	"github.com/toolgate/toolgate/ledger"
 )
 
@@ -90,9 +91,7 @@ func newServerMetrics(cfg Config) *Metrics {
 	if m.ledger == nil {
 		return m
 	}
-	for _, t := range cfg.Registry.Tools() {
-		m.ledger.owners[t.ID] = t.Owner.Owner
-	}
+	m.setOwners(cfg.Registry)
 	for id, b := range cfg.Bindings {
 		if t := cfg.Registry.Tool(id); t != nil && !anyMutating(t.Versions) {
 			continue // read-only tools never reach the ledger
@@ -148,9 +147,10 @@ type ledgerCollector struct {
 	now       func() time.Time
 	holdAfter map[string]time.Duration // bound mutating tools
 	tenants   []string                 // whose approval queues are read
-	// owners is each registry tool's owner (owner.yaml): the owner label of
-	// the per-tool series, a bounded set that no caller can add to.
-	owners map[string]string
+	// owners is each tool's owner (owner.yaml) in the registry serving
+	// (setOwners, on every reload): the owner label of the per-tool series,
+	// a bounded set that no caller can add to.
+	owners atomic.Pointer[map[string]string]
 
 	up, actions, holdAfterDesc, needsOperator, oldestUnknown, oldestUnassigned, oldestApproval *prometheus.Desc
 }
@@ -158,7 +158,7 @@ type ledgerCollector struct {
 func newLedgerCollector(store ledger.Store) *ledgerCollector {
 	tool := []string{"tool_id", "owner"}
 	return &ledgerCollector{
-		store: store, now: time.Now, holdAfter: map[string]time.Duration{}, owners: map[string]string{},
+		store: store, now: time.Now, holdAfter: map[string]time.Duration{},
 		up: prometheus.NewDesc("toolgate_ledger_up",
 			"1 when the ledger answered this scrape's reads, 0 when it did not (calls are answered 503 ledger_unavailable meanwhile).", nil, nil),
 		actions: prometheus.NewDesc("toolgate_actions",
@@ -186,8 +186,9 @@ func (c *ledgerCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
+	owners := c.ownersNow()
 	for id, d := range c.holdAfter {
-		gauge(c.holdAfterDesc, d.Seconds(), id, c.owners[id])
+		gauge(c.holdAfterDesc, d.Seconds(), id, owners[id])
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), ScrapeTimeout)
 	defer cancel()
@@ -222,14 +223,36 @@ func (c *ledgerCollector) Collect(ch chan<- prometheus.Metric) {
 // other tool v names, each labelled with the tool's owner ("" for a tool
 // the registry does not know, which Prometheus shows as no owner label).
 func (c *ledgerCollector) perTool(ch chan<- prometheus.Metric, d *prometheus.Desc, v map[string]float64) {
+	owners := c.ownersNow()
 	for id := range c.holdAfter {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v[id], id, c.owners[id])
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v[id], id, owners[id])
 	}
 	for id, x := range v {
 		if _, bound := c.holdAfter[id]; !bound {
-			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, x, id, c.owners[id])
+			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, x, id, owners[id])
 		}
 	}
+}
+
+// ownersNow is each tool's owner in the registry serving.
+func (c *ledgerCollector) ownersNow() map[string]string {
+	if m := c.owners.Load(); m != nil {
+		return *m
+	}
+	return nil
+}
+
+// setOwners takes the owner labels from reg, the registry serving from now
+// on (New, Reload).
+func (m *Metrics) setOwners(reg *contract.Registry) {
+	if m.ledger == nil || reg == nil {
+		return
+	}
+	owners := map[string]string{}
+	for _, t := range reg.Tools() {
+		owners[t.ID] = t.Owner.Owner
+	}
+	m.ledger.owners.Store(&owners)
 }
 
 // unknownAges reads up to ScrapeUnknownLimit unknown actions of all tenants:

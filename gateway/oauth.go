@@ -54,6 +54,9 @@ func (s *Server) identify(ctx context.Context, h http.Header) (*Principal, authF
 	if s.noAuth != nil {
 		return s.noAuth, authFailure{}
 	}
+	if s.onIdentify != nil {
+		s.onIdentify()
+	}
 	token, ok := oauth.ParseBearer(h.Get("Authorization"))
 	if !ok {
 		return nil, authFailure{sent: h.Get("Authorization") != ""}
@@ -96,10 +99,17 @@ type identifiedKey struct{}
 
 // identifyRequest is identify for r, reusing what ServeHTTP found.
 func (s *Server) identifyRequest(r *http.Request) (*Principal, authFailure) {
-	if id, ok := r.Context().Value(identifiedKey{}).(*identified); ok && id.header == r.Header.Get("Authorization") {
+	return s.identifyIn(r.Context(), r.Header)
+}
+
+// identifyIn is identify for a request whose context is ctx and whose
+// headers are h: what ServeHTTP found for the same Authorization header,
+// else a lookup of its own (a request that did not come through ServeHTTP).
+func (s *Server) identifyIn(ctx context.Context, h http.Header) (*Principal, authFailure) {
+	if id, ok := ctx.Value(identifiedKey{}).(*identified); ok && id.header == h.Get("Authorization") {
 		return id.p, id.fail
 	}
-	return s.identify(r.Context(), r.Header)
+	return s.identify(ctx, h)
 }
 
 // principal is the interned principal of a verified token.

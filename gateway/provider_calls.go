@@ -145,7 +145,10 @@ func definitionName(def json.RawMessage) string {
 // frontDoor serves one provider call endpoint: authenticate, parse the
 // provider's call, map its name to a tool id, run it through the call service
 // and answer in the provider's shape. Every request is observed as one call,
-// refused ones included (401, a name the model made up).
+// refused ones included (401, a name the model made up). The call service
+// checks the allow-list and the tool, as for every other door, with the
+// same answers; the door adds only what its shape needs (the exported name,
+// arguments that are not an object, OpenAI strict mode's nulls).
 func (api *providerAPI) frontDoor(parse func([]byte) (provider.Call, error)) http.Handler {
 	s := api.s
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -176,23 +179,29 @@ func (api *providerAPI) frontDoor(parse func([]byte) (provider.Call, error)) htt
 		}
 		pc := &ledger.ProviderCall{Name: c.Provider, Route: firstOf(r.URL.Query().Get("route"), r.Header.Get(ProviderRouteHeader)), CallID: c.CallID}
 		reason := firstOf(r.URL.Query().Get("reason"), r.Header.Get(ProviderReasonHeader))
-		tool, args, err := api.resolveCall(c, p)
-		if err == nil {
-			ans, err = s.calls.Call(obs.ctx, p, toolcall.Input{
-				ToolID: tool.ID, Key: r.Header.Get("Idempotency-Key"), CorrelationID: r.Header.Get("X-Correlation-ID"),
-				Traceparent: r.Header.Get("traceparent"), Body: constInput(toolcall.Body{Arguments: args, Provider: pc, ProviderReason: reason}),
-			})
-		} else {
-			// The model's mistake (a name it made up, arguments that are not an
-			// object): observed like any refused call, answered for the model.
-			if tool != nil {
-				f.ToolID = tool.ID
-			} else {
-				f.SentToolID = toolcall.SentToolID(c.Name)
-			}
-			if pc.Name != "" || pc.CallID != "" {
-				f.Provider = pc
-			}
+		in := toolcall.Input{
+			ToolID: api.toolIDOf(c), Key: r.Header.Get("Idempotency-Key"), CorrelationID: r.Header.Get("X-Correlation-ID"),
+			Traceparent: r.Header.Get("traceparent"),
+			Body: func() (toolcall.Body, error) {
+				if c.ArgumentsError != nil {
+					// The model's mistake: answered for the model, once the
+					// tool is known to exist and be allowed.
+					return toolcall.Body{}, toolcall.InvalidArguments([]contract.FieldError{{Pointer: "", Code: "type", Detail: c.ArgumentsError.Error()}})
+				}
+				return toolcall.Body{Arguments: c.Arguments, Provider: pc, ProviderReason: reason}, nil
+			},
+		}
+		if c.Format == provider.FormatOpenAI || c.Format == provider.FormatOpenAIResponses {
+			in.Reshape = dropStrictNulls
+		}
+		ans, err = s.calls.Call(obs.ctx, p, in)
+		f = &ans.Facts
+		if err != nil && f.Provider == nil && (pc.Name != "" || pc.CallID != "") {
+			f.Provider = pc // refused before the body was read: the log still names the provider call
+		}
+		var tool *contract.Tool
+		if f.ToolID != "" {
+			tool = s.reg().Tool(f.ToolID)
 		}
 		rep := s.replyOf(where, &ans, err)
 		s.answerCall(w, r, c, &rep, tool)
@@ -200,35 +209,28 @@ func (api *providerAPI) frontDoor(parse func([]byte) (provider.Call, error)) htt
 	})
 }
 
-// resolveCall maps the call's exported name to a tool and returns the
-// arguments, dropping OpenAI strict mode's nulls for absent optional
-// properties. A name the export does not know is tried as a tool id.
-func (api *providerAPI) resolveCall(c provider.Call, p *Principal) (*contract.Tool, json.RawMessage, error) {
-	id := c.Name
+// toolIDOf is the tool id of the call's exported name; a name the export
+// does not know is tried as a tool id.
+func (api *providerAPI) toolIDOf(c provider.Call) string {
 	if mapped, ok := api.ex.toolID(c.Format, c.Name); ok {
-		id = mapped
+		return mapped
 	}
-	tool := api.s.reg().Tool(id)
-	switch {
-	case !p.Allows(id):
-		return nil, nil, problem(toolcall.CodeToolNotAllowed, "key %q may not call %s", p.Name, id)
-	case tool == nil:
-		return nil, nil, problem(toolcall.CodeToolNotFound, "no tool is named %q; use one of the tools you were given", c.Name)
+	return c.Name
+}
+
+// dropStrictNulls drops OpenAI strict mode's nulls for v's absent optional
+// properties (toolcall.Input.Reshape); arguments it cannot decode stay as
+// they are.
+func dropStrictNulls(v *contract.Version, args json.RawMessage) json.RawMessage {
+	decoded, err := contract.DecodeJSON(args)
+	if err != nil {
+		return args
 	}
-	if c.ArgumentsError != nil {
-		return tool, nil, toolcall.InvalidArguments([]contract.FieldError{{Pointer: "", Code: "type", Detail: c.ArgumentsError.Error()}})
+	b, err := json.Marshal(provider.DropStrictNulls(v, decoded))
+	if err != nil {
+		return args
 	}
-	args := c.Arguments
-	if c.Format == provider.FormatOpenAI || c.Format == provider.FormatOpenAIResponses {
-		if v := api.s.calls.Serving(p, tool); v != nil {
-			if decoded, err := contract.DecodeJSON(c.Arguments); err == nil {
-				if b, err := json.Marshal(provider.DropStrictNulls(v, decoded)); err == nil {
-					args = b
-				}
-			}
-		}
-	}
-	return tool, args, nil
+	return b
 }
 
 // answerCall writes the one-shot reply in the call's shape: HTTP 200 with a

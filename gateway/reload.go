@@ -67,6 +67,7 @@ func (s *Server) Reload(t toolcall.Tools) error {
 	}
 	s.masksP.Store(masks)
 	s.calls.SetTools(t)
+	s.metrics.setOwners(t.Registry) // the owner label follows the registry serving
 	s.reload.mu.Lock()
 	s.reload.loadedAt, s.reload.failedAt, s.reload.failure = time.Now(), time.Time{}, ""
 	s.reload.mu.Unlock()

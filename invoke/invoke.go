@@ -83,6 +83,10 @@ type Binding struct {
 	// calls instead of URL (docs/configuration.md `mcp:`); nil for an HTTP binding. This
 	// package's Client does not reach it: package upstream's invoker does.
 	MCP *MCPTool
+
+	// defaulted: the binding is WithDefaults' result, so its defaults need
+	// not be computed again for each request (effective).
+	defaulted bool
 }
 
 // MCPTool is a tool of an upstream MCP server (streamable HTTP).
@@ -97,7 +101,14 @@ type MCPTool struct {
 }
 
 // WithDefaults returns a copy of b with every zero field set to its default.
+// A caller that sends many requests on one binding computes it once and
+// passes the result: the Client's methods then use it as it is (a field of
+// it set to zero afterwards is not defaulted again).
 func (b Binding) WithDefaults() Binding {
+	if b.defaulted {
+		return b
+	}
+	b.defaulted = true
 	if b.Method == "" {
 		b.Method = DefaultMethod
 	}
@@ -120,6 +131,19 @@ func (b Binding) WithDefaults() Binding {
 		b.SettleAfter = DefaultSettleAfter
 	}
 	return b
+}
+
+// Defaulted reports whether b is WithDefaults' result.
+func (b *Binding) Defaulted() bool { return b.defaulted }
+
+// effective is b with its defaults: b itself when it has them already
+// (WithDefaults), else a copy with them.
+func (b *Binding) effective() *Binding {
+	if b.defaulted {
+		return b
+	}
+	d := b.WithDefaults()
+	return &d
 }
 
 // Client sends requests downstream. It is safe for concurrent use.
@@ -271,8 +295,8 @@ func (c *Client) Call(ctx context.Context, r Request) Result {
 	if r.Binding.MCP != nil {
 		return Result{Outcome: ledger.NotStarted, Err: ErrMCPBinding}
 	}
-	b := r.Binding.WithDefaults()
-	key, err := DownstreamKey(&b, r.Vars)
+	b := r.Binding.effective()
+	key, err := DownstreamKey(b, r.Vars)
 	if err != nil {
 		return Result{Outcome: ledger.NotStarted, Err: err}
 	}
@@ -291,7 +315,7 @@ func (c *Client) Call(ctx context.Context, r Request) Result {
 	if err != nil {
 		return Result{Outcome: ledger.NotStarted, Err: fmt.Errorf("invoke %s %s: build request: %w", b.Method, b.URL, withoutURL(err))}
 	}
-	body, ctype, err := requestBody(&b, r.Body)
+	body, ctype, err := requestBody(b, r.Body)
 	if err != nil {
 		return Result{Outcome: ledger.NotStarted, Err: fmt.Errorf("invoke %s %s: %w", b.Method, b.URL, err)}
 	}

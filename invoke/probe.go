@@ -30,11 +30,11 @@ func (c *Client) Lookup(ctx context.Context, r Request) LookupResult {
 	if r.Binding.MCP != nil {
 		return LookupResult{Err: ErrMCPBinding}
 	}
-	b := r.Binding.WithDefaults()
+	b := r.Binding.effective()
 	if b.LookupURL == "" {
 		return LookupResult{Err: ErrNoLookup}
 	}
-	resp, body, err := c.get(ctx, &b, b.LookupURL, r)
+	resp, body, err := c.get(ctx, b, b.LookupURL, r)
 	if err != nil {
 		return LookupResult{Err: fmt.Errorf("lookup: %w", err)}
 	}
@@ -45,7 +45,7 @@ func (c *Client) Lookup(ctx context.Context, r Request) LookupResult {
 	case http.StatusNotFound:
 		res.NotFound = true
 	default:
-		res.Err = fmt.Errorf("lookup: GET %s: downstream answered %d", shownURL(&b, b.LookupURL, r.Vars), resp.StatusCode)
+		res.Err = fmt.Errorf("lookup: GET %s: downstream answered %d", shownURL(b, b.LookupURL, r.Vars), resp.StatusCode)
 	}
 	return res
 }
@@ -61,19 +61,19 @@ func (c *Client) State(ctx context.Context, r Request) (json.RawMessage, error) 
 	if r.Binding.MCP != nil {
 		return nil, ErrMCPBinding
 	}
-	b := r.Binding.WithDefaults()
+	b := r.Binding.effective()
 	if b.StateURL == "" {
 		return nil, nil
 	}
-	resp, body, err := c.get(ctx, &b, b.StateURL, r)
+	resp, body, err := c.get(ctx, b, b.StateURL, r)
 	if err != nil {
 		return nil, fmt.Errorf("state probe: %w", err)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return nil, fmt.Errorf("state probe: GET %s: downstream answered %d", shownURL(&b, b.StateURL, r.Vars), resp.StatusCode)
+		return nil, fmt.Errorf("state probe: GET %s: downstream answered %d", shownURL(b, b.StateURL, r.Vars), resp.StatusCode)
 	}
 	if !json.Valid(body) {
-		return nil, fmt.Errorf("state probe: GET %s: answer is not JSON", shownURL(&b, b.StateURL, r.Vars))
+		return nil, fmt.Errorf("state probe: GET %s: answer is not JSON", shownURL(b, b.StateURL, r.Vars))
 	}
 	return json.RawMessage(body), nil
 }

@@ -68,6 +68,7 @@ type Service struct {
 	mu      sync.Mutex
 	waiters map[actionKey]*waitEntry
 	waiting map[actionKey]int // callers in Wait, per action
+	parked  map[actionKey]int // of those, the ones that read it running and wait for a wake-up (Waiting)
 
 	ownMu   sync.Mutex
 	own     map[actionKey]ownClaim // own.go: claims whose outcome this process knows and could not record
@@ -516,12 +517,22 @@ func (s *Service) Wait(ctx context.Context, tenant, id string, timeout, poll tim
 	}
 	s.waiting[k]++
 	s.mu.Unlock()
-	defer s.doneWaiting(k)
+	parked := false
+	defer func() { s.doneWaiting(k, parked) }()
 	for {
 		ch := s.waiter(tenant, id)
 		a, err := s.Store.Get(ctx, tenant, id)
 		if err != nil || a.State != Running {
 			return a, err
+		}
+		if !parked {
+			parked = true
+			s.mu.Lock()
+			if s.parked == nil {
+				s.parked = map[actionKey]int{}
+			}
+			s.parked[k]++
+			s.mu.Unlock()
 		}
 		t := time.NewTimer(poll)
 		select {
@@ -538,19 +549,27 @@ func (s *Service) Wait(ctx context.Context, tenant, id string, timeout, poll tim
 	}
 }
 
-// Waiting is how many callers wait in Wait for the action now.
+// Waiting is how many callers wait in Wait for the action now, having
+// read it running: a completion from now on reaches them as a wake-up (or
+// at their next poll).
 func (s *Service) Waiting(tenant, id string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.waiting[actionKey{tenant, id}]
+	return s.parked[actionKey{tenant, id}]
 }
 
-// doneWaiting ends one Wait: the last caller to stop waiting for an action
-// drops its wake-up channel, so an action finished by another process (which
-// never wakes this one) leaves nothing behind.
-func (s *Service) doneWaiting(k actionKey) {
+// doneWaiting ends one Wait (parked: it had read the action running): the
+// last caller to stop waiting for an action drops its wake-up channel, so an
+// action finished by another process (which never wakes this one) leaves
+// nothing behind.
+func (s *Service) doneWaiting(k actionKey, parked bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if parked {
+		if s.parked[k]--; s.parked[k] <= 0 {
+			delete(s.parked, k)
+		}
+	}
 	if s.waiting[k]--; s.waiting[k] > 0 {
 		return
 	}

@@ -112,6 +112,12 @@ func Default(t *contract.Tool, r *ledger.Rollout, d Deprecations, now time.Time)
 // canary that routed nothing gives role "default" with canary true.
 func Serving(t *contract.Tool, r *ledger.Rollout, d Deprecations, now time.Time, tenant, principal string) (v *contract.Version, role string, canary bool) {
 	def, _ := Default(t, r, d, now)
+	return Route(def, t, r, d, now, tenant, principal)
+}
+
+// Route is Serving for a caller of t whose default def (Default) was
+// chosen already.
+func Route(def *contract.Version, t *contract.Tool, r *ledger.Rollout, d Deprecations, now time.Time, tenant, principal string) (v *contract.Version, role string, canary bool) {
 	cand := Candidate(t, r)
 	if def == nil || cand == nil || r.Mode != ledger.RolloutCanary || cand == def {
 		return def, "default", false

@@ -39,6 +39,9 @@ type call struct {
 	// routed and shadowed: what the rollout did with a new action (rollout.go).
 	routed   *routed
 	shadowed *shadowed
+	// ch is what serves the tool for this caller, chosen once (choice).
+	ch         choice
+	chosenOnce bool
 }
 
 func (c *call) facts() *Facts { return &c.ans.Facts }
@@ -80,7 +83,7 @@ func (c *call) oneShot(ctx context.Context) error {
 	if err := c.readBody(); err != nil {
 		return err
 	}
-	if v := c.s.chooseVersion(c.tool, c.version); v != nil && !v.Mutating() {
+	if v := c.chosen(); v != nil && !v.Mutating() {
 		return c.readOnly(ctx)
 	}
 	if err := c.findKey(); err != nil {
@@ -124,12 +127,21 @@ func (c *call) readBody() error {
 	if err != nil {
 		return err
 	}
-	c.body = body
 	if body.Version != "" {
 		if c.version = c.tool.Version(body.Version); c.version == nil {
 			return versionNotFound(c.tool, body.Version)
 		}
 	}
+	if c.in.Reshape != nil {
+		v := c.version
+		if v == nil {
+			v = c.choice().serving
+		}
+		if v != nil {
+			body.Arguments = c.in.Reshape(v, body.Arguments)
+		}
+	}
+	c.body = body
 	if c.canon, c.digest, err = canonicalize(body.Arguments); err != nil {
 		var ne *canon.NotExactError
 		if errors.As(err, &ne) {
@@ -152,22 +164,10 @@ func (c *call) readBody() error {
 	f := c.facts()
 	f.InputHash, f.Arguments, f.CorrelationID, f.Provider = c.digest, c.canon, c.body.CorrelationID, c.body.Provider
 	f.PolicyVersion, f.ProviderReason = body.PolicyVersion, body.ProviderReason
-	if v := c.s.chooseVersion(c.tool, c.version); v != nil {
+	if v := c.chosen(); v != nil {
 		f.Version = v.Version
 	}
 	return nil
-}
-
-// chooseVersion is the contract version a call runs under: the one it names,
-// else the tool's default: its rollout's (rollout.go), or the newest version
-// that is not deprecated. A new action that names none may go to a canary's
-// candidate instead (admit, route); an existing action keeps the version
-// its first call bound, whatever this returns (existing, bind).
-func (s *Service) chooseVersion(t *contract.Tool, named *contract.Version) *contract.Version {
-	if named != nil {
-		return named
-	}
-	return s.defaultVersion(t)
 }
 
 // findKey takes the idempotency key from the transport or, for clients that
@@ -175,7 +175,7 @@ func (s *Service) chooseVersion(t *contract.Tool, named *contract.Version) *cont
 func (c *call) findKey() error {
 	c.key = c.in.Key
 	if c.key == "" {
-		if v := c.s.chooseVersion(c.tool, c.version); v != nil {
+		if v := c.chosen(); v != nil {
 			if prop := v.IdempotencyKeyProperty(); prop != "" {
 				if m, ok := c.decoded().(map[string]any); ok {
 					if k, ok := m[prop].(string); ok {
@@ -246,12 +246,12 @@ func (c *call) runMutating(ctx context.Context) error {
 // the binding it runs on, and whether it waits for approval.
 type admission struct {
 	v      *contract.Version
-	b      invoke.Binding
+	b      *invoke.Binding
 	hold   bool
 	reason string
 }
 
-// admit validates a new call against version v (nil: chooseVersion) and
+// admit validates a new call against version v (nil: route) and
 // finds its binding: 404, 422 or 503 before the ledger is written, so an
 // invalid call never consumes its key.
 func (c *call) admit(ctx context.Context, v *contract.Version) (admission, error) {
@@ -273,7 +273,7 @@ func (c *call) admit(ctx context.Context, v *contract.Version) (admission, error
 		return admission{}, InvalidArguments(verdict.Errors)
 	}
 	c.shadow(v)
-	b, ok := c.s.cfg.Bindings[c.tool.ID]
+	b, ok := c.s.binding(c.tool.ID)
 	if !ok {
 		return admission{}, Errorf(CodeToolNotBound, "%s has no binding in this gateway", c.tool.ID)
 	}
@@ -287,7 +287,7 @@ func (c *call) admit(ctx context.Context, v *contract.Version) (admission, error
 	return admission{v: v, b: b, hold: hold, reason: reason}, nil
 }
 
-func holdReason(v contract.Verdict, b invoke.Binding) (bool, string) {
+func holdReason(v contract.Verdict, b *invoke.Binding) (bool, string) {
 	if len(v.Review) > 0 {
 		return true, fmt.Sprintf("review rule %s: %s", v.Review[0].ID, v.Review[0].Message)
 	}
@@ -410,11 +410,11 @@ func (c *call) existing(ctx context.Context, a *ledger.Action) error {
 		case ledger.AwaitingApproval:
 			return c.awaiting(a)
 		case ledger.Pending:
-			b, ok := c.s.cfg.Bindings[a.ToolID]
+			b, ok := c.s.binding(a.ToolID)
 			if !ok {
 				return Errorf(CodeToolNotBound, "%s has no binding in this gateway", a.ToolID)
 			}
-			if max := b.WithDefaults().MaxAttempts; a.Attempts >= max {
+			if max := b.MaxAttempts; a.Attempts >= max {
 				return Errorf(CodeAttemptsExhausted, "all %d attempts were used; an operator can resolve the action", max).withAction(a, a.State)
 			}
 			if p := c.s.drifted(a.ToolID, b); p != nil {

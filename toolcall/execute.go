@@ -15,20 +15,20 @@ import (
 // execute sends a claimed (running) action downstream and records the
 // attempt's outcome. The downstream call is detached from the caller's
 // context: a caller that hangs up does not cut an effect in half.
-func (c *call) execute(ctx context.Context, a *ledger.Action, b invoke.Binding) error {
+func (c *call) execute(ctx context.Context, a *ledger.Action, b *invoke.Binding) error {
 	ctx = context.WithoutCancel(ctx)
 	c.admitted()
 	f := c.facts()
 	args, _ := c.decoded().(map[string]any)
-	dctx, span := c.s.downstreamSpan(ctx, b.WithDefaults().Method, attrActionID.String(a.ID), attrAttempt.Int(a.Attempts))
+	dctx, span := c.s.downstreamSpan(ctx, b.Method, attrActionID.String(a.ID), attrAttempt.Int(a.Attempts))
 	req := invoke.Request{
-		Binding:     &b,
+		Binding:     b,
 		Vars:        invoke.Vars{Tenant: a.Tenant, ActionID: a.ID, Args: args},
 		Body:        a.Arguments,
 		Traceparent: traceparentOr(dctx, c.in.Traceparent),
 	}
 	f.Attempt = a.Attempts
-	f.Binding = &b
+	f.Binding = b
 	actionEvidence(f, a)
 	probe := c.s.cfg.ProbeState && b.StateURL != ""
 	// Nothing of the attempt is sent, or waited for, past the send window
@@ -69,7 +69,7 @@ func (c *call) execute(ctx context.Context, a *ledger.Action, b invoke.Binding) 
 		if err := c.s.cfg.Ledger.Finish(ctx, a, ledger.NotStarted, nil, "not started: "+errText(res)); err != nil {
 			return finishFailed(a, err)
 		}
-		return Errorf(CodeDownstreamUnreachable, "attempt %d of %d did not reach the downstream: %s", a.Attempts, b.WithDefaults().MaxAttempts, errText(res)).
+		return Errorf(CodeDownstreamUnreachable, "attempt %d of %d did not reach the downstream: %s", a.Attempts, b.MaxAttempts, errText(res)).
 			withRetry(1).withAction(a, a.State)
 	default: // Lost: a timeout, a dropped connection after the send, an ambiguous 5xx
 		if err := c.s.cfg.Ledger.Finish(ctx, a, ledger.Lost, nil, "outcome unknown: "+errText(res)); err != nil {
@@ -81,30 +81,49 @@ func (c *call) execute(ctx context.Context, a *ledger.Action, b invoke.Binding) 
 }
 
 // invokeWithLease makes the downstream call, renewing the action's lease while
-// it is in flight so that no one declares it lost.
-func (s *Service) invokeWithLease(ctx context.Context, a *ledger.Action, b invoke.Binding, req invoke.Request) invoke.Result {
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		t := time.NewTicker(s.cfg.Ledger.RenewEvery())
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				if err := s.cfg.Ledger.Renew(ctx, a); err != nil {
-					s.log().Warn("renew lease", append(actionAttrs(a), "error", err.Error())...)
-				}
-			}
-		}
-	}()
+// it is in flight so that no one declares it lost. The renewal is a timer,
+// not a goroutine of its own: most calls end long before the first one is
+// due (a third of the lease).
+func (s *Service) invokeWithLease(ctx context.Context, a *ledger.Action, b *invoke.Binding, req invoke.Request) invoke.Result {
+	r := &renewal{s: s, ctx: ctx, a: a, every: s.cfg.Ledger.RenewEvery()}
+	r.mu.Lock()
+	r.t = time.AfterFunc(r.every, r.renew)
+	r.mu.Unlock()
 	res := s.invoker(b).Call(ctx, req)
-	close(done)
-	wg.Wait()
+	r.stop()
 	return res
+}
+
+// renewal renews one action's lease every interval until stopped.
+type renewal struct {
+	s     *Service
+	ctx   context.Context
+	a     *ledger.Action
+	every time.Duration
+
+	mu      sync.Mutex // held through a renewal: stop waits for one under way
+	t       *time.Timer
+	stopped bool
+}
+
+func (r *renewal) renew() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stopped {
+		return
+	}
+	if err := r.s.cfg.Ledger.Renew(r.ctx, r.a); err != nil {
+		r.s.log().Warn("renew lease", append(actionAttrs(r.a), "error", err.Error())...)
+	}
+	r.t.Reset(r.every)
+}
+
+// stop ends the renewals; when it returns, none is under way or to come.
+func (r *renewal) stop() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.stopped = true
+	r.t.Stop()
 }
 
 // finishFailed is the answer when the downstream was called but the ledger
@@ -137,9 +156,9 @@ func (c *call) readOnly(ctx context.Context) error {
 	if !ValidKey(id) {
 		id = "read-" + decisionlog.NewDecisionID() // templates may name {action_id}; nothing is stored under it
 	}
-	dctx, span := c.s.downstreamSpan(ctx, b.WithDefaults().Method)
+	dctx, span := c.s.downstreamSpan(ctx, b.Method)
 	res := c.s.invoker(b).Call(dctx, invoke.Request{
-		Binding: &b, Vars: invoke.Vars{Tenant: c.p.Tenant, ActionID: id, Args: args},
+		Binding: b, Vars: invoke.Vars{Tenant: c.p.Tenant, ActionID: id, Args: args},
 		Body: c.canon, Traceparent: traceparentOr(dctx, c.in.Traceparent),
 	})
 	endDownstreamSpan(span, res)
@@ -153,7 +172,7 @@ func (c *call) readOnly(ctx context.Context) error {
 
 // probeState reads the binding's state probe for the decision log; a failed
 // probe is noted, never fatal.
-func (s *Service) probeState(ctx context.Context, b invoke.Binding, req invoke.Request) (json.RawMessage, string) {
+func (s *Service) probeState(ctx context.Context, b *invoke.Binding, req invoke.Request) (json.RawMessage, string) {
 	body, err := s.invoker(b).State(ctx, req)
 	if err != nil {
 		return nil, err.Error()

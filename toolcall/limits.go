@@ -35,18 +35,18 @@ const (
 // as they are (invoke.ArgumentErrors): a URL path segment made "." or "..",
 // a downstream key header with a control character, arguments a form body
 // cannot carry exactly (invoke.CheckForm); or nil.
-func (c *call) argumentErrors(b invoke.Binding) *Problem {
+func (c *call) argumentErrors(b *invoke.Binding) *Problem {
 	args, _ := c.decoded().(map[string]any)
 	id := c.key
 	if id == "" {
 		id = "read-only-call" // any id: an action id is never a dot segment
 	}
-	if fe := invoke.CheckForm(&b, c.decoded(), len(c.canon)); fe != nil {
+	if fe := invoke.CheckForm(b, c.decoded(), len(c.canon)); fe != nil {
 		// A form binding cannot carry these arguments exactly (or would
 		// write too large a body): refused before the claim, never sent.
 		return InvalidArguments([]contract.FieldError{{Pointer: fe.Pointer, Code: fe.Code, Detail: fe.Detail}})
 	}
-	bad := invoke.ArgumentErrors(&b, invoke.Vars{Tenant: c.p.Tenant, ActionID: id, Args: args})
+	bad := invoke.ArgumentErrors(b, invoke.Vars{Tenant: c.p.Tenant, ActionID: id, Args: args})
 	if len(bad) == 0 {
 		return nil
 	}

@@ -177,7 +177,7 @@ func (s *Service) Resolve(ctx context.Context, p *Principal, id string, r ledger
 	}
 	r.Principal = p.Name
 	a, err := s.decideFresh(ctx, p, id, func(a *ledger.Action) error {
-		return s.cfg.Ledger.Resolve(ctx, a, r, s.cfg.Bindings[a.ToolID].WithDefaults().MaxAttempts)
+		return s.cfg.Ledger.Resolve(ctx, a, r, s.maxAttempts(a.ToolID))
 	})
 	if err != nil {
 		switch {
@@ -225,7 +225,7 @@ type Approval struct {
 	s       *Service
 	p       *Principal
 	tool    *contract.Tool
-	b       invoke.Binding
+	b       *invoke.Binding
 	claimed bool
 }
 
@@ -243,7 +243,7 @@ func (s *Service) Approve(ctx context.Context, p *Principal, id, note string) (*
 		return nil, err
 	}
 	ap := &Approval{Action: a, s: s, p: p}
-	b, ok := s.cfg.Bindings[a.ToolID]
+	b, ok := s.binding(a.ToolID)
 	ap.tool = s.reg().Tool(a.ToolID)
 	if ok && ap.tool != nil && s.drifted(a.ToolID, b) == nil { // a drifted tool's action waits, pending
 		ap.b = b
@@ -326,7 +326,7 @@ func decisionFailed(a *ledger.Action, err error) error {
 // under: the binding's downstream_key template expanded for the action. ""
 // for a tool with no binding or a key that does not expand.
 func (s *Service) DownstreamKey(a *ledger.Action) string {
-	b, ok := s.cfg.Bindings[a.ToolID]
+	b, ok := s.binding(a.ToolID)
 	if !ok {
 		return ""
 	}
@@ -334,7 +334,7 @@ func (s *Service) DownstreamKey(a *ledger.Action) string {
 	if v, err := contract.DecodeJSON(a.Arguments); err == nil {
 		args, _ = v.(map[string]any)
 	}
-	k, err := invoke.DownstreamKey(&b, invoke.Vars{Tenant: a.Tenant, ActionID: a.ID, Args: args})
+	k, err := invoke.DownstreamKey(b, invoke.Vars{Tenant: a.Tenant, ActionID: a.ID, Args: args})
 	if err != nil {
 		return ""
 	}
@@ -343,7 +343,7 @@ func (s *Service) DownstreamKey(a *ledger.Action) string {
 
 // Lookup asks an action's downstream whether its effect exists.
 func (s *Service) Lookup(ctx context.Context, a *ledger.Action) ledger.LookupAnswer {
-	b, ok := s.cfg.Bindings[a.ToolID]
+	b, ok := s.binding(a.ToolID)
 	if !ok {
 		return ledger.LookupAnswer{Err: errors.New("the tool has no binding")}
 	}
@@ -351,7 +351,7 @@ func (s *Service) Lookup(ctx context.Context, a *ledger.Action) ledger.LookupAns
 	if v, err := contract.DecodeJSON(a.Arguments); err == nil {
 		args, _ = v.(map[string]any)
 	}
-	res := s.invoker(b).Lookup(ctx, invoke.Request{Binding: &b, Vars: invoke.Vars{Tenant: a.Tenant, ActionID: a.ID, Args: args}})
+	res := s.invoker(b).Lookup(ctx, invoke.Request{Binding: b, Vars: invoke.Vars{Tenant: a.Tenant, ActionID: a.ID, Args: args}})
 	switch {
 	case res.Found:
 		return ledger.LookupAnswer{Found: true, Result: &ledger.Result{StatusCode: res.StatusCode, ContentType: res.ContentType, Body: res.Body}}
@@ -363,8 +363,21 @@ func (s *Service) Lookup(ctx context.Context, a *ledger.Action) ledger.LookupAns
 
 // Policy gives the reconciliation timing of an action's binding.
 func (s *Service) Policy(a *ledger.Action) ledger.ReconcilePolicy {
-	b := s.cfg.Bindings[a.ToolID].WithDefaults()
+	b, ok := s.binding(a.ToolID)
+	if !ok {
+		d := invoke.Binding{}.WithDefaults()
+		b = &d
+	}
 	return ledger.ReconcilePolicy{SettleAfter: b.SettleAfter, HoldAfter: b.HoldAfter}
+}
+
+// maxAttempts is the tool's binding's max_attempts (the default for a tool
+// without a binding).
+func (s *Service) maxAttempts(toolID string) int {
+	if b, ok := s.binding(toolID); ok {
+		return b.MaxAttempts
+	}
+	return invoke.DefaultMaxAttempts
 }
 
 // Reconciler returns the background reconciler for this service's bindings,
@@ -375,8 +388,8 @@ func (s *Service) Policy(a *ledger.Action) ledger.ReconcilePolicy {
 // delays the action by seconds, not minutes.
 func (s *Service) Reconciler(interval time.Duration) *ledger.Reconciler {
 	hold := invoke.DefaultTimeout
-	for _, b := range s.cfg.Bindings {
-		if t := b.WithDefaults().Timeout; t > hold {
+	for _, b := range s.bindings {
+		if t := b.Timeout; t > hold {
 			hold = t
 		}
 	}
@@ -400,7 +413,7 @@ func (s *Service) Owner(a *ledger.Action) string {
 	if s == nil {
 		return ""
 	}
-	if t := s.cfg.Registry.Tool(a.ToolID); t != nil {
+	if t := s.reg().Tool(a.ToolID); t != nil { // the registry serving: SetTools changes it
 		return t.Owner.Owner
 	}
 	return ""

@@ -216,7 +216,7 @@ func (s *Service) RolloutDefault(toolID string) string {
 
 func (s *Service) deprecations() rollout.Deprecations {
 	t := s.tools.Load()
-	return rollout.Deprecations{Locked: t.DeprecatedAt, Seen: s.seenDeprecation, Released: t.Released, Release: t.Release}
+	return rollout.Deprecations{Locked: t.DeprecatedAt, Seen: s.seen, Released: t.Released, Release: t.Release}
 }
 
 // Serving is the version that serves p's next new action of tool t naming
@@ -225,8 +225,63 @@ func (s *Service) deprecations() rollout.Deprecations {
 // doors that hand an agent a definition (export, MCP tools/list) describe
 // this version.
 func (s *Service) Serving(p *Principal, t *contract.Tool) *contract.Version {
-	v, _, _ := rollout.Serving(t, s.rolloutRecord(t.ID), s.deprecations(), s.cfg.Ledger.Time(), p.Tenant, p.Name)
-	return v
+	return s.choose(t, p).serving
+}
+
+// choice is what serves one caller's call of a tool, as this replica last
+// read the tool's rollout: chosen once per call (call.choice) from one
+// reading of the record, the deprecations and the clock.
+type choice struct {
+	r   *ledger.Rollout
+	dep rollout.Deprecations
+	now time.Time
+	// def is the default: what serves a new call naming no version.
+	def *contract.Version
+	// serving is what serves this caller's new call naming no version: the
+	// default, or a canary's candidate (role "candidate"); canary says a
+	// canary routed it (rollout.Serving).
+	serving *contract.Version
+	role    string
+	canary  bool
+}
+
+// choose reads what serves p's calls of t (p may be nil: no canary routes).
+func (s *Service) choose(t *contract.Tool, p *Principal) *choice {
+	ch := new(choice)
+	s.chooseInto(ch, t, p)
+	return ch
+}
+
+func (s *Service) chooseInto(ch *choice, t *contract.Tool, p *Principal) {
+	if s.onChoose != nil {
+		s.onChoose()
+	}
+	*ch = choice{r: s.rolloutRecord(t.ID), dep: s.deprecations(), now: s.cfg.Ledger.Time()}
+	ch.def, _ = rollout.Default(t, ch.r, ch.dep, ch.now)
+	ch.serving, ch.role = ch.def, "default"
+	if p != nil {
+		ch.serving, ch.role, ch.canary = rollout.Route(ch.def, t, ch.r, ch.dep, ch.now, p.Tenant, p.Name)
+	}
+}
+
+// choice is what serves the call's tool for its caller, read on first use.
+func (c *call) choice() *choice {
+	if !c.chosenOnce {
+		c.chosenOnce = true
+		c.s.chooseInto(&c.ch, c.tool, c.p)
+	}
+	return &c.ch
+}
+
+// chosen is the version the call runs under: the one it names, else the
+// tool's default. A new action that names none may go to a canary's
+// candidate instead (admit, route); an existing action keeps the version
+// its first call bound, whatever this returns (existing, bind).
+func (c *call) chosen() *contract.Version {
+	if c.version != nil {
+		return c.version
+	}
+	return c.choice().def
 }
 
 // seenDeprecation dates a deprecation no record stamps yet by when this
@@ -266,26 +321,31 @@ type shadowed struct {
 // route is the version a new action that names none binds: the canary's
 // candidate for the actions it takes, else the default.
 func (c *call) route() *contract.Version {
-	r := c.s.rolloutRecord(c.tool.ID)
-	v, role, canary := rollout.Serving(c.tool, r, c.s.deprecations(), c.s.cfg.Ledger.Time(), c.p.Tenant, c.p.Name)
-	if canary {
-		c.routed = &routed{version: v, role: role, epoch: r.Epoch}
+	ch := c.choice()
+	if ch.canary {
+		c.routed = &routed{version: ch.serving, role: ch.role, epoch: ch.r.Epoch}
 	}
-	return v
+	return ch.serving
 }
 
 // retired is the 410 for a new action on v when v is past its deprecation
 // window, else nil.
 func (c *call) retired(v *contract.Version) *Problem {
-	return c.s.retired(c.tool, v)
+	ch := c.choice()
+	return retiredProblem(c.tool, v, ch.dep.Of(c.tool, ch.r, v.Version), ch.now, ch.def)
 }
 
 func (s *Service) retired(t *contract.Tool, v *contract.Version) *Problem {
-	dep := s.deprecations().Of(t, s.rolloutRecord(t.ID), v.Version)
-	if !dep.RetiredAt(s.cfg.Ledger.Time()) {
+	ch := s.choose(t, nil)
+	return retiredProblem(t, v, ch.dep.Of(t, ch.r, v.Version), ch.now, ch.def)
+}
+
+// retiredProblem is the 410 for a new action of t on v when its deprecation
+// dep is past its window at now (def: the default to call instead), else nil.
+func retiredProblem(t *contract.Tool, v *contract.Version, dep rollout.Deprecation, now time.Time, def *contract.Version) *Problem {
+	if !dep.RetiredAt(now) {
 		return nil
 	}
-	def := s.defaultVersion(t)
 	p := Errorf(CodeVersionRetired, "%s %s was retired at %s, %s after its deprecation on %s; call the default version %s (or omit version)",
 		t.ID, v.Version, dep.Sunset().UTC().Format(time.RFC3339), fmt.Sprintf("%d %s", int(dep.Window/rollout.Day), plural(int(dep.Window/rollout.Day), "day", "days")), dep.Since.UTC().Format(time.RFC3339), def.Version)
 	p.DefaultVersion = def.Version
@@ -295,12 +355,13 @@ func (s *Service) retired(t *contract.Tool, v *contract.Version) *Problem {
 // shadow validates the arguments of a new call that the default v accepted
 // against the rollout's candidate as well, enforcing nothing.
 func (c *call) shadow(v *contract.Version) {
-	r := c.s.rolloutRecord(c.tool.ID)
+	ch := c.choice()
+	r := ch.r
 	cand := rollout.Candidate(c.tool, r)
 	if cand == nil || cand == v || c.routed != nil && c.routed.role == "candidate" {
 		return
 	}
-	if c.version != nil && c.version != v || c.s.defaultVersion(c.tool) != v {
+	if c.version != nil && c.version != v || ch.def != v {
 		return // a call for another version than the default: promotion does not move it
 	}
 	c.shadowed = &shadowed{candidate: cand.Version, epoch: r.Epoch, kinds: rollout.Kinds(cand, v, cand.Validate(c.args).Errors)}
@@ -329,7 +390,8 @@ func (s *Service) afterCall(c *call, err error) {
 	if c.tool == nil || f.Version == "" {
 		return
 	}
-	dep := s.deprecations().Of(c.tool, s.rolloutRecord(c.tool.ID), f.Version)
+	ch := c.choice()
+	dep := ch.dep.Of(c.tool, ch.r, f.Version)
 	if !dep.Dated() {
 		return
 	}

@@ -120,6 +120,32 @@ type Service struct {
 	cfg   Config
 	ro    *rollouts // rollout.go
 	tools atomic.Pointer[Tools]
+
+	// onChoose, when set (by internal tests), is called each time what
+	// serves a tool is read (choose, rollout.go).
+	onChoose func()
+	// bindings are Config.Bindings with their defaults, computed once
+	// (invoke.Binding.WithDefaults): every execution, lookup and probe of a
+	// tool sends on its one binding.
+	bindings map[string]*invoke.Binding
+	// seen is seenDeprecation as a func value, made once (rollout.go).
+	seen func(toolID, version string) (time.Time, bool)
+}
+
+// binding is the tool's binding with its defaults, or false when it has none.
+func (s *Service) binding(toolID string) (*invoke.Binding, bool) {
+	b, ok := s.bindings[toolID]
+	return b, ok
+}
+
+// withDefaults computes every binding's defaults once.
+func withDefaults(bs map[string]invoke.Binding) map[string]*invoke.Binding {
+	out := make(map[string]*invoke.Binding, len(bs))
+	for id, b := range bs {
+		d := b.WithDefaults()
+		out[id] = &d
+	}
+	return out
 }
 
 // Tools is what a Service serves from a tools directory: the registry, and
@@ -160,7 +186,8 @@ func New(cfg Config) *Service {
 	if cfg.Tracer == nil {
 		cfg.Tracer = noopTracer
 	}
-	s := &Service{cfg: cfg, ro: newRollouts()}
+	s := &Service{cfg: cfg, ro: newRollouts(), bindings: withDefaults(cfg.Bindings)}
+	s.seen = s.seenDeprecation
 	s.tools.Store(&Tools{Registry: cfg.Registry, DeprecatedAt: cfg.DeprecatedAt, Released: cfg.Released, Release: cfg.Release})
 	if cfg.OnChange != nil {
 		go s.watchChanges()
@@ -179,11 +206,10 @@ func (s *Service) log() *slog.Logger { return s.cfg.Logger }
 // before it when this service probes; 0 for a tool without a binding.
 // execute holds every attempt to it.
 func (s *Service) SendWindow(toolID string) time.Duration {
-	b, ok := s.cfg.Bindings[toolID]
+	b, ok := s.binding(toolID)
 	if !ok {
 		return 0
 	}
-	b = b.WithDefaults()
 	if s.cfg.ProbeState && b.StateURL != "" {
 		return 2 * b.Timeout
 	}
@@ -197,7 +223,7 @@ func actionAttrs(a *ledger.Action) []any {
 
 // invoker is the invoker for a binding: the HTTP invoker, or for a tool of an
 // upstream MCP server the upstream invoker.
-func (s *Service) invoker(b invoke.Binding) Invoker {
+func (s *Service) invoker(b *invoke.Binding) Invoker {
 	if b.MCP == nil {
 		return s.cfg.Invoker
 	}
@@ -223,7 +249,7 @@ func (noUpstream) State(context.Context, invoke.Request) (json.RawMessage, error
 
 // drifted is the upstream_drifted problem for a binding to an upstream MCP
 // tool that Config.Drift stops, or nil when it may be called.
-func (s *Service) drifted(toolID string, b invoke.Binding) *Problem {
+func (s *Service) drifted(toolID string, b *invoke.Binding) *Problem {
 	if b.MCP == nil || s.cfg.Drift == nil {
 		return nil
 	}
@@ -344,6 +370,12 @@ type Input struct {
 	// joins. A refused call, a replay and an approval wait never call it.
 	// The MCP front end keeps only admitted calls' streams for resumption.
 	Admitted func()
+	// Reshape, if set, rewrites the arguments Body returned before they are
+	// canonicalized, for the version that would serve the call: the one it
+	// names, else the one that serves the caller's next new action (a
+	// canary's candidate for a caller the canary takes). The OpenAI doors
+	// drop strict mode's nulls for absent optional properties with it.
+	Reshape func(v *contract.Version, args json.RawMessage) json.RawMessage
 }
 
 // admitted calls Input.Admitted once.

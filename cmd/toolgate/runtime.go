@@ -237,6 +237,12 @@ func startGatewayLogged(ctx context.Context, cfg *config.Config, tools fs.FS, lo
 		cl := &ledger.Cleaner{Store: store, Retention: cfg.Retention, TombstoneRetention: cfg.TombstoneRetention, Errorf: errorf}
 		cl.Run(rctx)
 	}()
+	bg.Add(1)
+	go func() {
+		defer bg.Done()
+		// Joins here hear at once of completions on other replicas (PostgreSQL).
+		(&ledger.Wakeups{Service: svc, Errorf: errorf}).Run(rctx)
+	}()
 	if ss, ok := store.(ledger.StreamStore); ok {
 		bg.Add(1)
 		go func() {

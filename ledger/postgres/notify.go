@@ -130,3 +130,9 @@ func (s *Store) receive(ctx context.Context, conn *pgx.Conn, fn func(Completion)
 		fn(Completion{Tenant: p.Tenant, ID: p.ID, State: ledger.State(p.State)})
 	}
 }
+
+// ListenCompletions is Listen for ledger.Wakeups (ledger.CompletionListener):
+// a Missed Completion comes as an empty id.
+func (s *Store) ListenCompletions(ctx context.Context, fn func(tenant, id string)) error {
+	return s.Listen(ctx, func(c Completion) { fn(c.Tenant, c.ID) })
+}

@@ -108,10 +108,25 @@ func TestListenReconnects(t *testing.T) {
 	go func() { done <- s.Listen(ctx, func(c postgres.Completion) { got <- c }) }()
 	defer func() { cancel(); <-done }()
 
-	// Wait (bounded) until Listen's session, through the proxy, is listening:
-	// a server backend whose client port is one of the proxy's server-side
-	// ends has run LISTEN. (Counting the proxy's connections is not enough:
-	// the store's start-up probes connect through it too.)
+	waitListening(t, dsn, p)
+	p.down()
+	p.up(t)
+	select {
+	case c := <-got:
+		if !c.Missed() {
+			t.Fatalf("after a reconnect: %+v, want a Missed completion", c)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Listen did not come back within 30s")
+	}
+}
+
+// waitListening waits (bounded) until a Listen session through proxy p is
+// listening: a server backend whose client port is one of the proxy's
+// server-side ends has run LISTEN. (Counting the proxy's connections is not
+// enough: a store's start-up probes connect through it too.)
+func waitListening(t *testing.T, dsn string, p *proxy) {
+	t.Helper()
 	direct, err := pgx.Connect(t.Context(), dsn)
 	if err != nil {
 		t.Fatal(err)
@@ -131,21 +146,11 @@ func TestListenReconnects(t *testing.T) {
 			t.Fatal(err)
 		}
 		if listening {
-			break
+			return
 		}
 		if time.Now().After(deadline) {
 			t.Fatal("Listen did not connect")
 		}
 		time.Sleep(20 * time.Millisecond)
-	}
-	p.down()
-	p.up(t)
-	select {
-	case c := <-got:
-		if !c.Missed() {
-			t.Fatalf("after a reconnect: %+v, want a Missed completion", c)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("Listen did not come back within 30s")
 	}
 }
