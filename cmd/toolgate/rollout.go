@@ -9,17 +9,14 @@ import (
 	"io"
 	"io/fs"
 	"math"
-	"os"
 	"path"
 	"strings"
 	"time"
 
 	"github.com/toolgate/toolgate/client"
-	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/gate"
 	"github.com/toolgate/toolgate/ledger"
-	"github.com/toolgate/toolgate/ledger/postgres"
-	"github.com/toolgate/toolgate/ledger/sqlite"
+	"github.com/toolgate/toolgate/ledger/ledgerstore"
 	"github.com/toolgate/toolgate/lockfile"
 	"github.com/toolgate/toolgate/rollout"
 )
@@ -603,17 +600,5 @@ func ledgerUses(ctx context.Context, dsn string, tools []string) (map[string][]l
 // openExistingLedger opens the ledger a DSN names for an offline command:
 // sqlite://PATH must exist (nothing is created), postgres://… must answer.
 func openExistingLedger(ctx context.Context, dsn string) (ledger.Store, error) {
-	l, err := config.LedgerDSN(dsn)
-	if err != nil {
-		return nil, err
-	}
-	switch l.Kind {
-	case "sqlite":
-		if _, err := os.Stat(l.Location); err != nil {
-			return nil, fmt.Errorf("ledger %s: %w", l.Location, errors.Unwrap(err))
-		}
-		return sqlite.Open(ctx, sqlite.Config{Path: l.Location})
-	default:
-		return postgres.Open(ctx, postgres.Config{DSN: l.Location})
-	}
+	return ledgerstore.Open(ctx, dsn, ledgerstore.Options{MustExist: true})
 }
