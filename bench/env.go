@@ -26,6 +26,7 @@ import (
 	"github.com/toolgate/toolgate/ledger/ledgerstore"
 	"github.com/toolgate/toolgate/ledger/sqlite"
 	"github.com/toolgate/toolgate/sandbox"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // The refund every "new" request asks for: 1 minor unit of an order whose
@@ -190,11 +191,13 @@ func startEnv(ctx context.Context, cfg *Config) (e *env, err error) {
 				commits = true
 			}
 		}
-		srv, err := gateway.New(gateway.Config{
+		logger := slog.New(slog.DiscardHandler)
+		calls := toolcall.New(toolcall.Config{
 			Registry: reg, Ledger: &ledger.Service{Store: store, Lease: 30 * time.Second, Owner: "bench"},
 			Invoker: invoker, Bindings: map[string]invoke.Binding{refundTool: binding},
-			Logger: slog.New(slog.DiscardHandler), Prometheus: prom,
+			Logger: logger, RolloutObserver: gateway.NewRolloutMetrics(prom, reg),
 		})
+		srv, err := gateway.New(gateway.Config{Calls: calls, Logger: logger, Prometheus: prom})
 		if err != nil {
 			return e, fmt.Errorf("bench: gateway on %s: %w", name, err)
 		}
