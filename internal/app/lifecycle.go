@@ -59,6 +59,11 @@ func (w *Worker) Stop(ctx context.Context) error {
 	select {
 	case <-done:
 		return nil
+	default:
+	}
+	select {
+	case <-done:
+		return nil
 	case <-ctx.Done():
 		return ctx.Err()
 	}
