@@ -217,7 +217,6 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: settings{Config: cfg, Registry: cc.Registry, Ledger: cc.Ledger, Bindings: cc.Bindings, Drift: cc.Drift,
 		JoinTimeout: cc.JoinTimeout, Retention: cc.Retention, TombstoneRetention: cc.TombstoneRetention},
 		csrf: http.NewCrossOriginProtection(), calls: cfg.Calls, metrics: cfg.Metrics}
-	cfg.Calls.OnChange(s.servingChanged)
 	masks, err := masking.New(cc.Registry)
 	if err != nil {
 		return nil, fmt.Errorf("decision log masking: %w", err)
@@ -255,6 +254,8 @@ func New(cfg Config) (*Server, error) {
 	s.inFlight = newInFlight(cfg.MaxInFlightPerKey, cfg.MaxInFlightPerTenant, principals, cfg.Prometheus)
 	s.notify = newMCPNotify(s)
 	s.routes()
+	// What serves a new action changed: tell the MCP sessions.
+	cfg.Calls.OnChange(s.servingChanged)
 	return s, nil
 }
 
