@@ -4,7 +4,9 @@
 // default, so an empty document is a working sandbox configuration. Nothing in the file is
 // ignored: an unknown field, a key set twice, a duration without a unit or a value of the
 // wrong kind is a Problem with the YAML path, the line and, for a misspelt field, the field
-// that was meant. Check then holds the configuration against a tools directory.
+// that was meant. Package configcheck then holds the configuration against a tools
+// directory. config imports only toolgate's leaf packages (internal/defaults holds the
+// defaults it shares with the packages that act on them).
 package config
 
 import (
@@ -19,43 +21,39 @@ import (
 	"strings"
 	"time"
 
-	"github.com/toolgate/toolgate/decisionlog"
-	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/internal/defaults"
 	"github.com/toolgate/toolgate/internal/oauth"
 	"github.com/toolgate/toolgate/internal/strictyaml"
 	"github.com/toolgate/toolgate/internal/suggest"
-	"github.com/toolgate/toolgate/invoke"
-	"github.com/toolgate/toolgate/ledger"
-	"github.com/toolgate/toolgate/toolcall"
-	"github.com/toolgate/toolgate/upstream"
 )
 
-// Defaults for a configuration that leaves a field out. A setting's default
-// lives in the package that owns its behaviour; these refer to it. The file
-// locations, the listen address and the retention periods are the
-// configuration's own.
+// Defaults for a configuration that leaves a field out. A default that a
+// package below the configuration acts on is written once, in
+// internal/defaults, and the owning package's Default* constant is defined
+// from the same value. The file locations, the listen address, the
+// retention periods and the reload interval are the configuration's own.
 const (
 	DefaultListen             = "127.0.0.1:8080"
 	DefaultToolsDir           = "./agent-tools"
 	DefaultLedger             = "sqlite://./toolgate.db"
 	DefaultRetention          = 168 * time.Hour
 	DefaultTombstoneRetention = 720 * time.Hour
-	DefaultJoinTimeout        = toolcall.DefaultJoinTimeout
-	DefaultMaxBodyBytes       = gateway.DefaultMaxBodyBytes
-	DefaultLease              = ledger.DefaultLease
-	DefaultReconcileInterval  = ledger.DefaultReconcileInterval
-	DefaultMethod             = invoke.DefaultMethod
-	DefaultDownstreamTimeout  = invoke.DefaultTimeout
-	DefaultMaxAttempts        = invoke.DefaultMaxAttempts
-	DefaultHoldAfter          = invoke.DefaultHoldAfter
-	DefaultSettleAfter        = invoke.DefaultSettleAfter
-	DefaultIdempotencyHeader  = invoke.DefaultIdempotencyHeader
-	DefaultDownstreamKey      = invoke.DefaultDownstreamKey
-	DefaultTenant             = toolcall.DefaultTenant
-	DefaultDecisionLogArgs    = string(decisionlog.ModeMasked)
-	DefaultUpstreamCheck      = upstream.DefaultCheckInterval
+	DefaultJoinTimeout        = defaults.JoinTimeout
+	DefaultMaxBodyBytes       = defaults.MaxBodyBytes
+	DefaultLease              = defaults.Lease
+	DefaultReconcileInterval  = defaults.ReconcileInterval
+	DefaultMethod             = defaults.Method
+	DefaultDownstreamTimeout  = defaults.DownstreamTimeout
+	DefaultMaxAttempts        = defaults.MaxAttempts
+	DefaultHoldAfter          = defaults.HoldAfter
+	DefaultSettleAfter        = defaults.SettleAfter
+	DefaultIdempotencyHeader  = defaults.IdempotencyHeader
+	DefaultDownstreamKey      = defaults.DownstreamKey
+	DefaultTenant             = defaults.Tenant
+	DefaultDecisionLogArgs    = defaults.DecisionLogArguments
+	DefaultUpstreamCheck      = defaults.UpstreamCheckInterval
 	DefaultToolsReload        = 10 * time.Second
-	DefaultIdempotencyMeta    = upstream.DefaultKeyMeta
+	DefaultIdempotencyMeta    = defaults.IdempotencyMeta
 )
 
 // Config is the whole gateway configuration.
@@ -219,6 +217,16 @@ const (
 	RuleTemplate     = "binding-template"     // a URL template with an unknown or misplaced placeholder
 	RuleUnbound      = "tool-unbound"         // a tool without a binding (warning)
 	RuleUnpinned     = "upstream-unpinned"    // an MCP binding's tool without a usable pin (warning)
+	// A form binding (body: form) whose fields could take one another's
+	// names, or a parameter name a form field cannot carry.
+	RuleFormNames = "binding-form-names"
+	// Warnings about a binding's settings (the ledger holds each attempt to
+	// its send window whatever these are, so none of them can duplicate an
+	// effect; they make actions wait, or page someone, or hand an action's
+	// fate to another host).
+	RuleTiming     = "binding-timing"      // settle_after, hold_after or lease that cannot cover the timeout
+	RuleNoLookup   = "binding-no-lookup"   // a mutating tool's binding without a lookup
+	RuleLookupHost = "binding-lookup-host" // a lookup or state URL on another host than the binding's url
 )
 
 // Problem is one thing wrong with a configuration.
@@ -603,35 +611,43 @@ func (c *Config) checkBinding(id string, b Binding) []Problem {
 	if b.State.MCPTool != "" {
 		bad("state.mcp_tool", "the state probe is a URL: use state.url")
 	}
-	for _, t := range b.templates() {
-		for _, msg := range checkTemplate(t.value, t.url, t.allowKey) {
-			bad(t.field, "%s", msg)
+	for _, t := range b.Templates() {
+		for _, msg := range checkTemplate(t.Value, t.URL, t.AllowKey) {
+			bad(t.Field, "%s", msg)
 		}
 	}
 	return out
 }
 
-// template is one templated field of a binding.
-type template struct {
-	field    string // "url", "lookup.url", "downstream_key"
-	value    string
-	url      bool // a URL: the scheme and host must be fixed
-	allowKey bool // may use {downstream_key}
+// Template is one templated field of a binding.
+type Template struct {
+	Field    string // "url", "lookup.url", "downstream_key"
+	Value    string
+	URL      bool // a URL: the scheme and host must be fixed
+	AllowKey bool // may use {downstream_key}
 }
 
-func (b Binding) templates() []template {
-	var out []template
+// Templates are the templated fields of a binding that it sets, and its
+// downstream_key (defaults applied).
+func (b Binding) Templates() []Template {
+	var out []Template
 	if b.URL != "" {
-		out = append(out, template{"url", b.URL, true, true})
+		out = append(out, Template{"url", b.URL, true, true})
 	}
 	if b.Lookup.URL != "" {
-		out = append(out, template{"lookup.url", b.Lookup.URL, true, true})
+		out = append(out, Template{"lookup.url", b.Lookup.URL, true, true})
 	}
 	if b.State.URL != "" {
-		out = append(out, template{"state.url", b.State.URL, true, true})
+		out = append(out, Template{"state.url", b.State.URL, true, true})
 	}
-	out = append(out, template{"downstream_key", b.DownstreamKey, false, false})
+	out = append(out, Template{"downstream_key", b.DownstreamKey, false, false})
 	return out
+}
+
+// Bound reports whether c has a binding for the tool id: the filter for exports.
+func (c *Config) Bound(toolID string) bool {
+	_, ok := c.Bindings[toolID]
+	return ok
 }
 
 // HashKey returns the hex SHA-256 of a bearer key, the form auth.keys stores.

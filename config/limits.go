@@ -3,32 +3,30 @@ package config
 import (
 	"time"
 
-	"github.com/toolgate/toolgate/decisionlog"
-	"github.com/toolgate/toolgate/gateway"
-	"github.com/toolgate/toolgate/ledger"
+	"github.com/toolgate/toolgate/internal/defaults"
 )
 
 // The limits against slow and greedy clients and the byte bounds of the
-// gateway's memory (docs/security.md). Each default is the owning
-// package's.
+// gateway's memory (docs/security.md). Each default is internal/defaults',
+// which the owning package's Default* constant is too.
 const (
-	DefaultReadHeaderTimeout      = gateway.DefaultReadHeaderTimeout
-	DefaultReadTimeout            = gateway.DefaultReadTimeout
-	DefaultIdleTimeout            = gateway.DefaultIdleTimeout
-	DefaultMaxHeaderBytes         = gateway.DefaultMaxHeaderBytes
-	DefaultInFlightPerKey         = gateway.DefaultMaxInFlightPerKey
-	DefaultInFlightPerTenant      = gateway.DefaultMaxInFlightPerTenant
-	DefaultMCPStreamsPerKey       = gateway.DefaultMaxMCPStreamsPerKey
-	DefaultMCPStreams             = gateway.DefaultMaxMCPStreams
-	DefaultMCPStoredStreamsPerKey = gateway.DefaultMaxMCPStoredStreamsPerKey
-	DefaultMCPStoredStreams       = gateway.DefaultMaxMCPStoredStreams
-	DefaultMCPStoredBytesPerKey   = gateway.DefaultMaxMCPStoredBytesPerKey
-	DefaultMCPStoredBytes         = gateway.DefaultMaxMCPStoredBytes
-	DefaultReplayCacheEntries     = ledger.DefaultCacheSize
-	DefaultReplayCacheBytes       = ledger.DefaultCacheBytes
-	DefaultReplayCacheEntryBytes  = ledger.DefaultCacheEntryBytes
-	DefaultDecisionLogQueueBytes  = decisionlog.DefaultQueueBytes
-	DefaultDecisionLogMaxPayload  = decisionlog.DefaultMaxPayloadBytes
+	DefaultReadHeaderTimeout      = defaults.ReadHeaderTimeout
+	DefaultReadTimeout            = defaults.ReadTimeout
+	DefaultIdleTimeout            = defaults.IdleTimeout
+	DefaultMaxHeaderBytes         = defaults.MaxHeaderBytes
+	DefaultInFlightPerKey         = defaults.InFlightPerKey
+	DefaultInFlightPerTenant      = defaults.InFlightPerTenant
+	DefaultMCPStreamsPerKey       = defaults.MCPStreamsPerKey
+	DefaultMCPStreams             = defaults.MCPStreams
+	DefaultMCPStoredStreamsPerKey = defaults.MCPStoredStreamsPerKey
+	DefaultMCPStoredStreams       = defaults.MCPStoredStreams
+	DefaultMCPStoredBytesPerKey   = defaults.MCPStoredBytesPerKey
+	DefaultMCPStoredBytes         = defaults.MCPStoredBytes
+	DefaultReplayCacheEntries     = defaults.ReplayCacheEntries
+	DefaultReplayCacheBytes       = defaults.ReplayCacheBytes
+	DefaultReplayCacheEntryBytes  = defaults.ReplayCacheEntryBytes
+	DefaultDecisionLogQueueBytes  = defaults.DecisionLogQueueBytes
+	DefaultDecisionLogMaxPayload  = defaults.DecisionLogMaxPayloadBytes
 )
 
 // HTTP is the HTTP server's limits.
@@ -37,7 +35,7 @@ type HTTP struct {
 	ReadTimeout       time.Duration `yaml:"read_timeout"`        // the whole request, body included; default 30s
 	// WriteTimeout bounds a request from the end of its head to the end of
 	// its answer. Default: read_timeout + the longer of join_timeout and 3 ×
-	// the longest binding timeout + 10s (gateway.WriteTimeoutFor).
+	// the longest binding timeout + 10s (defaults.WriteTimeout).
 	WriteTimeout   time.Duration `yaml:"write_timeout"`
 	IdleTimeout    time.Duration `yaml:"idle_timeout"`     // default 30s
 	MaxHeaderBytes int           `yaml:"max_header_bytes"` // default 65536
@@ -95,9 +93,9 @@ func (c *Config) applyLimitDefaults() {
 	setInt(&c.DecisionLog.MaxPayloadBytes, DefaultDecisionLogMaxPayload)
 }
 
-// defaultWriteTimeout is gateway.WriteTimeoutFor of the configuration.
+// defaultWriteTimeout is defaults.WriteTimeout of the configuration.
 func (c *Config) defaultWriteTimeout() time.Duration {
-	return gateway.WriteTimeoutFor(c.HTTP.ReadTimeout, c.JoinTimeout, c.longestTimeout())
+	return defaults.WriteTimeout(c.HTTP.ReadTimeout, c.JoinTimeout, c.longestTimeout())
 }
 
 // longestTimeout is the longest binding timeout (defaults applied).

@@ -6,8 +6,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/toolgate/toolgate/invoke"
-	"github.com/toolgate/toolgate/upstream"
+	"github.com/toolgate/toolgate/internal/defaults"
+	"github.com/toolgate/toolgate/internal/mcpmeta"
+	"github.com/toolgate/toolgate/internal/placeholder"
 )
 
 // mcpManagedHeaders are set by the MCP transport itself; a binding may not
@@ -33,7 +34,7 @@ func (c *Config) checkMCP(id string, b Binding) []Problem {
 	}
 	m := b.MCP
 	if m.URL != "" {
-		if ps, err := invoke.Placeholders(m.URL); err != nil || len(ps) > 0 {
+		if ps, err := placeholder.Scan(m.URL); err != nil || len(ps) > 0 {
 			bad("mcp.url", "%q: the server's endpoint is one fixed URL (no placeholders)", m.URL)
 		} else {
 			for _, msg := range checkURLShape(m.URL, nil) {
@@ -56,7 +57,7 @@ func (c *Config) checkMCP(id string, b Binding) []Problem {
 		}
 	}
 	if m.IdempotencyMeta != "" {
-		if msg := upstream.CheckMetaKey(m.IdempotencyMeta); msg != "" {
+		if msg := mcpmeta.CheckKey(m.IdempotencyMeta); msg != "" {
 			bad("mcp.idempotency_meta", "%q: %s", m.IdempotencyMeta, msg)
 		}
 	}
@@ -88,7 +89,7 @@ type MCPServer struct {
 const (
 	MCPKeyArgumentAuto  = "auto"
 	MCPKeyArgumentOff   = "off"
-	DefaultMCPTaskAfter = time.Second
+	DefaultMCPTaskAfter = defaults.MCPTaskAfter
 	maxMCPTaskAfter     = 10 * time.Minute
 )
 

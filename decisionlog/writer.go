@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/toolgate/toolgate/internal/defaults"
 )
 
 // DropReason says why a record never reached the sink.
@@ -51,9 +53,9 @@ type Config struct {
 
 // Defaults of Config.
 const (
-	DefaultBufferSize            = 4096
-	DefaultQueueBytes      int64 = 16 << 20
-	DefaultMaxPayloadBytes       = 64 << 10
+	DefaultBufferSize      = 4096
+	DefaultQueueBytes      = defaults.DecisionLogQueueBytes
+	DefaultMaxPayloadBytes = defaults.DecisionLogMaxPayloadBytes
 )
 
 // Stats counts what a Writer did with the records it was given.

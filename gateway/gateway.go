@@ -14,6 +14,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/toolgate/toolgate/internal/defaults"
 	"github.com/toolgate/toolgate/internal/plural"
 	"log/slog"
 	"net/http"
@@ -33,7 +34,7 @@ import (
 )
 
 // DefaultMaxBodyBytes caps request bodies when Config.MaxBodyBytes is 0.
-const DefaultMaxBodyBytes = 1 << 20
+const DefaultMaxBodyBytes = defaults.MaxBodyBytes
 
 // DefaultTenant is the tenant of every call when no keys are configured.
 const DefaultTenant = toolcall.DefaultTenant

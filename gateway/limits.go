@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/toolgate/toolgate/internal/defaults"
 	"github.com/toolgate/toolgate/invoke"
 	"github.com/toolgate/toolgate/toolcall"
 )
@@ -21,19 +22,16 @@ import (
 const (
 	// DefaultMaxInFlightPerKey and DefaultMaxInFlightPerTenant cap the
 	// requests in flight at once for one API key and for one tenant.
-	DefaultMaxInFlightPerKey    = 256
-	DefaultMaxInFlightPerTenant = 1024
+	DefaultMaxInFlightPerKey    = defaults.InFlightPerKey
+	DefaultMaxInFlightPerTenant = defaults.InFlightPerTenant
 	// DefaultReadHeaderTimeout bounds reading a request's head.
-	DefaultReadHeaderTimeout = 10 * time.Second
+	DefaultReadHeaderTimeout = defaults.ReadHeaderTimeout
 	// DefaultReadTimeout bounds reading a whole request, body included.
-	DefaultReadTimeout = 30 * time.Second
+	DefaultReadTimeout = defaults.ReadTimeout
 	// DefaultIdleTimeout closes a keep-alive connection idle this long.
-	DefaultIdleTimeout = 30 * time.Second
+	DefaultIdleTimeout = defaults.IdleTimeout
 	// DefaultMaxHeaderBytes caps a request's head (431 beyond it).
-	DefaultMaxHeaderBytes = 64 << 10
-	// writeMargin is added to the longest a handler can take, for the
-	// ledger's writes and the answer itself.
-	writeMargin = 10 * time.Second
+	DefaultMaxHeaderBytes = defaults.MaxHeaderBytes
 )
 
 // HTTPLimits are the HTTP server's limits; a zero field takes its default.
@@ -54,13 +52,7 @@ type HTTPLimits struct {
 // plus a margin for the ledger and the answer. A shorter one would cut the
 // answer of a call that is still within its configured times.
 func WriteTimeoutFor(readTimeout, joinTimeout, longestBindingTimeout time.Duration) time.Duration {
-	if readTimeout <= 0 {
-		readTimeout = DefaultReadTimeout
-	}
-	if joinTimeout <= 0 {
-		joinTimeout = toolcall.DefaultJoinTimeout
-	}
-	return readTimeout + max(joinTimeout, 3*longestBindingTimeout) + writeMargin
+	return defaults.WriteTimeout(readTimeout, joinTimeout, longestBindingTimeout)
 }
 
 // longestTimeout is the longest timeout of the bindings, defaults applied.

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/toolgate/toolgate/internal/defaults"
 	"github.com/toolgate/toolgate/toolcall"
 )
 
@@ -43,8 +44,8 @@ const (
 	MCPNotifyMinInterval = time.Second
 	// DefaultMaxMCPStreamsPerKey and DefaultMaxMCPStreams cap the
 	// notification streams open at once for one API key and on one gateway.
-	DefaultMaxMCPStreamsPerKey = 32
-	DefaultMaxMCPStreams       = 1024
+	DefaultMaxMCPStreamsPerKey = defaults.MCPStreamsPerKey
+	DefaultMaxMCPStreams       = defaults.MCPStreams
 	// mcpStreamWriteTimeout bounds one write to a stream: a client that
 	// stops reading loses its stream.
 	mcpStreamWriteTimeout = 10 * time.Second

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/toolgate/toolgate/internal/defaults"
 	"github.com/toolgate/toolgate/ledger"
 	"github.com/toolgate/toolgate/toolcall"
 )
@@ -65,10 +66,10 @@ const (
 
 // Defaults of the bounds of the stored streams (Config.MaxMCPStored*).
 const (
-	DefaultMaxMCPStoredStreamsPerKey       = 1000
-	DefaultMaxMCPStoredStreams             = 20000
-	DefaultMaxMCPStoredBytesPerKey   int64 = 32 << 20
-	DefaultMaxMCPStoredBytes         int64 = 512 << 20
+	DefaultMaxMCPStoredStreamsPerKey = defaults.MCPStoredStreamsPerKey
+	DefaultMaxMCPStoredStreams       = defaults.MCPStoredStreams
+	DefaultMaxMCPStoredBytesPerKey   = defaults.MCPStoredBytesPerKey
+	DefaultMaxMCPStoredBytes         = defaults.MCPStoredBytes
 )
 
 // mcpResume serves resumable tools/call streams over a StreamStore. A nil

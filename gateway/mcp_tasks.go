@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolgate/toolgate/contract"
+	"github.com/toolgate/toolgate/internal/defaults"
 	"github.com/toolgate/toolgate/ledger"
 	"github.com/toolgate/toolgate/toolcall"
 )
@@ -28,7 +29,7 @@ const (
 	// MCPTasksExtension is the extension's identifier in capabilities.
 	MCPTasksExtension = "io.modelcontextprotocol/tasks"
 	// DefaultMCPTaskAfter is Config.MCPTaskAfter's default.
-	DefaultMCPTaskAfter = time.Second
+	DefaultMCPTaskAfter = defaults.MCPTaskAfter
 	// MCPTaskPollInterval is the pollIntervalMs a task suggests.
 	MCPTaskPollInterval = time.Second
 	// mcpTaskLocalKeep is how long a gateway remembers a task whose call

@@ -19,18 +19,19 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/toolgate/toolgate/internal/defaults"
 	"github.com/toolgate/toolgate/ledger"
 )
 
 // Defaults used when a Binding field is zero.
 const (
-	DefaultMethod            = http.MethodPost
-	DefaultTimeout           = 5 * time.Second
-	DefaultIdempotencyHeader = "Idempotency-Key"
-	DefaultDownstreamKey     = "{tenant}:{action_id}"
-	DefaultMaxAttempts       = 3
-	DefaultHoldAfter         = 15 * time.Minute
-	DefaultSettleAfter       = 10 * time.Second
+	DefaultMethod            = defaults.Method
+	DefaultTimeout           = defaults.DownstreamTimeout
+	DefaultIdempotencyHeader = defaults.IdempotencyHeader
+	DefaultDownstreamKey     = defaults.DownstreamKey
+	DefaultMaxAttempts       = defaults.MaxAttempts
+	DefaultHoldAfter         = defaults.HoldAfter
+	DefaultSettleAfter       = defaults.SettleAfter
 	// DefaultMaxBodyBytes caps how much of a downstream answer is read.
 	DefaultMaxBodyBytes = 1 << 20
 )

@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/toolgate/toolgate/internal/placeholder"
 )
 
 // ErrTemplate marks a template that cannot be expanded: an unknown or unclosed
@@ -217,30 +219,18 @@ func argValue(args map[string]any, path string) (string, error) {
 }
 
 // Placeholder is one {name} of a template and where it stands.
-type Placeholder struct {
-	Name   string // "tenant", "args.order_id"
-	Offset int    // byte offset of its "{"
-}
+type Placeholder = placeholder.Placeholder
 
 // Placeholders lists a template's placeholders in order, without checking their names;
 // an unclosed "{" or an unmatched "}" is an error wrapping ErrTemplate, as Expand reports
-// it. Configuration checks use it to refuse unknown placeholders at load time.
+// it. Configuration checks use the same scanner (internal/placeholder) to refuse unknown
+// placeholders at load time.
 func Placeholders(tmpl string) ([]Placeholder, error) {
-	var out []Placeholder
-	for i := 0; i < len(tmpl); i++ {
-		switch tmpl[i] {
-		case '{':
-			end := strings.IndexByte(tmpl[i+1:], '}')
-			if end < 0 {
-				return out, fmt.Errorf("%w: unclosed \"{\" at byte %d", ErrTemplate, i)
-			}
-			out = append(out, Placeholder{Name: tmpl[i+1 : i+1+end], Offset: i})
-			i += end + 1
-		case '}':
-			return out, fmt.Errorf("%w: unmatched \"}\" at byte %d", ErrTemplate, i)
-		}
+	ps, err := placeholder.Scan(tmpl)
+	if err != nil {
+		return ps, fmt.Errorf("%w: %v", ErrTemplate, err)
 	}
-	return out, nil
+	return ps, nil
 }
 
 // ArgumentError names an argument that a binding's templates cannot take.

@@ -222,7 +222,7 @@ func FuzzExpandURL(f *testing.F) {
 func TestPlaceholders(t *testing.T) {
 	t.Parallel()
 	got, err := Placeholders("http://h/{tenant}/x/{args.order_id}?k={downstream_key}")
-	if err != nil || len(got) != 3 || got[0] != (Placeholder{"tenant", 9}) || got[1].Name != "args.order_id" || got[2].Name != "downstream_key" {
+	if err != nil || len(got) != 3 || got[0] != (Placeholder{Name: "tenant", Offset: 9}) || got[1].Name != "args.order_id" || got[2].Name != "downstream_key" {
 		t.Fatalf("got %v, %v", got, err)
 	}
 	for _, bad := range []string{"http://h/{tenant", "http://h/}x", "{a}{"} {

@@ -7,22 +7,24 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/toolgate/toolgate/internal/defaults"
 )
 
 // Defaults of the ledger's settings.
 const (
 	// DefaultLease is how long a running claim lasts without renewal.
-	DefaultLease = 30 * time.Second
+	DefaultLease = defaults.Lease
 	// DefaultReconcileInterval is the time between the reconciler's passes.
-	DefaultReconcileInterval = 5 * time.Second
+	DefaultReconcileInterval = defaults.ReconcileInterval
 	// DefaultListLimit and MaxListLimit bound a page of List (Filter.Limit).
 	DefaultListLimit = 50
 	MaxListLimit     = 500
 	// DefaultCacheSize, DefaultCacheBytes and DefaultCacheEntryBytes bound
 	// the replay cache (Service.CacheSize, CacheBytes, CacheEntryBytes).
-	DefaultCacheSize             = 10_000
-	DefaultCacheBytes      int64 = 64 << 20
-	DefaultCacheEntryBytes int64 = 256 << 10
+	DefaultCacheSize       = defaults.ReplayCacheEntries
+	DefaultCacheBytes      = defaults.ReplayCacheBytes
+	DefaultCacheEntryBytes = defaults.ReplayCacheEntryBytes
 )
 
 // Service moves actions through their states on top of a Store. Every move is a

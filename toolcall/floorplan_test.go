@@ -58,6 +58,20 @@ func TestFloorPlan(t *testing.T) {
 		{pkg: "gateway", forbidden: []string{mod + "ledger/sqlite", mod + "ledger/postgres", mod + "ledger/ledgerstore", mod + "internal/app"}},
 		// ledgerstore is the one opener of the stores: the ledger and its stores only.
 		{pkg: "ledger/ledgerstore", onlyOwn: []string{"ledger", "ledger/sqlite", "ledger/postgres"}},
+		// The defaults of the settings a package below the configuration
+		// acts on: the owners and config both read them here.
+		{pkg: "internal/defaults", onlyOwn: []string{}, forbidden: []string{"net/http"}},
+		// The syntax of a binding's template placeholders, and MCP's rules
+		// for _meta keys: config checks them at load, invoke and upstream
+		// act on them.
+		{pkg: "internal/placeholder", onlyOwn: []string{}},
+		{pkg: "internal/mcpmeta", onlyOwn: []string{}},
+		// config reads toolgate.yaml on its own: it imports only leaves (its
+		// defaults are internal/defaults', which the owning packages use
+		// too); configcheck holds it against the tools directory.
+		{pkg: "config", onlyOwn: []string{"internal/defaults", "internal/mcpmeta", "internal/oauth", "internal/placeholder", "internal/strictyaml", "internal/suggest"}},
+		{pkg: "configcheck", onlyOwn: []string{"config", "contract", "invoke", "lockfile"}},
+		{pkg: "internal/oauth", onlyOwn: []string{}},
 	}
 	// Only cmd/ (and tests) import internal/app; only tests import the
 	// gateway test rig.
@@ -76,6 +90,9 @@ func TestFloorPlan(t *testing.T) {
 	// leaves may be imported by any package.
 	leaves := map[string]bool{"internal/canon": true, "internal/junit": true, "internal/suggest": true, "internal/strictyaml": true, "internal/tracectx": true,
 		"internal/jsonschemax": true, "internal/secret": true, "internal/plural": true, "internal/textsafe": true}
+	leaves["internal/defaults"] = true
+	leaves["internal/placeholder"] = true
+	leaves["internal/mcpmeta"] = true
 	for _, r := range rules {
 		imports := packageImports(t, filepath.Join("..", r.pkg))
 		for imp, file := range imports {

@@ -23,6 +23,7 @@ import (
 
 	"github.com/toolgate/toolgate/contract"
 	"github.com/toolgate/toolgate/decisionlog"
+	"github.com/toolgate/toolgate/internal/defaults"
 	"github.com/toolgate/toolgate/invoke"
 	"github.com/toolgate/toolgate/ledger"
 	"go.opentelemetry.io/otel/trace"
@@ -31,9 +32,9 @@ import (
 // Defaults of Config.
 const (
 	// DefaultJoinTimeout is how long a duplicate waits for a running action.
-	DefaultJoinTimeout = 5 * time.Second
+	DefaultJoinTimeout = defaults.JoinTimeout
 	// DefaultTenant is the tenant of every call when the gateway has no keys.
-	DefaultTenant = "default"
+	DefaultTenant = defaults.Tenant
 )
 
 // Invoker reaches a tool's downstream: one attempt, the lookup the reconciler

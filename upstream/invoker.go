@@ -7,12 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"regexp"
 	"slices"
-	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolgate/toolgate/internal/defaults"
+	"github.com/toolgate/toolgate/internal/mcpmeta"
 	"github.com/toolgate/toolgate/invoke"
 	"github.com/toolgate/toolgate/ledger"
 )
@@ -21,7 +21,7 @@ import (
 // key (the action's idempotency key as the binding's downstream_key template
 // makes it) when the binding names none. It is the key toolgate's own /mcp
 // endpoint reads, so a toolgate behind a toolgate sees the same action.
-const DefaultKeyMeta = "toolgate/idempotency_key"
+const DefaultKeyMeta = defaults.IdempotencyMeta
 
 // LookupKeyArgument is the argument of a binding's lookup tool that carries
 // the downstream key (also sent in _meta, as with tools/call).
@@ -411,36 +411,7 @@ func isJSONDoc(b []byte) bool {
 	return false
 }
 
-var (
-	metaLabelRE = regexp.MustCompile(`^[A-Za-z]([A-Za-z0-9-]*[A-Za-z0-9])?$`)
-	metaNameRE  = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$`)
-)
-
-// CheckMetaKey holds a _meta key to MCP's naming rules: an optional prefix of
-// dot-separated labels (each starting with a letter and ending with a letter
-// or digit) ending in "/", then a name that starts and ends with a letter or
-// digit; a prefix with a label "mcp" or "modelcontextprotocol" followed by
-// another label is reserved for MCP. It returns what is wrong, "" when
+// CheckMetaKey holds a _meta key to MCP's naming rules (internal/mcpmeta,
+// which config applies at load time too): it returns what is wrong, "" when
 // nothing is.
-func CheckMetaKey(key string) string {
-	prefix, name := "", key
-	if i := strings.LastIndexByte(key, '/'); i >= 0 {
-		prefix, name = key[:i], key[i+1:]
-		if prefix == "" {
-			return "an empty prefix before \"/\""
-		}
-		labels := strings.Split(prefix, ".")
-		for i, l := range labels {
-			if !metaLabelRE.MatchString(l) {
-				return fmt.Sprintf("prefix label %q must start with a letter, end with a letter or digit and hold only letters, digits and hyphens", l)
-			}
-			if (l == "mcp" || l == "modelcontextprotocol") && i < len(labels)-1 {
-				return fmt.Sprintf("prefix %q is reserved for MCP itself", prefix+"/")
-			}
-		}
-	}
-	if !metaNameRE.MatchString(name) {
-		return "the name must start and end with a letter or digit and hold only letters, digits, hyphens, underscores and dots"
-	}
-	return ""
-}
+func CheckMetaKey(key string) string { return mcpmeta.CheckKey(key) }

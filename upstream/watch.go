@@ -13,6 +13,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/toolgate/toolgate/internal/defaults"
 	"github.com/toolgate/toolgate/invoke"
 	"github.com/toolgate/toolgate/lockfile"
 )
@@ -22,7 +23,7 @@ const (
 	// DefaultCheckInterval is how often every bound server's tools/list is
 	// read (besides at start-up, on every new session and on
 	// notifications/tools/list_changed).
-	DefaultCheckInterval = time.Minute
+	DefaultCheckInterval = defaults.UpstreamCheckInterval
 	// DefaultPinPoll is how often toolgate.lock is looked at for pins an
 	// operator accepted meanwhile (a stat; the pins are read when it changed).
 	DefaultPinPoll = 2 * time.Second

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/toolgate/toolgate/config"
+	"github.com/toolgate/toolgate/configcheck"
 	"github.com/toolgate/toolgate/contract"
 )
 
@@ -154,7 +155,7 @@ func toolsFindingsIn(cfg *config.Config, tools fs.FS) []finding {
 		out = append(out, finding{ID: p.RuleID(), Severity: "error", File: p.File, Line: p.Line, Pointer: p.Pointer, Message: p.Message})
 	}
 	if cfg.File() != "" {
-		out = append(out, configFindings(config.Check(cfg, reg))...)
+		out = append(out, configFindings(configcheck.Check(cfg, reg))...)
 	}
 	return out
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/config"
+	"github.com/toolgate/toolgate/configcheck"
 	"github.com/toolgate/toolgate/contract"
 	"github.com/toolgate/toolgate/ledger"
 	"github.com/toolgate/toolgate/lockfile"
@@ -124,7 +125,7 @@ func runExport(ctx context.Context, e env) int {
 	var include func(string) bool
 	if cfg != nil {
 		include = cfg.Bound
-		for _, t := range config.Unbound(cfg, reg) {
+		for _, t := range configcheck.Unbound(cfg, reg) {
 			fmt.Fprintf(e.Stderr, "toolgate export: left out %s: %s binds it to nothing\n", t.ID, *cfgPath)
 		}
 		if records, err = ledgerRollouts(ctx, cfg.Ledger); err != nil {

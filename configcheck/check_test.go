@@ -1,9 +1,10 @@
-package config
+package configcheck
 
 import (
 	"strings"
 	"testing"
 
+	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/contract"
 )
 
@@ -54,7 +55,7 @@ func TestCheckAgainstRegistry(t *testing.T) {
 			`toolgate.yaml:9: bindings.refund.create_request.body_omit: ordr_id: ordr_id is not a top-level parameter of refund.create_request v2.2.0; did you mean "order_id"?`,
 		}},
 		{"nested args field of a scalar", strings.Replace(bindAll, "orders/{args.order_id}\n", "orders/{args.order_id.x}\n", 1), nil},
-		{"api key allowed a missing tool", bindAll + "auth:\n  keys:\n    - name: cs\n      key_sha256: " + HashKey("k") + "\n      tenant: acme\n      role: agent\n      tools: [payments.issue_refund, refund.create_requst]\n", []string{
+		{"api key allowed a missing tool", bindAll + "auth:\n  keys:\n    - name: cs\n      key_sha256: " + config.HashKey("k") + "\n      tenant: acme\n      role: agent\n      tools: [payments.issue_refund, refund.create_requst]\n", []string{
 			`toolgate.yaml:18: auth.keys[0].tools[1]: no tool "refund.create_requst"; did you mean "refund.create_request"? (key cs would be allowed a tool that does not exist)`,
 		}},
 		{"unbound tools are warnings", "bindings:\n  payments.issue_refund:\n    url: http://x/y\n    lookup: {url: \"http://x/k/{downstream_key}\"}\n", []string{
@@ -65,14 +66,14 @@ func TestCheckAgainstRegistry(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			c, err := Parse([]byte(tt.doc))
+			c, err := config.Parse([]byte(tt.doc))
 			if err != nil {
 				t.Fatal(err)
 			}
 			var got []string
 			for _, p := range Check(c, reg) {
 				got = append(got, p.String())
-				if p.Line == 0 || p.Rule == "" || (p.Severity != SeverityError && p.Severity != SeverityWarning) {
+				if p.Line == 0 || p.Rule == "" || (p.Severity != config.SeverityError && p.Severity != config.SeverityWarning) {
 					t.Errorf("incomplete problem %+v", p)
 				}
 			}
@@ -86,7 +87,7 @@ func TestCheckAgainstRegistry(t *testing.T) {
 func TestUnbound(t *testing.T) {
 	t.Parallel()
 	reg := examplesRegistry(t)
-	c, err := Parse([]byte("bindings:\n  orders.get_order: {url: http://x/y, method: GET}\n"))
+	c, err := config.Parse([]byte("bindings:\n  orders.get_order: {url: http://x/y, method: GET}\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,12 +106,12 @@ func TestCheckWarnsAboutUnpinnedUpstreamTools(t *testing.T) {
 	reg := examplesRegistry(t)
 	doc := strings.Replace(bindAll, "  orders.get_order:\n    url: http://127.0.0.1:9090/orders/{args.order_id}\n    method: GET\n",
 		"  orders.get_order:\n    mcp: {url: http://127.0.0.1:7070/mcp, tool: get_order}\n", 1)
-	c, err := Parse([]byte(doc))
+	c, err := config.Parse([]byte(doc))
 	if err != nil {
 		t.Fatal(err)
 	}
 	ps := Check(c, reg)
-	if len(ps) != 1 || ps[0].Rule != RuleUnpinned || ps[0].Severity != SeverityWarning || !strings.Contains(ps[0].Message, "toolgate upstream accept --tool orders.get_order") {
+	if len(ps) != 1 || ps[0].Rule != config.RuleUnpinned || ps[0].Severity != config.SeverityWarning || !strings.Contains(ps[0].Message, "toolgate upstream accept --tool orders.get_order") {
 		t.Fatalf("%+v", ps)
 	}
 }

@@ -1,31 +1,20 @@
-package config
+package configcheck
 
 import (
 	"fmt"
-	"net/url"
-	"strings"
 
+	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/contract"
 	"github.com/toolgate/toolgate/invoke"
-)
-
-// Rule ids of the binding checks below (warnings: the ledger holds each
-// attempt to its send window whatever these settings are, so none of them
-// can duplicate an effect; they make actions wait, or page someone, or hand
-// an action's fate to another host).
-const (
-	RuleTiming     = "binding-timing"      // settle_after, hold_after or lease that cannot cover the timeout
-	RuleNoLookup   = "binding-no-lookup"   // a mutating tool's binding without a lookup
-	RuleLookupHost = "binding-lookup-host" // a lookup or state URL on another host than the binding's url
 )
 
 // checkBindingTiming warns about each binding whose timing works against
 // its reconciliation, whose tool mutates but cannot be looked up, or whose
 // lookup or state probe goes to another host (docs/configuration.md,
 // "What check warns about").
-func checkBindingTiming(c *Config, reg *contract.Registry) []Problem {
-	var out []Problem
-	for _, id := range sortedIDs(c.Bindings) {
+func checkBindingTiming(c *config.Config, reg *contract.Registry) []config.Problem {
+	var out []config.Problem
+	for _, id := range sortedKeys(c.Bindings) {
 		t := reg.Tool(id)
 		if t == nil {
 			continue // reported by Check
@@ -34,7 +23,7 @@ func checkBindingTiming(c *Config, reg *contract.Registry) []Problem {
 		out = append(out, checkTiming(c, id, b)...)
 		if mutating(t) && b.Lookup.URL == "" && b.Lookup.MCPTool == "" {
 			d := invoke.Binding{HoldAfter: b.HoldAfter}.WithDefaults()
-			out = append(out, c.problem(SeverityWarning, RuleNoLookup, c.bindingLine(id, ""), "bindings."+id,
+			out = append(out, c.NewProblem(config.SeverityWarning, config.RuleNoLookup, c.BindingLine(id, ""), "bindings."+id,
 				fmt.Sprintf("bindings.%s: mutating tool without a lookup: every action whose outcome is unknown (a timeout, a dropped connection, an ambiguous 5xx) stays unknown until an operator resolves it, and past hold_after (%s) it is flagged needs_operator, which pages (add lookup: {url: ...} that finds an effect by {downstream_key})",
 					id, d.HoldAfter)))
 		}
@@ -46,7 +35,7 @@ func checkBindingTiming(c *Config, reg *contract.Registry) []Problem {
 // checkTiming compares one binding's settle_after, hold_after and the
 // ledger's lease with its send window: the timeout (and, with a decision
 // log and a state probe, the probe's timeout before the request).
-func checkTiming(c *Config, id string, b Binding) []Problem {
+func checkTiming(c *config.Config, id string, b config.Binding) []config.Problem {
 	d := invoke.Binding{Timeout: b.Timeout, SettleAfter: b.SettleAfter, HoldAfter: b.HoldAfter}.WithDefaults()
 	window := d.Timeout
 	if c.DecisionLog.Path != "" && b.State.URL != "" {
@@ -54,13 +43,13 @@ func checkTiming(c *Config, id string, b Binding) []Problem {
 	}
 	lease := c.Lease
 	if lease <= 0 {
-		lease = DefaultLease
+		lease = config.DefaultLease
 	}
-	var out []Problem
+	var out []config.Problem
 	warn := func(field, format string, a ...any) {
 		path := "bindings." + id + "." + field
-		line := c.bindingLine(id, field)
-		out = append(out, c.problem(SeverityWarning, RuleTiming, line, path, path+": "+fmt.Sprintf(format, a...)))
+		line := c.BindingLine(id, field)
+		out = append(out, c.NewProblem(config.SeverityWarning, config.RuleTiming, line, path, path+": "+fmt.Sprintf(format, a...)))
 	}
 	if d.SettleAfter < d.Timeout {
 		warn("settle_after", "%s is shorter than the timeout %s: a lookup's \"not found\" is trusted settle_after after the request can no longer be sent, and a downstream slow enough to reach the timeout may apply it later than that; set settle_after to at least the timeout (or to the longest the downstream may take to apply a request it received)",
@@ -72,7 +61,7 @@ func checkTiming(c *Config, id string, b Binding) []Problem {
 	}
 	if lease < window {
 		field := "timeout"
-		if _, ok := c.lines["bindings."+id+".timeout"]; !ok {
+		if !c.Sets("bindings." + id + ".timeout") {
 			field = ""
 		}
 		what := "the timeout " + d.Timeout.String()
@@ -83,7 +72,7 @@ func checkTiming(c *Config, id string, b Binding) []Problem {
 			lease, what, window, lease, window)
 		if field == "" {
 			path := "bindings." + id
-			out = append(out, c.problem(SeverityWarning, RuleTiming, c.bindingLine(id, ""), path, path+": "+msg))
+			out = append(out, c.NewProblem(config.SeverityWarning, config.RuleTiming, c.BindingLine(id, ""), path, path+": "+msg))
 		} else {
 			warn(field, "%s", msg)
 		}
@@ -94,15 +83,15 @@ func checkTiming(c *Config, id string, b Binding) []Problem {
 // checkLookupHosts warns when a binding's lookup or state URL goes to
 // another host than its url: the lookup's answer decides an unknown
 // action's fate, and both receive the downstream key.
-func checkLookupHosts(c *Config, id string, b Binding) []Problem {
+func checkLookupHosts(c *config.Config, id string, b config.Binding) []config.Problem {
 	if b.MCP != nil || b.URL == "" {
 		return nil
 	}
-	home, ok := templateHost(b.URL)
+	home, ok := config.TemplateHost(b.URL)
 	if !ok {
 		return nil // reported by Parse
 	}
-	var out []Problem
+	var out []config.Problem
 	for _, e := range []struct {
 		field, tmpl, role string
 	}{
@@ -112,37 +101,14 @@ func checkLookupHosts(c *Config, id string, b Binding) []Problem {
 		if e.tmpl == "" {
 			continue
 		}
-		host, ok := templateHost(e.tmpl)
+		host, ok := config.TemplateHost(e.tmpl)
 		if !ok || host == home {
 			continue
 		}
 		path := "bindings." + id + "." + e.field + ".url"
-		out = append(out, c.problem(SeverityWarning, RuleLookupHost, c.bindingLine(id, e.field), path,
+		out = append(out, c.NewProblem(config.SeverityWarning, config.RuleLookupHost, c.BindingLine(id, e.field), path,
 			fmt.Sprintf("%s: goes to %s, not to the binding's host %s: it receives the downstream key and %s; make sure %s is the downstream's own",
 				path, host, home, e.role, host)))
 	}
 	return out
-}
-
-// templateHost is the host and port of a URL template (placeholders stand
-// only in its path and query), lowercased, with the scheme's default port
-// made explicit.
-func templateHost(tmpl string) (string, bool) {
-	ps, err := invoke.Placeholders(tmpl)
-	if err != nil || len(checkURLShape(tmpl, ps)) > 0 {
-		return "", false // refused as it is
-	}
-	s, err := parseURLTemplate(tmpl, ps)
-	if err != nil {
-		return "", false
-	}
-	u, err := url.Parse(s)
-	if err != nil || u.Host == "" {
-		return "", false
-	}
-	port := u.Port()
-	if port == "" {
-		port = map[string]string{"http": "80", "https": "443"}[strings.ToLower(u.Scheme)]
-	}
-	return strings.ToLower(u.Hostname()) + ":" + port, true
 }

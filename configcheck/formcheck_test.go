@@ -1,10 +1,11 @@
-package config
+package configcheck
 
 import (
 	"strings"
 	"testing"
 	"testing/fstest"
 
+	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/contract"
 )
 
@@ -51,13 +52,13 @@ func TestCheckFormNames(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			c, err := Parse([]byte(tc.doc))
+			c, err := config.Parse([]byte(tc.doc))
 			if err != nil {
 				t.Fatal(err)
 			}
 			var got []string
 			for _, p := range Check(c, reg) {
-				if p.Rule == RuleFormNames {
+				if p.Rule == config.RuleFormNames {
 					got = append(got, p.String())
 				}
 			}

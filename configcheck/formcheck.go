@@ -1,15 +1,12 @@
-package config
+package configcheck
 
 import (
 	"fmt"
 	"strings"
 
+	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/contract"
 )
-
-// RuleFormNames: a form binding (body: form) whose fields could take one
-// another's names, or a parameter name a form field cannot carry.
-const RuleFormNames = "binding-form-names"
 
 // checkFormNames holds each form binding against the schemas of every
 // version it serves, once at load instead of per call: an object written
@@ -21,9 +18,9 @@ const RuleFormNames = "binding-form-names"
 // the body carries must not be empty or hold "[" or "]", which the bracket
 // convention reads as a path. The call path still refuses any such value
 // (invoke.CheckForm); this says so before the first call does.
-func checkFormNames(c *Config, reg *contract.Registry) []Problem {
-	var out []Problem
-	for _, id := range sortedIDs(c.Bindings) {
+func checkFormNames(c *config.Config, reg *contract.Registry) []config.Problem {
+	var out []config.Problem
+	for _, id := range sortedKeys(c.Bindings) {
 		b := c.Bindings[id]
 		t := reg.Tool(id)
 		if b.Body != "form" || t == nil {
@@ -39,7 +36,7 @@ func checkFormNames(c *Config, reg *contract.Registry) []Problem {
 				return
 			}
 			seen[path+msg] = true
-			out = append(out, c.problem(SeverityError, RuleFormNames, c.bindingLine(id, field), path, path+": "+msg))
+			out = append(out, c.NewProblem(config.SeverityError, config.RuleFormNames, c.BindingLine(id, field), path, path+": "+msg))
 		}
 		for _, v := range t.Versions {
 			params, err := contract.DecodeJSON(v.Parameters)

@@ -1,128 +1,44 @@
-package config
+// Package configcheck holds a configuration (package config, which reads
+// toolgate.yaml on its own) against the tools directory it serves: bindings
+// and API keys that name tools the directory lacks, {args.FIELD}
+// placeholders that are not parameters of every version a binding serves,
+// form bodies whose fields could take one another's names, timing that works
+// against reconciliation, and upstream tools without a usable pin. It sits
+// above config, contract, invoke and lockfile, so that config imports none
+// of them.
+package configcheck
 
 import (
-	"errors"
 	"fmt"
-	"net/url"
+	"maps"
+	"slices"
 	"strings"
 
+	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/contract"
 	"github.com/toolgate/toolgate/internal/suggest"
 	"github.com/toolgate/toolgate/invoke"
 	"github.com/toolgate/toolgate/lockfile"
 )
 
-// placeholderNames are the placeholders a URL template may use besides {args.FIELD}.
-var placeholderNames = []string{"action_id", "downstream_key", "tenant"}
-
-// PlaceholderHelp lists the placeholders, for messages and docs.
-const PlaceholderHelp = "{action_id}, {downstream_key}, {tenant} or {args.FIELD}"
-
-// checkTemplate checks a template on its own: its braces, its placeholder names, and for a
-// URL a fixed scheme and host. {args.FIELD} names are checked against the tool by Check.
-func checkTemplate(tmpl string, isURL, allowKey bool) []string {
-	ps, err := invoke.Placeholders(tmpl)
-	if err != nil {
-		return []string{fmt.Sprintf("%q: %s", tmpl, strings.TrimPrefix(err.Error(), invoke.ErrTemplate.Error()+": "))}
-	}
-	var out []string
-	names := placeholderNames
-	if !allowKey {
-		names = []string{"action_id", "tenant"}
-	}
-	for _, p := range ps {
-		switch {
-		case contains(names, p.Name):
-		case p.Name == "downstream_key":
-			out = append(out, "{downstream_key} cannot stand here: the downstream key is built from this template (use {tenant}, {action_id} or {args.FIELD})")
-		case strings.HasPrefix(p.Name, "args."):
-			if field := strings.TrimPrefix(p.Name, "args."); field == "" || strings.HasPrefix(field, ".") || strings.HasSuffix(field, ".") || strings.Contains(field, "..") {
-				out = append(out, fmt.Sprintf("{%s} names no field: write {args.FIELD} with a top-level parameter", p.Name))
-			}
-		default:
-			msg := fmt.Sprintf("unknown placeholder {%s}", p.Name)
-			if near := suggest.Nearest(p.Name, names, 2); len(near) > 0 {
-				msg += "; did you mean {" + near[0] + "}?"
-			} else if head, rest, ok := strings.Cut(p.Name, "."); ok && rest != "" && suggest.Distance(head, "args") <= 1 {
-				msg += "; did you mean {args." + rest + "}?"
-			}
-			out = append(out, msg+" (placeholders: "+PlaceholderHelp+")")
-		}
-	}
-	if isURL {
-		out = append(out, checkURLShape(tmpl, ps)...)
-	}
-	return out
-}
-
-// checkURLShape refuses a URL template that is not an absolute http(s) URL, or that has a
-// placeholder in its scheme or host: where a request goes must not depend on a call's
-// arguments.
-func checkURLShape(tmpl string, ps []invoke.Placeholder) []string {
-	scheme, rest, ok := strings.Cut(tmpl, "://")
-	if !ok {
-		return []string{fmt.Sprintf("%q is not an absolute http(s) URL (write http://host/path)", tmpl)}
-	}
-	hostEnd := strings.IndexAny(rest, "/?#")
-	if hostEnd < 0 {
-		hostEnd = len(rest)
-	}
-	authorityEnd := len(scheme) + 3 + hostEnd
-	for _, p := range ps {
-		if p.Offset < len(scheme) {
-			return []string{fmt.Sprintf("placeholder {%s} in the scheme of %q: the scheme must be fixed (placeholders may stand in the path and query)", p.Name, tmpl)}
-		}
-		if p.Offset < authorityEnd {
-			return []string{fmt.Sprintf("placeholder {%s} in the host of %q: the host must be fixed, so a call's arguments cannot choose where it goes (placeholders may stand in the path and query)", p.Name, tmpl)}
-		}
-	}
-	if s := strings.ToLower(scheme); s != "http" && s != "https" {
-		return []string{fmt.Sprintf("%q is not an http(s) URL", tmpl)}
-	}
-	if hostEnd == 0 {
-		return []string{fmt.Sprintf("%q names no host", tmpl)}
-	}
-	if _, err := parseURLTemplate(tmpl, ps); err != nil {
-		return []string{fmt.Sprintf("%q is not a valid URL: %v", tmpl, err)}
-	}
-	return nil
-}
-
-// parseURLTemplate parses a template with each placeholder replaced by a plain word.
-func parseURLTemplate(tmpl string, ps []invoke.Placeholder) (string, error) {
-	var b strings.Builder
-	last := 0
-	for _, p := range ps {
-		b.WriteString(tmpl[last:p.Offset])
-		b.WriteString("x")
-		last = p.Offset + len(p.Name) + 2
-	}
-	b.WriteString(tmpl[last:])
-	u, err := parseURL(b.String())
-	if err != nil {
-		return "", err
-	}
-	return u, nil
-}
-
 // Check holds a configuration against the tools directory it serves and returns every
 // problem: a binding for a tool the registry does not have, an {args.FIELD} that is not a
 // top-level parameter of every version the binding serves, an API key allowed a tool that
 // does not exist (errors), and each tool without a binding (a warning: it is left out of
 // exports and tools/list and answers 503 tool_not_bound).
-func Check(c *Config, reg *contract.Registry) []Problem {
-	var out []Problem
-	for _, id := range sortedIDs(c.Bindings) {
+func Check(c *config.Config, reg *contract.Registry) []config.Problem {
+	var out []config.Problem
+	for _, id := range sortedKeys(c.Bindings) {
 		b := c.Bindings[id]
-		line := c.bindingLine(id, "")
+		line := c.BindingLine(id, "")
 		t := reg.Tool(id)
 		if t == nil {
-			out = append(out, c.problem(SeverityError, RuleToolUnknown, line, "bindings."+id,
+			out = append(out, c.NewProblem(config.SeverityError, config.RuleToolUnknown, line, "bindings."+id,
 				fmt.Sprintf("bindings.%s: %s (a binding names a tool of the tools directory %s)", id, reg.ToolNotFoundDetail(id), reg.Dir)))
 			continue
 		}
-		for _, tm := range b.templates() {
-			ps, err := invoke.Placeholders(tm.value)
+		for _, tm := range b.Templates() {
+			ps, err := invoke.Placeholders(tm.Value)
 			if err != nil {
 				continue // reported by Parse
 			}
@@ -132,8 +48,8 @@ func Check(c *Config, reg *contract.Registry) []Problem {
 					continue
 				}
 				for _, msg := range checkArgsField(t, field) {
-					path := "bindings." + id + "." + tm.field
-					out = append(out, c.problem(SeverityError, RuleTemplate, c.bindingLine(id, tm.field), path,
+					path := "bindings." + id + "." + tm.Field
+					out = append(out, c.NewProblem(config.SeverityError, config.RuleTemplate, c.BindingLine(id, tm.Field), path,
 						fmt.Sprintf("%s: {args.%s}: %s", path, field, msg)))
 				}
 			}
@@ -150,7 +66,7 @@ func Check(c *Config, reg *contract.Registry) []Problem {
 				}
 				for _, msg := range checkArgsField(t, arg) {
 					path := "bindings." + id + "." + fieldName
-					out = append(out, c.problem(SeverityError, RuleTemplate, c.bindingLine(id, fieldName), path,
+					out = append(out, c.NewProblem(config.SeverityError, config.RuleTemplate, c.BindingLine(id, fieldName), path,
 						fmt.Sprintf("%s: %s: %s", path, arg, msg)))
 				}
 			}
@@ -163,7 +79,7 @@ func Check(c *Config, reg *contract.Registry) []Problem {
 					continue
 				}
 				path := fmt.Sprintf("auth.keys[%d].tools[%d]", i, j)
-				out = append(out, c.problem(SeverityError, RuleToolUnknown, c.line(path), path,
+				out = append(out, c.NewProblem(config.SeverityError, config.RuleToolUnknown, c.Line(path), path,
 					fmt.Sprintf("%s: %s (key %s would be allowed a tool that does not exist)", path, reg.ToolNotFoundDetail(tool), k.Name)))
 			}
 		}
@@ -176,17 +92,17 @@ func Check(c *Config, reg *contract.Registry) []Problem {
 		if mutating(t) {
 			effect = "mutating"
 		}
-		out = append(out, c.problem(SeverityWarning, RuleUnbound, c.line("bindings"), "bindings",
+		out = append(out, c.NewProblem(config.SeverityWarning, config.RuleUnbound, c.Line("bindings"), "bindings",
 			fmt.Sprintf("%s tool %s has no binding: it is left out of export and MCP tools/list, and calls answer 503 tool_not_bound (add bindings.%s)", effect, t.ID, t.ID)))
 	}
-	sortProblems(out)
+	config.SortProblems(out)
 	return out
 }
 
 // Unbound returns the tools of reg that c binds to nothing, sorted by id. The gateway
 // leaves them out of /v1/export and MCP tools/list (they could only answer 503
 // tool_not_bound) and lists them at start-up.
-func Unbound(c *Config, reg *contract.Registry) []*contract.Tool {
+func Unbound(c *config.Config, reg *contract.Registry) []*contract.Tool {
 	var out []*contract.Tool
 	for _, t := range reg.Tools() {
 		if _, ok := c.Bindings[t.ID]; !ok {
@@ -194,12 +110,6 @@ func Unbound(c *Config, reg *contract.Registry) []*contract.Tool {
 		}
 	}
 	return out
-}
-
-// Bound reports whether c has a binding for the tool id: the filter for exports.
-func (c *Config) Bound(toolID string) bool {
-	_, ok := c.Bindings[toolID]
-	return ok
 }
 
 func mutating(t *contract.Tool) bool {
@@ -274,31 +184,19 @@ func properties(node, root any) (map[string]any, bool) {
 	return nil, false
 }
 
-func parseURL(s string) (string, error) {
-	u, err := url.Parse(s)
-	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
-		return "", err
-	}
-	return u.String(), nil
-}
-
 // checkPins warns about each tool bound to an upstream MCP server that has no usable pin in
 // the tools directory: serve then measures its drift from the definition it sees first
 // (no pin) or stops it (a pin that disagrees with toolgate.lock).
-func checkPins(c *Config, reg *contract.Registry) []Problem {
-	var out []Problem
+func checkPins(c *config.Config, reg *contract.Registry) []config.Problem {
+	var out []config.Problem
 	lock, lockErr := lockfile.Read(reg.Dir)
-	for _, id := range sortedIDs(c.Bindings) {
+	for _, id := range sortedKeys(c.Bindings) {
 		if c.Bindings[id].MCP == nil || reg.Tool(id) == nil {
 			continue
 		}
 		path := "bindings." + id + ".mcp"
 		warn := func(msg string) {
-			out = append(out, c.problem(SeverityWarning, RuleUnpinned, c.bindingLine(id, "mcp"), path, path+": "+msg))
+			out = append(out, c.NewProblem(config.SeverityWarning, config.RuleUnpinned, c.BindingLine(id, "mcp"), path, path+": "+msg))
 		}
 		if lockErr != nil {
 			warn(fmt.Sprintf("%v: the tool is stopped until the lock reads", lockErr))
@@ -313,4 +211,8 @@ func checkPins(c *Config, reg *contract.Registry) []Problem {
 		}
 	}
 	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	return slices.Sorted(maps.Keys(m))
 }
