@@ -23,9 +23,10 @@ import (
 	"github.com/toolgate/toolgate/gateway"
 	"github.com/toolgate/toolgate/invoke"
 	"github.com/toolgate/toolgate/ledger"
-	"github.com/toolgate/toolgate/ledger/postgres"
+	"github.com/toolgate/toolgate/ledger/ledgerstore"
 	"github.com/toolgate/toolgate/ledger/sqlite"
 	"github.com/toolgate/toolgate/sandbox"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // The refund every "new" request asks for: 1 minor unit of an order whose
@@ -190,11 +191,13 @@ func startEnv(ctx context.Context, cfg *Config) (e *env, err error) {
 				commits = true
 			}
 		}
-		srv, err := gateway.New(gateway.Config{
+		logger := slog.New(slog.DiscardHandler)
+		calls := toolcall.New(toolcall.Config{
 			Registry: reg, Ledger: &ledger.Service{Store: store, Lease: 30 * time.Second, Owner: "bench"},
 			Invoker: invoker, Bindings: map[string]invoke.Binding{refundTool: binding},
-			Logger: slog.New(slog.DiscardHandler), Prometheus: prom,
+			Logger: logger, RolloutObserver: gateway.NewRolloutMetrics(prom, reg),
 		})
+		srv, err := gateway.New(gateway.Config{Calls: calls, Logger: logger, Prometheus: prom})
 		if err != nil {
 			return e, fmt.Errorf("bench: gateway on %s: %w", name, err)
 		}
@@ -216,20 +219,17 @@ func startEnv(ctx context.Context, cfg *Config) (e *env, err error) {
 }
 
 func openLedger(ctx context.Context, cfg *Config, name string) (ledger.Store, error) {
-	var (
-		s   ledger.Store
-		err error
-	)
+	// --postgres may be a keyword/value DSN as well as a URL: the kind is
+	// the ledger's name, not the DSN's scheme.
+	loc, o := ledgerstore.Location{Kind: ledgerstore.Postgres, Path: cfg.PostgresDSN}, ledgerstore.Options{}
 	switch name {
 	case SQLiteFull, SQLiteNormal:
-		sync := "FULL"
+		loc, o.Synchronous = ledgerstore.Location{Kind: ledgerstore.SQLite, Path: filepath.Join(cfg.Dir, name+".db")}, "FULL"
 		if name == SQLiteNormal {
-			sync = "NORMAL"
+			o.Synchronous = "NORMAL"
 		}
-		s, err = sqlite.Open(ctx, sqlite.Config{Path: filepath.Join(cfg.Dir, name+".db"), Synchronous: sync})
-	case Postgres:
-		s, err = postgres.Open(ctx, postgres.Config{DSN: cfg.PostgresDSN})
 	}
+	s, err := ledgerstore.OpenLocation(ctx, loc, o)
 	if err != nil {
 		return nil, fmt.Errorf("bench: open the %s ledger: %w", name, err)
 	}

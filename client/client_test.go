@@ -17,6 +17,7 @@ import (
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/contract"
 	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/gateway/gatewaytest"
 	"github.com/toolgate/toolgate/internal/testrig"
 	"github.com/toolgate/toolgate/invoke"
 	"github.com/toolgate/toolgate/ledger"
@@ -49,7 +50,7 @@ func setup(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	srv, err := gateway.New(gateway.Config{
+	srv, err := gatewaytest.New(gatewaytest.Config{
 		Registry: reg, Ledger: &ledger.Service{Store: st, Lease: 30 * time.Second, Owner: "client-test"},
 		Invoker: &invoke.Client{},
 		Bindings: map[string]invoke.Binding{"payments.issue_refund": {

@@ -25,7 +25,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/gateway/gatewaytest"
 	"github.com/toolgate/toolgate/internal/testrig"
 	"github.com/toolgate/toolgate/invoke"
 	"github.com/toolgate/toolgate/sandbox"
@@ -402,7 +402,7 @@ func driveAndScrape(t *testing.T) (map[string]bool, error) {
 	if watcher.Drift("crm.create_ticket") == "" {
 		return nil, fmt.Errorf("the changed upstream tool is not stopped: %+v", watcher.Statuses())
 	}
-	srv, err := gateway.New(gateway.Config{Registry: testrig.Registry(t), Ledger: svc, Invoker: &invoke.Client{},
+	srv, err := gatewaytest.New(gatewaytest.Config{Registry: testrig.Registry(t), Ledger: svc, Invoker: &invoke.Client{},
 		Bindings: bindings, JoinTimeout: 5 * time.Second, Logger: testrig.Logger(t), Prometheus: prom})
 	if err != nil {
 		return nil, err

@@ -18,6 +18,7 @@ import (
 
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/gateway/gatewaytest"
 	"github.com/toolgate/toolgate/internal/testrig"
 	"github.com/toolgate/toolgate/invoke"
 	"github.com/toolgate/toolgate/sandbox"
@@ -159,7 +160,7 @@ func agentGateway(t *testing.T) (*sandbox.Server, string) {
 	sb, sbURL := sandboxtest.Start(t, sandbox.Config{Orders: []sandbox.Order{
 		{OrderID: "ord_8Xk2Lm9Q", TotalMinor: 100_000, Currency: "EUR"},
 	}})
-	srv, err := gateway.New(gateway.Config{
+	srv, err := gatewaytest.New(gatewaytest.Config{
 		Registry: testrig.Registry(t), Ledger: testrig.Ledger(t, "ts-agents"), Invoker: &invoke.Client{},
 		Bindings: testrig.Bindings(sbURL), JoinTimeout: 300 * time.Millisecond, Logger: testrig.Logger(t),
 		Keys: []gateway.Key{{Name: "ts-agent", SHA256Hex: config.HashKey("key-ts-agent"), Tenant: "acme", Role: "agent", Tools: []string{"*"}}},

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/toolgate/toolgate/decisionlog"
-	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/gateway/gatewaytest"
 )
 
 func TestTwoPhaseAction(t *testing.T) {
@@ -124,7 +124,7 @@ func TestActionReadCarriesArgumentsAndDownstreamKey(t *testing.T) {
 	for _, mode := range []decisionlog.ArgumentsMode{"", decisionlog.ModeMasked, decisionlog.ModeFull, decisionlog.ModeDigest} {
 		t.Run(string(mode), func(t *testing.T) {
 			t.Parallel()
-			g := newRig(t, func(c *gateway.Config) { c.ActionArguments = mode })
+			g := newRig(t, func(c *gatewaytest.Config) { c.ActionArguments = mode })
 			if r := g.refund("read-args-0001", args); r.status != 201 {
 				t.Fatalf("call: %d %s", r.status, r.body)
 			}

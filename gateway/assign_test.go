@@ -12,6 +12,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/gateway/gatewaytest"
 	"github.com/toolgate/toolgate/internal/pgtest"
 	"github.com/toolgate/toolgate/internal/testrig"
 	"github.com/toolgate/toolgate/invoke"
@@ -20,7 +21,7 @@ import (
 )
 
 // withOperators adds a second operator key (acme-oncall2) beside withKeys'.
-func withOperators(c *gateway.Config) {
+func withOperators(c *gatewaytest.Config) {
 	withKeys(c)
 	c.Keys = append(c.Keys, gateway.Key{Name: "acme-oncall2", SHA256Hex: config.HashKey("key-acme-oncall2"),
 		Tenant: "acme", Role: "operator", Tools: []string{"*"}})
@@ -256,7 +257,7 @@ func TestAssignAcrossReplicasOnPostgres(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { st.Close() })
-		srv, err := gateway.New(gateway.Config{
+		srv, err := gatewaytest.New(gatewaytest.Config{
 			Registry: testrig.Registry(t), Ledger: &ledger.Service{Store: st, Owner: fmt.Sprintf("replica-%d", i)},
 			Invoker: &invoke.Client{}, Bindings: testrig.Bindings(sbURL), JoinTimeout: 5 * time.Second,
 			Keys: keys, Logger: testrig.Logger(t),
@@ -319,7 +320,7 @@ func (g *rig) series(name string, labels map[string]string) float64 {
 // after one.
 func TestMetricsCarryOwnerAndUnassignedAge(t *testing.T) {
 	t.Parallel()
-	g := newRig(t, func(c *gateway.Config) {
+	g := newRig(t, func(c *gatewaytest.Config) {
 		refund := c.Bindings["payments.issue_refund"]
 		refund.LookupURL = ""
 		c.Bindings["payments.issue_refund"] = refund

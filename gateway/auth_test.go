@@ -7,10 +7,11 @@ import (
 
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/gateway/gatewaytest"
 )
 
 // withKeys configures four keys in two tenants.
-func withKeys(c *gateway.Config) {
+func withKeys(c *gatewaytest.Config) {
 	c.Keys = []gateway.Key{
 		{Name: "acme-agent", SHA256Hex: config.HashKey("key-acme-agent"), Tenant: "acme", Role: "agent", Tools: []string{"payments.issue_refund"}},
 		{Name: "acme-oncall", SHA256Hex: config.HashKey("key-acme-oncall"), Tenant: "acme", Role: "operator", Tools: []string{"*"}},

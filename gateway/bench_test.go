@@ -9,7 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/gateway/gatewaytest"
 	"github.com/toolgate/toolgate/internal/cputime"
 )
 
@@ -41,7 +41,7 @@ func cpuPerOp(b *testing.B) func() {
 }
 
 func benchRig(b *testing.B) *rig {
-	return newRig(b, func(c *gateway.Config) { c.Logger = slog.New(slog.DiscardHandler) })
+	return newRig(b, func(c *gatewaytest.Config) { c.Logger = slog.New(slog.DiscardHandler) })
 }
 
 func BenchmarkCallNewAction(b *testing.B) {

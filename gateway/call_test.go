@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/gateway/gatewaytest"
 	"github.com/toolgate/toolgate/invoke"
 	"github.com/toolgate/toolgate/sandbox"
 )
@@ -97,7 +98,7 @@ func TestDuplicateWhileRunningJoins(t *testing.T) {
 
 func TestJoinTimeoutAnswersInProgress(t *testing.T) {
 	t.Parallel()
-	g := newRig(t, func(c *gateway.Config) { c.JoinTimeout = 100 * time.Millisecond })
+	g := newRig(t, func(c *gatewaytest.Config) { c.JoinTimeout = 100 * time.Millisecond })
 	g.fault(sandbox.Fault{Path: "/refunds", Fault: "hold"})
 	done := make(chan reply)
 	go func() { done <- g.refund("refund-key-0004", okArgs) }()
@@ -150,7 +151,7 @@ func TestHundredConcurrentDuplicatesOneEffect(t *testing.T) {
 
 func TestTimeoutIsUnknownThenReconciledAndReplayed(t *testing.T) {
 	t.Parallel()
-	g := newRig(t, func(c *gateway.Config) {
+	g := newRig(t, func(c *gatewaytest.Config) {
 		b := c.Bindings["payments.issue_refund"]
 		b.Timeout = 200 * time.Millisecond
 		c.Bindings["payments.issue_refund"] = b
@@ -180,7 +181,7 @@ func TestTimeoutIsUnknownThenReconciledAndReplayed(t *testing.T) {
 
 func TestSlowRequestLandingAfterNotFoundIsNeverRerun(t *testing.T) {
 	t.Parallel()
-	g := newRig(t, func(c *gateway.Config) {
+	g := newRig(t, func(c *gatewaytest.Config) {
 		b := c.Bindings["payments.issue_refund"]
 		b.Timeout = 150 * time.Millisecond
 		b.SettleAfter = time.Hour
@@ -207,7 +208,7 @@ func TestSlowRequestLandingAfterNotFoundIsNeverRerun(t *testing.T) {
 
 func TestNotFoundAfterSettlingRerunsWithTheSameKey(t *testing.T) {
 	t.Parallel()
-	g := newRig(t, func(c *gateway.Config) {
+	g := newRig(t, func(c *gatewaytest.Config) {
 		b := c.Bindings["payments.issue_refund"]
 		b.SettleAfter = time.Millisecond
 		c.Bindings["payments.issue_refund"] = b
@@ -265,7 +266,7 @@ func TestNotStartedStatusIsUnreachableAndRetried(t *testing.T) {
 
 func TestUnreachableUntilAttemptsExhaustedThenResolved(t *testing.T) {
 	t.Parallel()
-	g := newRig(t, func(c *gateway.Config) {
+	g := newRig(t, func(c *gatewaytest.Config) {
 		b := c.Bindings["payments.issue_refund"]
 		b.URL = "http://127.0.0.1:1/refunds" // nothing listens on port 1
 		b.MaxAttempts = 2
@@ -380,7 +381,7 @@ func TestToolAndVersionNotFound(t *testing.T) {
 
 func TestBodyTooLarge(t *testing.T) {
 	t.Parallel()
-	g := newRig(t, func(c *gateway.Config) { c.MaxBodyBytes = 512 })
+	g := newRig(t, func(c *gatewaytest.Config) { c.MaxBodyBytes = 512 })
 	big := `{"arguments":{"order_id":"` + strings.Repeat("x", 600) + `"}}`
 	g.do("POST", "/v1/tools/payments.issue_refund/calls", big, "Idempotency-Key", "refund-key-0018").wantProblem(t, 413, "request_too_large")
 }
@@ -415,7 +416,7 @@ func TestReadOnlyToolPassesThrough(t *testing.T) {
 
 func TestToolWithoutBinding(t *testing.T) {
 	t.Parallel()
-	g := newRig(t, func(c *gateway.Config) {
+	g := newRig(t, func(c *gatewaytest.Config) {
 		c.Bindings = map[string]invoke.Binding{}
 	})
 	g.refund("refund-key-0019", okArgs).wantProblem(t, 503, "tool_not_bound")
@@ -456,7 +457,7 @@ func TestReviewRuleParksForApproval(t *testing.T) {
 
 func TestRequireApprovalBinding(t *testing.T) {
 	t.Parallel()
-	g := newRig(t, func(c *gateway.Config) {
+	g := newRig(t, func(c *gatewaytest.Config) {
 		b := c.Bindings["payments.issue_refund"]
 		b.RequireApproval = true
 		c.Bindings["payments.issue_refund"] = b

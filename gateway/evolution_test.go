@@ -24,6 +24,7 @@ import (
 	"github.com/toolgate/toolgate/contract"
 	"github.com/toolgate/toolgate/gate"
 	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/gateway/gatewaytest"
 	"github.com/toolgate/toolgate/internal/pgtest"
 	"github.com/toolgate/toolgate/internal/testrig"
 	"github.com/toolgate/toolgate/invoke"
@@ -91,7 +92,7 @@ type evoDeploy struct {
 }
 
 type evoReplica struct {
-	srv    *gateway.Server
+	srv    *gatewaytest.Server
 	ts     *httptest.Server
 	store  ledger.Store
 	cancel func()
@@ -201,7 +202,7 @@ func (d *evoDeploy) start() {
 			d.t.Fatal(err)
 		}
 		svc := &ledger.Service{Store: st, Owner: fmt.Sprintf("evo-%d", i), Now: d.clock.Now}
-		srv, err := gateway.New(gateway.Config{
+		srv, err := gatewaytest.New(gatewaytest.Config{
 			Registry: tools.Registry, Released: tools.Released, DeprecatedAt: tools.DeprecatedAt,
 			Ledger: svc, Invoker: &invoke.Client{}, Bindings: map[string]invoke.Binding{evoTool: bind},
 			JoinTimeout: 5 * time.Second, Keys: keys,

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/contract"
-	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/gateway/gatewaytest"
 	"github.com/toolgate/toolgate/invoke"
 )
 
@@ -36,7 +36,7 @@ func withFormTool(t testing.TB, rec *recorder) option {
 		t.Fatal(err)
 	}
 	no := false
-	return func(c *gateway.Config) {
+	return func(c *gatewaytest.Config) {
 		c.Registry = reg
 		c.Bindings = map[string]invoke.Binding{
 			mailTool: {URL: rec.url + "/send", LookupURL: rec.url + "/by-key/{downstream_key}", Timeout: 2 * time.Second,

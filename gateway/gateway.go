@@ -12,6 +12,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"github.com/toolgate/toolgate/internal/defaults"
 	"github.com/toolgate/toolgate/internal/plural"
@@ -25,13 +26,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/toolgate/toolgate/contract"
 	"github.com/toolgate/toolgate/decisionlog"
-	"github.com/toolgate/toolgate/gate"
 	"github.com/toolgate/toolgate/internal/masking"
 	"github.com/toolgate/toolgate/internal/oauth"
 	"github.com/toolgate/toolgate/invoke"
 	"github.com/toolgate/toolgate/ledger"
 	"github.com/toolgate/toolgate/toolcall"
-	"go.opentelemetry.io/otel/trace"
 )
 
 // DefaultMaxBodyBytes caps request bodies when Config.MaxBodyBytes is 0.
@@ -40,20 +39,19 @@ const DefaultMaxBodyBytes = defaults.MaxBodyBytes
 // DefaultTenant is the tenant of every call when no keys are configured.
 const DefaultTenant = toolcall.DefaultTenant
 
-// Config is what a Server needs. Registry and Ledger are required; every
-// other field has the default its comment names.
+// Config is what a Server needs. Calls is required; every other field has
+// the default its comment names. The server builds no service of its own:
+// the call service (and with it the registry, the ledger, the bindings and
+// the invokers) comes built, from internal/app or a test's rig.
 type Config struct {
-	Registry *contract.Registry
-	Ledger   *ledger.Service
-	// Invoker reaches the downstreams. Default: an invoke.Client.
-	Invoker toolcall.Invoker
-	// Bindings maps tool ids to where they run. A tool without a binding
-	// answers tool_not_bound.
-	Bindings map[string]invoke.Binding
-	// Upstream reaches the tools of upstream MCP servers (bindings with MCP
-	// set) and Drift says why one is stopped (toolcall.Config). Default none.
-	Upstream toolcall.Invoker
-	Drift    func(toolID string) string
+	// Calls is the call service the server fronts: the tools it serves,
+	// the ledger, the bindings and how long a duplicate waits are its
+	// (toolcall.Service.Config). Required.
+	Calls *toolcall.Service
+	// Metrics are the server's metrics, registered on Prometheus. Default:
+	// NewServerMetrics(Prometheus, Calls, Keys). Whoever builds them
+	// (internal/app) reports the reconciler and the decision log into them.
+	Metrics *Metrics
 	// ReadyDetail adds lines to /readyz (after "ready"), such as the upstream
 	// tools stopped by drift. Default none. Like every detail line of
 	// /readyz, they are shown only to an operator key (without keys, on a
@@ -67,9 +65,6 @@ type Config struct {
 	// texts the gateway writes of its own accord, such as /readyz's lines.
 	// Default none.
 	Redact func(string) string
-	// JoinTimeout is how long a duplicate waits for a running action.
-	// Default toolcall.DefaultJoinTimeout.
-	JoinTimeout time.Duration
 	// MaxBodyBytes caps request bodies. Default DefaultMaxBodyBytes.
 	MaxBodyBytes int64
 	// Keys are the API keys; nil means no authentication: every caller is an
@@ -77,13 +72,6 @@ type Config struct {
 	Keys []Key
 	// Logger receives operational messages. Default slog.Default().
 	Logger *slog.Logger
-	// Retention: a terminal action's result is replayable this long after the
-	// action was created; later its key is refused (idempotency_key_expired).
-	// 0 keeps results forever.
-	Retention time.Duration
-	// TombstoneRetention: past this age a terminal action is forgotten and
-	// its key starts a new action. 0 keeps tombstones forever.
-	TombstoneRetention time.Duration
 	// DecisionLog receives one record per handled call. Default nil: no log.
 	DecisionLog *decisionlog.Writer
 	// ActionArguments is what a read of one action (GET /v1/actions/{id},
@@ -92,27 +80,9 @@ type Config struct {
 	// only); masked (the default) and full show them with x-sensitive values
 	// masked — a read of the API never shows a sensitive value raw.
 	ActionArguments decisionlog.ArgumentsMode
-	// Tracer makes the execute_tool spans. Default: no tracing (the caller's
-	// traceparent is still passed downstream).
-	Tracer trace.Tracer
 	// Prometheus is where the metrics are registered and what /metrics
 	// serves. Default: a new registry of the gateway's own.
 	Prometheus *prometheus.Registry
-	// DeprecatedAt returns toolgate.lock's deprecated_at of a version, the
-	// start of its deprecation window. Default: no lock (the rollout record
-	// dates the window; docs/release-gate.md).
-	DeprecatedAt func(toolID, version string) (time.Time, bool)
-	// Approvals reads the recorded approvals (approvals/*.yaml) a promotion
-	// of a high-risk tool needs, as the release gate does. Default: none.
-	Approvals func() ([]gate.Approval, error)
-	// Released reports whether toolgate.lock releases a version: with no
-	// rollout record the default is the newest released version the release
-	// policy does not deprecate. Default nil: no lock, every version is.
-	Released func(toolID, version string) bool
-	// Release returns what toolgate.lock says of a released version beyond
-	// its digest: why it is held from being the default, and the version it
-	// replaced as the released default. Default nil: nothing held or replaced.
-	Release func(toolID, version string) (held, replaces string)
 
 	// MaxInFlightPerKey and MaxInFlightPerTenant cap the requests one API
 	// key, and all keys of one tenant, may have in flight at once; more are
@@ -173,7 +143,7 @@ type Principal = toolcall.Principal
 
 // Server is the HTTP API: a front end of the call service.
 type Server struct {
-	cfg    Config
+	cfg    settings
 	calls  *toolcall.Service
 	mux    *http.ServeMux
 	keys   []keyEntry
@@ -211,14 +181,31 @@ type CallEvent struct {
 	Duration time.Duration
 }
 
+// settings are a Server's Config with what it reads of its call service's
+// (toolcall.Service.Config) beside it.
+type settings struct {
+	Config
+	Registry           *contract.Registry // as built; reg() is what serves now
+	Ledger             *ledger.Service
+	Bindings           map[string]invoke.Binding
+	Drift              func(toolID string) string
+	JoinTimeout        time.Duration
+	Retention          time.Duration
+	TombstoneRetention time.Duration
+}
+
 type keyEntry struct {
 	sum [32]byte
 	p   *Principal
 }
 
-// New builds a Server from cfg. It fails when a contract's sensitive pointers
-// cannot be turned into a decision-log masker.
+// New builds a Server from cfg: the HTTP API in front of cfg.Calls. It fails
+// when cfg.Calls is missing or when a contract's sensitive pointers cannot be
+// turned into a decision-log masker.
 func New(cfg Config) (*Server, error) {
+	if cfg.Calls == nil {
+		return nil, errors.New("gateway: Config.Calls is required")
+	}
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
 	}
@@ -228,24 +215,20 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Prometheus == nil {
 		cfg.Prometheus = prometheus.NewRegistry()
 	}
-	s := &Server{cfg: cfg, csrf: http.NewCrossOriginProtection()}
-	s.calls = toolcall.New(toolcall.Config{
-		Registry: cfg.Registry, Ledger: cfg.Ledger, Invoker: cfg.Invoker, Bindings: cfg.Bindings,
-		Upstream: cfg.Upstream, Drift: cfg.Drift,
-		JoinTimeout: cfg.JoinTimeout, Retention: cfg.Retention, TombstoneRetention: cfg.TombstoneRetention,
-		ProbeState: cfg.DecisionLog != nil, Tracer: cfg.Tracer, Logger: cfg.Logger,
-		DeprecatedAt: cfg.DeprecatedAt, PromotionApproval: promotionApproval(cfg.Approvals),
-		RolloutObserver: newRolloutMetrics(cfg.Prometheus, cfg.Registry),
-		Released:        cfg.Released, Release: cfg.Release, OnChange: s.servingChanged,
-	})
-	masks, err := masking.New(cfg.Registry)
+	if cfg.Metrics == nil {
+		cfg.Metrics = NewServerMetrics(cfg.Prometheus, cfg.Calls, cfg.Keys)
+	}
+	cc := cfg.Calls.Config()
+	s := &Server{cfg: settings{Config: cfg, Registry: cc.Registry, Ledger: cc.Ledger, Bindings: cc.Bindings, Drift: cc.Drift,
+		JoinTimeout: cc.JoinTimeout, Retention: cc.Retention, TombstoneRetention: cc.TombstoneRetention},
+		csrf: http.NewCrossOriginProtection(), calls: cfg.Calls, metrics: cfg.Metrics}
+	masks, err := masking.New(cc.Registry)
 	if err != nil {
 		return nil, fmt.Errorf("decision log masking: %w", err)
 	}
 	s.masksP.Store(masks)
-	s.exports = newExports(s.calls, cfg.Bindings)
+	s.exports = newExports(s.calls, cc.Bindings)
 	s.reload.init(cfg.Prometheus)
-	s.metrics = newServerMetrics(cfg)
 	if cfg.OAuth != nil {
 		s.tokens = &tokenAuth{v: cfg.OAuth, principals: map[string]*Principal{}, isToken: map[*Principal]bool{}}
 		if cfg.Keys == nil {
@@ -276,15 +259,10 @@ func New(cfg Config) (*Server, error) {
 	s.inFlight = newInFlight(cfg.MaxInFlightPerKey, cfg.MaxInFlightPerTenant, principals, cfg.Prometheus)
 	s.notify = newMCPNotify(s)
 	s.routes()
+	// What serves a new action changed: tell the MCP sessions.
+	cfg.Calls.OnChange(s.servingChanged)
 	return s, nil
 }
-
-// Calls returns the call service under the server, for the reconciler.
-func (s *Server) Calls() *toolcall.Service { return s.calls }
-
-// Metrics returns the server's metrics, for the reconciler and decision log
-// to report into.
-func (s *Server) Metrics() *Metrics { return s.metrics }
 
 func (s *Server) log() *slog.Logger { return s.cfg.Logger }
 

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/gateway/gatewaytest"
 	"github.com/toolgate/toolgate/internal/testrig"
 	"github.com/toolgate/toolgate/invoke"
 	"github.com/toolgate/toolgate/ledger"
@@ -25,17 +25,17 @@ type rig struct {
 	sb     *sandbox.Server
 	sbURL  string
 	svc    *ledger.Service
-	server *gateway.Server
-	cfg    gateway.Config
+	server *gatewaytest.Server
+	cfg    gatewaytest.Config
 }
 
-type option func(*gateway.Config)
+type option func(*gatewaytest.Config)
 
 func newRig(t testing.TB, opts ...option) *rig {
 	t.Helper()
 	sb, sbURL := testrig.Sandbox(t)
 	svc := testrig.Ledger(t, "test")
-	cfg := gateway.Config{
+	cfg := gatewaytest.Config{
 		Registry: testrig.Registry(t), Ledger: svc, Invoker: &invoke.Client{},
 		Bindings:    testrig.Bindings(sbURL),
 		JoinTimeout: 5 * time.Second,
@@ -44,7 +44,7 @@ func newRig(t testing.TB, opts ...option) *rig {
 	for _, o := range opts {
 		o(&cfg)
 	}
-	srv, err := gateway.New(cfg)
+	srv, err := gatewaytest.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/gateway/gatewaytest"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 )
@@ -71,7 +71,7 @@ func TestInvalidTraceparentStartsANewTrace(t *testing.T) {
 	spans := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
 	t.Cleanup(func() { tp.Shutdown(t.Context()) })
-	g := newRig(t, withLimitTools(t, rec), func(c *gateway.Config) { c.Tracer = tp.Tracer("toolgate") })
+	g := newRig(t, withLimitTools(t, rec), func(c *gatewaytest.Config) { c.Tracer = tp.Tracer("toolgate") })
 	bad := "00-" + agentTrace + "-" + agentParent + "-01-extra"
 	if r := g.transfer("newtrace-key-01", `{"account":"acc-1"}`, "traceparent", bad); r.status != 200 {
 		t.Fatalf("%d %s", r.status, r.body)

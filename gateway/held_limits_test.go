@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/gateway/gatewaytest"
 )
 
 // Held: what the security review found holding, kept so (docs/security.md,
@@ -20,7 +20,7 @@ import (
 func TestHeaderInjectionThroughKeysAndCorrelationIDs(t *testing.T) {
 	t.Parallel()
 	rec := newRecorder(t)
-	g := newRig(t, withLimitTools(t, rec), func(c *gateway.Config) {
+	g := newRig(t, withLimitTools(t, rec), func(c *gatewaytest.Config) {
 		b := c.Bindings[transferTool]
 		b.DownstreamKey = "{tenant}:{args.note}"
 		c.Bindings[transferTool] = b
@@ -60,7 +60,7 @@ func TestHeaderInjectionThroughKeysAndCorrelationIDs(t *testing.T) {
 // then the body and the key's syntax (400, 413) — on every front end.
 func TestCheckOrderIsHeldOnEveryFrontEnd(t *testing.T) {
 	t.Parallel()
-	g := newRig(t, withKeys, func(c *gateway.Config) { c.MaxBodyBytes = 4096 })
+	g := newRig(t, withKeys, func(c *gatewaytest.Config) { c.MaxBodyBytes = 4096 })
 	huge := `{"arguments":{"x":"` + strings.Repeat("x", 8192) + `"}}`
 	agent, wide := bearer("key-acme-agent"), bearer("key-globex-agent") // refunds only / every tool
 	steps := []struct {
@@ -113,7 +113,7 @@ func TestCheckOrderIsHeldOnEveryFrontEnd(t *testing.T) {
 func TestBodyAndNestingLimitsAreHeld(t *testing.T) {
 	t.Parallel()
 	rec := newRecorder(t)
-	g := newRig(t, withLimitTools(t, rec), func(c *gateway.Config) { c.MaxBodyBytes = 256 << 10 })
+	g := newRig(t, withLimitTools(t, rec), func(c *gatewaytest.Config) { c.MaxBodyBytes = 256 << 10 })
 	big := `{"arguments":{"account":"acc-1","note":"` + strings.Repeat("x", 300<<10) + `"}}`
 	deep := `{"arguments":{"account":"acc-1","nested":` + strings.Repeat(`{"a":`, 12000) + `1` + strings.Repeat(`}`, 12000) + `}}`
 	deepArray := `{"arguments":{"account":"acc-1","nested":{"a":` + strings.Repeat(`[`, 20000) + strings.Repeat(`]`, 20000) + `}}}`

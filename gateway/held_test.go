@@ -9,6 +9,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/gateway/gatewaytest"
 )
 
 // Regression tests for what the security review found held (issue 16):
@@ -21,7 +22,7 @@ import (
 // that exists in another tenant is a new one in theirs, or not found.
 func TestEveryEndpointIsTenantScoped(t *testing.T) {
 	t.Parallel()
-	s := newSecRig(t, nil, func(c *gateway.Config, s *secRig) {
+	s := newSecRig(t, nil, func(c *gatewaytest.Config, s *secRig) {
 		b := c.Bindings["vault.audit"]
 		b.RequireApproval = true
 		c.Bindings["vault.audit"] = b
@@ -140,7 +141,7 @@ func TestEveryEndpointIsTenantScoped(t *testing.T) {
 // form could send, while non-browser clients pass.
 func TestNoCrossOriginAccess(t *testing.T) {
 	t.Parallel()
-	s := newSecRig(t, nil, func(c *gateway.Config, _ *secRig) {
+	s := newSecRig(t, nil, func(c *gatewaytest.Config, _ *secRig) {
 		b := c.Bindings["vault.audit"]
 		b.RequireApproval = true
 		c.Bindings["vault.audit"] = b

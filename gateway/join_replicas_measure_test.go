@@ -11,12 +11,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/gateway/gatewaytest"
 	"github.com/toolgate/toolgate/internal/pgtest"
 	"github.com/toolgate/toolgate/internal/testrig"
 	"github.com/toolgate/toolgate/invoke"
 	"github.com/toolgate/toolgate/ledger"
 	"github.com/toolgate/toolgate/ledger/postgres"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // TestMeasureJoinAcrossReplicas measures (TOOLGATE_MEASURE_JOIN=1, a real
@@ -40,7 +41,7 @@ func TestMeasureJoinAcrossReplicas(t *testing.T) {
 			}
 			t.Cleanup(func() { st.Close() })
 			svc := &ledger.Service{Store: st, Lease: 30 * time.Second, Owner: owner}
-			srv, err := gateway.New(gateway.Config{Registry: testrig.Registry(t), Invoker: &invoke.Client{}, Ledger: svc,
+			srv, err := gatewaytest.New(gatewaytest.Config{Registry: testrig.Registry(t), Invoker: &invoke.Client{}, Ledger: svc,
 				Bindings: map[string]invoke.Binding{"refund.create_request": {URL: d.url, Timeout: 30 * time.Second}}, JoinTimeout: 10 * time.Second,
 				Logger: testrig.Logger(t)})
 			if err != nil {
@@ -82,7 +83,7 @@ func TestMeasureJoinAcrossReplicas(t *testing.T) {
 			go func() { aDone <- post(aURL, key) }()
 			<-d.arrived
 			go func() { bDone <- post(bURL, key) }()
-			for bSvc.Waiting(gateway.DefaultTenant, key) != 1 {
+			for bSvc.Waiting(toolcall.DefaultTenant, key) != 1 {
 				time.Sleep(time.Millisecond)
 			}
 			release()

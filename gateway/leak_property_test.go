@@ -19,6 +19,7 @@ import (
 	"github.com/toolgate/toolgate/capture"
 	"github.com/toolgate/toolgate/client"
 	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/gateway/gatewaytest"
 	"github.com/toolgate/toolgate/invoke"
 )
 
@@ -243,7 +244,7 @@ type leakMarkers struct{ p, acct, token string }
 func leakOneContract(t *testing.T, h genSchema, m leakMarkers) {
 	closed := closedURL(t)
 	down := echoDownstream(t, m.token)
-	s := newSecRig(t, leakTools(h), func(c *gateway.Config, _ *secRig) {
+	s := newSecRig(t, leakTools(h), func(c *gatewaytest.Config, _ *secRig) {
 		bind := func(path string) invoke.Binding {
 			return invoke.Binding{URL: path + "/{args.acct}?amount={args.amount}", StateURL: down + "/state/{args.acct}",
 				LookupURL: closed + "/lookup/{args.acct}", Timeout: 2 * time.Second, SettleAfter: time.Hour, HoldAfter: time.Nanosecond}

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/gateway/gatewaytest"
 	"github.com/toolgate/toolgate/internal/pgtest"
 	"github.com/toolgate/toolgate/ledger"
 	"github.com/toolgate/toolgate/ledger/postgres"
@@ -35,7 +35,7 @@ func TestLedgerUnavailableTellsAnAgentNothingOfTheLedger(t *testing.T) {
 	waitFor(t, "the second store names the holder", func() bool {
 		return strings.Contains(st.Unready(), "backend pid")
 	})
-	g := newRig(t, withKeys, func(c *gateway.Config) {
+	g := newRig(t, withKeys, func(c *gatewaytest.Config) {
 		c.Ledger = &ledger.Service{Store: st, Lease: 30 * time.Second, Owner: "second"}
 	})
 	agent := bearer("key-acme-agent")

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/contract"
-	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/gateway/gatewaytest"
 	"github.com/toolgate/toolgate/invoke"
 )
 
@@ -95,7 +95,7 @@ func withLimitTools(t testing.TB, rec *recorder) option {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return func(c *gateway.Config) {
+	return func(c *gatewaytest.Config) {
 		c.Registry = reg
 		c.Bindings = map[string]invoke.Binding{
 			transferTool: {URL: rec.url + "/accounts/{args.account}/transfers", LookupURL: rec.url + "/by-key/{downstream_key}", Timeout: 2 * time.Second},

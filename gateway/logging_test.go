@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/gateway/gatewaytest"
 	"github.com/toolgate/toolgate/internal/testrig"
 	"github.com/toolgate/toolgate/invoke"
 	"github.com/toolgate/toolgate/ledger"
@@ -30,7 +30,7 @@ func (q quotingInvoker) Call(ctx context.Context, r invoke.Request) invoke.Resul
 func TestCallLogLineHoldsNoArgumentValue(t *testing.T) {
 	t.Parallel()
 	var logs testrig.Buffer
-	g := newRig(t, withKeys, func(c *gateway.Config) {
+	g := newRig(t, withKeys, func(c *gatewaytest.Config) {
 		c.Invoker = quotingInvoker{&invoke.Client{}}
 		c.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
 	})

@@ -20,7 +20,8 @@ import (
 func TestMCPToolListFollowsTheRollout(t *testing.T) {
 	t.Parallel()
 	_, sbURL := testrig.Sandbox(t)
-	s, err := New(Config{Registry: testrig.Registry(t), Ledger: testrig.Ledger(t, "mcp-lc"), Bindings: testrig.Bindings(sbURL), Logger: testrig.Logger(t)})
+	calls := toolcall.New(toolcall.Config{Registry: testrig.Registry(t), Ledger: testrig.Ledger(t, "mcp-lc"), Bindings: testrig.Bindings(sbURL), Logger: testrig.Logger(t)})
+	s, err := New(Config{Calls: calls, Logger: testrig.Logger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

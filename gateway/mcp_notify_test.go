@@ -13,6 +13,7 @@ import (
 
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/gateway/gatewaytest"
 	"github.com/toolgate/toolgate/internal/testrig"
 	"github.com/toolgate/toolgate/rollout"
 	"github.com/toolgate/toolgate/toolcall"
@@ -294,7 +295,7 @@ func TestMCPNotifyStreams(t *testing.T) {
 	key := func(name, role string) gateway.Key {
 		return gateway.Key{Name: name, SHA256Hex: config.HashKey("tok-" + name), Tenant: "acme", Role: role, Tools: []string{"*"}}
 	}
-	srv, err := gateway.New(gateway.Config{Registry: reg, Ledger: testrig.Ledger(t, "mcp-notify"), Bindings: testrig.Bindings(sbURL),
+	srv, err := gatewaytest.New(gatewaytest.Config{Registry: reg, Ledger: testrig.Ledger(t, "mcp-notify"), Bindings: testrig.Bindings(sbURL),
 		Logger: testrig.Logger(t), Keys: []gateway.Key{key("agent-a", "agent"), key("agent-b", "agent"), key("ops", "operator")},
 		MaxMCPStreamsPerKey: 2})
 	if err != nil {

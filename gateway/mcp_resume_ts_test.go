@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/gateway/gatewaytest"
 	"github.com/toolgate/toolgate/internal/pgtest"
 	"github.com/toolgate/toolgate/internal/testrig"
 	"github.com/toolgate/toolgate/invoke"
@@ -47,14 +47,14 @@ func TestMCPStreamResumedOnAnotherReplica(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { st.Close() })
-		cfg := gateway.Config{
+		cfg := gatewaytest.Config{
 			Registry: testrig.Registry(t), Invoker: &invoke.Client{}, Bindings: testrig.Bindings(sbURL),
 			Ledger:      &ledger.Service{Store: st, Lease: 30 * time.Second, Owner: []string{"replica-a", "replica-b"}[i]},
 			JoinTimeout: 5 * time.Second,
 			Logger:      slog.New(slog.NewTextHandler(logs, nil)),
 		}
 		frontKeys(&cfg)
-		srv, err := gateway.New(cfg)
+		srv, err := gatewaytest.New(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}

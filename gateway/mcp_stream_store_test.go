@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/gateway/gatewaytest"
 	"github.com/toolgate/toolgate/ledger"
 )
 
@@ -113,7 +113,7 @@ func TestMCPStoredStreamsAreBounded(t *testing.T) {
 	t.Parallel()
 	t.Run("per key", func(t *testing.T) {
 		t.Parallel()
-		g := newRig(t, frontKeys, func(c *gateway.Config) { c.MaxMCPStoredStreamsPerKey = 2 })
+		g := newRig(t, frontKeys, func(c *gatewaytest.Config) { c.MaxMCPStoredStreamsPerKey = 2 })
 		for i, key := range []string{"bound-key-0001", "bound-key-0002", "bound-key-0003"} {
 			stream, sid := g.mcpSSECall("key-all-agent", "payments.issue_refund", okArgs, key)
 			if !strings.Contains(stream, `"toolgate/action_state":"succeeded"`) {
@@ -136,7 +136,7 @@ func TestMCPStoredStreamsAreBounded(t *testing.T) {
 	})
 	t.Run("bytes in all", func(t *testing.T) {
 		t.Parallel()
-		g := newRig(t, frontKeys, func(c *gateway.Config) { c.MaxMCPStoredBytes = 1 })
+		g := newRig(t, frontKeys, func(c *gatewaytest.Config) { c.MaxMCPStoredBytes = 1 })
 		if _, sid := g.mcpSSECall("key-all-agent", "payments.issue_refund", okArgs, "bytes-key-0001"); sid == "" {
 			t.Fatal("the first stream was not kept")
 		}
@@ -158,7 +158,7 @@ func TestMCPStoredStreamsAreBounded(t *testing.T) {
 func TestMCPStreamRetentionIsEnforced(t *testing.T) {
 	t.Parallel()
 	clock := &fakeClock{t: time.Now()}
-	g := newRig(t, frontKeys, func(c *gateway.Config) { c.Now = clock.Now })
+	g := newRig(t, frontKeys, func(c *gatewaytest.Config) { c.Now = clock.Now })
 	_, sid := g.mcpSSECall("key-all-agent", "payments.issue_refund", okArgs, "retain-key-0001")
 	if sid == "" {
 		t.Fatal("no stream")

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/gateway/gatewaytest"
 	"github.com/toolgate/toolgate/internal/pgtest"
 	"github.com/toolgate/toolgate/internal/testrig"
 	"github.com/toolgate/toolgate/invoke"
@@ -33,14 +33,14 @@ func newTasksReplica(t *testing.T, dsn, owner string, d *heldDownstream, approva
 	_, sbURL := testrig.Sandbox(t)
 	b := testrig.Bindings(sbURL)
 	b["refund.create_request"] = invoke.Binding{URL: d.url, Timeout: 30 * time.Second, RequireApproval: approval}
-	cfg := gateway.Config{
+	cfg := gatewaytest.Config{
 		Registry: testrig.Registry(t), Invoker: &invoke.Client{}, Bindings: b,
 		Ledger:      &ledger.Service{Store: st, Lease: 30 * time.Second, Owner: owner},
 		JoinTimeout: 5 * time.Second, Retention: time.Hour, MCPTaskAfter: 50 * time.Millisecond,
 		Logger: testrig.Logger(t),
 	}
 	tasksKeys(&cfg)
-	srv, err := gateway.New(cfg)
+	srv, err := gatewaytest.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

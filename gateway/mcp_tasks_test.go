@@ -18,12 +18,13 @@ import (
 
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/gateway/gatewaytest"
 	"github.com/toolgate/toolgate/internal/testrig"
 	"github.com/toolgate/toolgate/invoke"
 )
 
 // tasksKeys: two agents of tenant acme, one of globex, and acme's operator.
-func tasksKeys(c *gateway.Config) {
+func tasksKeys(c *gatewaytest.Config) {
 	c.Keys = []gateway.Key{
 		{Name: "tasks-a", SHA256Hex: config.HashKey("key-tasks-a"), Tenant: "acme", Role: "agent", Tools: []string{"*"}},
 		{Name: "tasks-b", SHA256Hex: config.HashKey("key-tasks-b"), Tenant: "acme", Role: "agent", Tools: []string{"*"}},
@@ -84,7 +85,7 @@ func (d *heldDownstream) hold() (release func()) {
 // tasksRig is a gateway whose refund.create_request (a mutating tool whose
 // contract has no key argument) runs on d; approval: it needs approval.
 func tasksRig(t *testing.T, d *heldDownstream, approval bool) *rig {
-	return newRig(t, tasksKeys, func(c *gateway.Config) {
+	return newRig(t, tasksKeys, func(c *gatewaytest.Config) {
 		c.Bindings["refund.create_request"] = invoke.Binding{URL: d.url, Timeout: 30 * time.Second, RequireApproval: approval}
 		c.MCPTaskAfter = 50 * time.Millisecond
 		c.Retention = time.Hour
@@ -376,7 +377,7 @@ func TestMCPTasksExpired(t *testing.T) {
 	now := time.Now()
 	var clock atomic.Int64
 	clock.Store(now.UnixNano())
-	g := newRig(t, tasksKeys, func(c *gateway.Config) {
+	g := newRig(t, tasksKeys, func(c *gatewaytest.Config) {
 		c.Bindings["refund.create_request"] = invoke.Binding{URL: d.url, Timeout: 30 * time.Second, RequireApproval: true}
 		c.Retention = time.Hour
 		c.Ledger.Now = func() time.Time { return time.Unix(0, clock.Load()) }
@@ -398,7 +399,7 @@ func TestMCPTasksExpired(t *testing.T) {
 func TestMCPKeyArgument(t *testing.T) {
 	t.Parallel()
 	d := newHeldDownstream(t)
-	g := newRig(t, tasksKeys, func(c *gateway.Config) {
+	g := newRig(t, tasksKeys, func(c *gatewaytest.Config) {
 		c.Bindings["refund.create_request"] = invoke.Binding{URL: d.url, Timeout: 30 * time.Second}
 	})
 	list := mustResult(t)(mcpRPC(t, g.url, "key-tasks-a", "tools/list", `{}`, false))
@@ -466,7 +467,7 @@ func strconvQuote(s string) string { b, _ := json.Marshal(s); return string(b) }
 func TestMCPKeyArgumentOff(t *testing.T) {
 	t.Parallel()
 	d := newHeldDownstream(t)
-	g := newRig(t, tasksKeys, func(c *gateway.Config) {
+	g := newRig(t, tasksKeys, func(c *gatewaytest.Config) {
 		c.Bindings["refund.create_request"] = invoke.Binding{URL: d.url, Timeout: 30 * time.Second}
 		c.MCPKeyArgumentOff = true
 	})

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/toolgate/toolgate/contract"
 	"github.com/toolgate/toolgate/ledger"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // Metrics are the gateway's Prometheus metrics (docs/reference/http-api.md), plus the ones the
@@ -82,12 +83,13 @@ func NewMetrics(reg prometheus.Registerer, store ledger.Store) *Metrics {
 	return m
 }
 
-// newServerMetrics is NewMetrics for a server's configuration: the per-tool
-// gauges cover the tools bound in cfg (toolgate_hold_after_seconds and the
-// ages, 0 while a tool has no such action), and the approval queue is read
-// for the tenants of cfg's keys.
-func newServerMetrics(cfg Config) *Metrics {
-	m := NewMetrics(cfg.Prometheus, cfg.Ledger.Store)
+// NewServerMetrics is NewMetrics for a server of calls with keys (nil: no
+// authentication): the per-tool gauges cover the tools bound in calls
+// (toolgate_hold_after_seconds and the ages, 0 while a tool has no such
+// action), and the approval queue is read for the tenants of keys.
+func NewServerMetrics(reg prometheus.Registerer, calls *toolcall.Service, keys []Key) *Metrics {
+	cfg := calls.Config()
+	m := NewMetrics(reg, cfg.Ledger.Store)
 	if m.ledger == nil {
 		return m
 	}
@@ -99,10 +101,10 @@ func newServerMetrics(cfg Config) *Metrics {
 		m.ledger.holdAfter[id] = b.WithDefaults().HoldAfter
 	}
 	tenants := map[string]bool{}
-	if cfg.Keys == nil {
+	if keys == nil {
 		tenants[DefaultTenant] = true
 	}
-	for _, k := range cfg.Keys {
+	for _, k := range keys {
 		tenants[k.Tenant] = true
 	}
 	for t := range tenants {

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/gateway/gatewaytest"
 	"github.com/toolgate/toolgate/internal/testrig"
 	"github.com/toolgate/toolgate/ledger"
 	"github.com/toolgate/toolgate/sandbox"
@@ -26,7 +27,7 @@ import (
 // its queue age; the reconciler's steps are counted.
 func TestMetricsForAlerts(t *testing.T) {
 	t.Parallel()
-	g := newRig(t, func(c *gateway.Config) {
+	g := newRig(t, func(c *gatewaytest.Config) {
 		refund := c.Bindings["payments.issue_refund"]
 		refund.LookupURL = "" // no lookup: the reconciler can never settle it
 		refund.HoldAfter = 20 * time.Millisecond

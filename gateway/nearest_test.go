@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/gateway/gatewaytest"
 )
 
 // TestNotFoundNamesTheNearest: a misspelt tool or version is answered with
@@ -35,7 +35,7 @@ func TestNotFoundNamesTheNearest(t *testing.T) {
 // 503 tool_not_bound, so neither /v1/export nor MCP tools/list offers it.
 func TestExportLeavesOutUnboundTools(t *testing.T) {
 	t.Parallel()
-	g := newRig(t, func(c *gateway.Config) { delete(c.Bindings, "refund.create_request") })
+	g := newRig(t, func(c *gatewaytest.Config) { delete(c.Bindings, "refund.create_request") })
 	r := g.do("GET", "/v1/export?format=mcp", "")
 	if r.status != 200 {
 		t.Fatalf("export: %d %s", r.status, r.body)

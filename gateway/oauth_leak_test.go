@@ -17,7 +17,7 @@ import (
 	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
-	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/gateway/gatewaytest"
 	"github.com/toolgate/toolgate/internal/testrig"
 	"github.com/toolgate/toolgate/ledger"
 	"github.com/toolgate/toolgate/ledger/sqlite"
@@ -36,7 +36,7 @@ func TestOAuthTokenNeverLeaves(t *testing.T) {
 	ledgerDir := t.TempDir()
 	var mu sync.Mutex
 	var downstream bytes.Buffer
-	g := newOAuthRigWith(t, i, i.url, func(c *gateway.Config, sbURL string) {
+	g := newOAuthRigWith(t, i, i.url, func(c *gatewaytest.Config, sbURL string) {
 		st, err := sqlite.Open(context.Background(), sqlite.Config{Path: filepath.Join(ledgerDir, "ledger.db")})
 		if err != nil {
 			t.Fatal(err)

@@ -23,6 +23,7 @@ import (
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/decisionlog"
 	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/gateway/gatewaytest"
 	"github.com/toolgate/toolgate/internal/oauth"
 	"github.com/toolgate/toolgate/internal/testrig"
 )
@@ -166,7 +167,7 @@ func newOAuthRig(t testing.TB, i *idp, issuer string, opts ...oauthOption) *oaut
 
 // newOAuthRigWith is newOAuthRig with gw editing the gateway's
 // configuration (given the sandbox's URL) before it is built.
-func newOAuthRigWith(t testing.TB, i *idp, issuer string, gw func(c *gateway.Config, sbURL string), opts ...oauthOption) *oauthRig {
+func newOAuthRigWith(t testing.TB, i *idp, issuer string, gw func(c *gatewaytest.Config, sbURL string), opts ...oauthOption) *oauthRig {
 	t.Helper()
 	ts := httptest.NewUnstartedServer(nil)
 	ts.Config.MaxHeaderBytes = 2 << 20 // the 1 MB token reaches the gateway
@@ -197,7 +198,7 @@ func newOAuthRigWith(t testing.TB, i *idp, issuer string, gw func(c *gateway.Con
 		})
 	}
 	t.Cleanup(closeLog)
-	cfg := gateway.Config{
+	cfg := gatewaytest.Config{
 		Registry: testrig.Registry(t), Ledger: testrig.Ledger(t, "test"), Invoker: nil,
 		Bindings: testrig.Bindings(sbURL), JoinTimeout: 5 * time.Second,
 		Logger: slog.New(slog.NewTextHandler(io.MultiWriter(logs, testLogWriter{t}), &slog.HandlerOptions{Level: slog.LevelDebug})), PublicURL: base, OAuth: v, DecisionLog: w,
@@ -206,7 +207,7 @@ func newOAuthRigWith(t testing.TB, i *idp, issuer string, gw func(c *gateway.Con
 	if gw != nil {
 		gw(&cfg, sbURL)
 	}
-	srv, err := gateway.New(cfg)
+	srv, err := gatewaytest.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

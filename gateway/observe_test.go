@@ -15,7 +15,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"github.com/toolgate/toolgate/decisionlog"
-	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/gateway/gatewaytest"
 )
 
 // metric reads one sample from /metrics with the Prometheus text parser.
@@ -96,7 +96,7 @@ func logRig(t *testing.T, mode decisionlog.ArgumentsMode) (*rig, func() []map[st
 		t.Fatal(err)
 	}
 	w := decisionlog.NewWriter(sink, decisionlog.Config{Mode: mode})
-	g := newRig(t, func(c *gateway.Config) { c.DecisionLog = w })
+	g := newRig(t, func(c *gatewaytest.Config) { c.DecisionLog = w })
 	var once sync.Once
 	read := func() []map[string]any {
 		once.Do(func() {

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/toolgate/toolgate/internal/testrig"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // onceRig is a gateway with two keys (an agent that may call only the
@@ -26,7 +27,8 @@ func newOnceRig(t *testing.T) *onceRig {
 	t.Helper()
 	_, sbURL := testrig.Sandbox(t)
 	hash := func(k string) string { sum := sha256.Sum256([]byte(k)); return hex.EncodeToString(sum[:]) }
-	s, err := New(Config{Registry: testrig.Registry(t), Ledger: testrig.Ledger(t, "once"), Bindings: testrig.Bindings(sbURL), Logger: testrig.Logger(t),
+	calls := toolcall.New(toolcall.Config{Registry: testrig.Registry(t), Ledger: testrig.Ledger(t, "once"), Bindings: testrig.Bindings(sbURL), Logger: testrig.Logger(t)})
+	s, err := New(Config{Calls: calls, Logger: testrig.Logger(t),
 		Keys: []Key{
 			{Name: "agent", SHA256Hex: hash("key-once-agent"), Tenant: "acme", Role: "agent", Tools: []string{"payments.issue_refund"}},
 			{Name: "oncall", SHA256Hex: hash("key-once-oncall"), Tenant: "acme", Role: "operator", Tools: []string{"*"}},

@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/gateway/gatewaytest"
 )
 
 // GET /v1/openapi.json names as its server the configured public URL; without
@@ -63,7 +63,7 @@ func TestOpenAPINamesTheGatewaysAddress(t *testing.T) {
 			t.Errorf("server %q for %q, want %q", got, h, want)
 		}
 	}
-	public := newRig(t, func(c *gateway.Config) { c.PublicURL = "https://tools.example.com/toolgate/" })
+	public := newRig(t, func(c *gatewaytest.Config) { c.PublicURL = "https://tools.example.com/toolgate/" })
 	if got := servers(public, "10.0.0.7:8080"); got != "https://tools.example.com/toolgate" {
 		t.Errorf("server %q, want the configured public URL", got)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/decisionlog"
 	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/gateway/gatewaytest"
 	"github.com/toolgate/toolgate/provider"
 	"github.com/toolgate/toolgate/sandbox"
 )
@@ -28,7 +29,7 @@ import (
 
 // frontKeys configures an agent key limited to payments.issue_refund and one
 // for every tool.
-func frontKeys(c *gateway.Config) {
+func frontKeys(c *gatewaytest.Config) {
 	c.Keys = []gateway.Key{
 		{Name: "refund-agent", SHA256Hex: config.HashKey("key-refund-agent"), Tenant: "acme", Role: "agent", Tools: []string{"payments.issue_refund"}},
 		{Name: "all-agent", SHA256Hex: config.HashKey("key-all-agent"), Tenant: "acme", Role: "agent", Tools: []string{"*"}},
@@ -336,7 +337,7 @@ func TestProviderCallsAreLoggedOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := decisionlog.NewWriter(sink, decisionlog.Config{})
-	g := newRig(t, func(c *gateway.Config) { c.DecisionLog = w })
+	g := newRig(t, func(c *gatewaytest.Config) { c.DecisionLog = w })
 	name := exportedName(t, g, "openai", "payments.issue_refund")
 	g.do("POST", "/v1/calls/openai?route=primary", mustJSON(t, chatToolCall(t, "call_log_0001", name, okArgs).ToParam()), "Idempotency-Key", "log-key-00001")
 	g.do("POST", "/v1/calls/openai", mustJSON(t, chatToolCall(t, "call_log_0002", "no_such_tool", `{}`).ToParam()))

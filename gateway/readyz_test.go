@@ -9,6 +9,7 @@ import (
 
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/gateway/gatewaytest"
 	"github.com/toolgate/toolgate/internal/testrig"
 )
 
@@ -38,7 +39,7 @@ func TestReadyzDetailsNeedAnOperator(t *testing.T) {
 		return resp.StatusCode, string(b)
 	}
 	newServer := func(t *testing.T, keys []gateway.Key) *httptest.Server {
-		s, err := gateway.New(gateway.Config{Registry: testrig.Registry(t), Ledger: testrig.Ledger(t, "readyz"), Logger: testrig.Logger(t),
+		s, err := gatewaytest.New(gatewaytest.Config{Registry: testrig.Registry(t), Ledger: testrig.Ledger(t, "readyz"), Logger: testrig.Logger(t),
 			Keys: keys, ReadyDetail: detail, Redact: redact})
 		if err != nil {
 			t.Fatal(err)
@@ -83,7 +84,7 @@ func TestReadyzDetailsNeedAnOperator(t *testing.T) {
 func TestReadyzNotReadyDetailNeedsAnOperator(t *testing.T) {
 	t.Parallel()
 	ld := testrig.Ledger(t, "readyz-down")
-	s, err := gateway.New(gateway.Config{Registry: testrig.Registry(t), Ledger: ld, Logger: testrig.Logger(t),
+	s, err := gatewaytest.New(gatewaytest.Config{Registry: testrig.Registry(t), Ledger: ld, Logger: testrig.Logger(t),
 		Keys: []gateway.Key{{Name: "oncall", SHA256Hex: config.HashKey("rz-oncall-key-02"), Tenant: "acme", Role: "operator", Tools: []string{"*"}}}})
 	if err != nil {
 		t.Fatal(err)

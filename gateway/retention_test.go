@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/gateway/gatewaytest"
 	"github.com/toolgate/toolgate/ledger"
 )
 
@@ -26,7 +26,7 @@ func (c *testClock) Add(d time.Duration) {
 func TestRetentionAndTombstones(t *testing.T) {
 	t.Parallel()
 	clk := &testClock{t: time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)}
-	g := newRig(t, func(c *gateway.Config) {
+	g := newRig(t, func(c *gatewaytest.Config) {
 		c.Ledger.Now = clk.Now
 		c.Retention = time.Hour
 		c.TombstoneRetention = 3 * time.Hour

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/gateway/gatewaytest"
 	"github.com/toolgate/toolgate/invoke"
 )
 
@@ -22,7 +22,7 @@ func benchRolloutCalls(b *testing.B, shadow bool) {
 		w.Write([]byte(`{"status":"pending_review"}`))
 	}))
 	b.Cleanup(ds.Close)
-	g := newRig(b, func(c *gateway.Config) {
+	g := newRig(b, func(c *gatewaytest.Config) {
 		c.Logger = slog.New(slog.DiscardHandler)
 		c.Bindings = map[string]invoke.Binding{"refund.create_request": {URL: ds.URL}}
 	})

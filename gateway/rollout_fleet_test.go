@@ -21,6 +21,7 @@ import (
 	"github.com/toolgate/toolgate/examples"
 	"github.com/toolgate/toolgate/gate"
 	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/gateway/gatewaytest"
 	"github.com/toolgate/toolgate/internal/pgtest"
 	"github.com/toolgate/toolgate/internal/testrig"
 	"github.com/toolgate/toolgate/invoke"
@@ -64,7 +65,7 @@ func (c *clock) advance(d time.Duration) {
 type fleet struct {
 	t        testing.TB
 	urls     []string
-	servers  []*gateway.Server
+	servers  []*gatewaytest.Server
 	clock    *clock
 	ds       *fleetDownstream
 	reg      *contract.Registry
@@ -122,7 +123,7 @@ func newFleet(t testing.TB, n int, opt fleetOption) *fleet {
 		}
 		t.Cleanup(func() { st.Close() })
 		svc := &ledger.Service{Store: st, Owner: fmt.Sprintf("replica-%d", i), Now: f.clock.Now}
-		srv, err := gateway.New(gateway.Config{
+		srv, err := gatewaytest.New(gatewaytest.Config{
 			Registry: f.reg, Ledger: svc, Invoker: &invoke.Client{},
 			Bindings:    map[string]invoke.Binding{"notes.create": bind, "refund.create_request": bind, "vault.put": bind},
 			JoinTimeout: 5 * time.Second, Keys: keys,

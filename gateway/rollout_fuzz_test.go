@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/gateway/gatewaytest"
 )
 
 // FuzzRolloutTransition sends arbitrary transitions and bodies to the rollout
@@ -15,7 +15,7 @@ import (
 // accepted change leaves a status that reads back, and every answer is one
 // api/openapi.yaml documents.
 func FuzzRolloutTransition(f *testing.F) {
-	g := newRig(f, func(c *gateway.Config) { c.Logger = slog.New(slog.DiscardHandler) })
+	g := newRig(f, func(c *gatewaytest.Config) { c.Logger = slog.New(slog.DiscardHandler) })
 	for _, s := range []struct{ tool, transition, body string }{
 		{"refund.create_request", "shadow", `{"version":"2.1.0"}`},
 		{"refund.create_request", "canary", `{"percent":20,"principals":["a"],"halt_margin":0.1,"halt_min_sample":5}`},

@@ -25,6 +25,12 @@ type rolloutMetrics struct {
 	deprecated  *prometheus.CounterVec // toolgate_deprecated_version_calls_total{tool_id,version,principal}
 }
 
+// NewRolloutMetrics registers the rollout metrics on reg: the
+// toolcall.Config.RolloutObserver of a gateway's call service.
+func NewRolloutMetrics(reg prometheus.Registerer, tools *contract.Registry) toolcall.RolloutObserver {
+	return newRolloutMetrics(reg, tools)
+}
+
 // newRolloutMetrics registers the metrics on reg. The auto-halt counter has a
 // zero series per tool of tools from the start, so that an alert on its
 // increase sees the first halt (a series born at 1 has no increase).
@@ -108,10 +114,10 @@ func (c *rolloutCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// promotionApproval is the release gate's approval check for promotions,
+// PromotionApproval is the release gate's approval check for promotions,
 // reading the approvals each time (a newly deployed approvals/ file counts
 // at once).
-func promotionApproval(read func() ([]gate.Approval, error)) func(*contract.Tool, *contract.Version, *contract.Version, time.Time) (string, string, error) {
+func PromotionApproval(read func() ([]gate.Approval, error)) func(*contract.Tool, *contract.Version, *contract.Version, time.Time) (string, string, error) {
 	return func(t *contract.Tool, from, to *contract.Version, now time.Time) (string, string, error) {
 		var as []gate.Approval
 		if read != nil {

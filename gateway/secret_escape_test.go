@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/gateway/gatewaytest"
 	"github.com/toolgate/toolgate/invoke"
 )
 
@@ -38,7 +38,7 @@ func TestActionReadScrubsEscapedSensitiveValues(t *testing.T) {
 	// text results are shown (scrubbed), not erased.
 	reg, _ := writeTools(t, map[string]string{"vault.plain/schemas/v1.0.0.json": schemaFile("vault.plain", "1.0.0", "mutating",
 		`{"type":"object","required":["account","note"],"properties":{"account":{"type":"string","x-sensitive":true},"amount":{"type":"integer"},"note":{"type":"string"}}}`, "")})
-	g := newRig(t, func(c *gateway.Config) {
+	g := newRig(t, func(c *gatewaytest.Config) {
 		c.Registry, c.Keys = reg, secKeys()
 		c.Bindings = map[string]invoke.Binding{"vault.plain": {URL: down.URL + "/plain?kind={args.note}", Timeout: 2 * time.Second, SettleAfter: time.Hour}}
 	})

@@ -19,6 +19,7 @@ import (
 	"github.com/toolgate/toolgate/contract"
 	"github.com/toolgate/toolgate/decisionlog"
 	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/gateway/gatewaytest"
 	"github.com/toolgate/toolgate/internal/testrig"
 	"github.com/toolgate/toolgate/invoke"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -190,7 +191,7 @@ type secRig struct {
 	once  sync.Once
 }
 
-type secOption func(*gateway.Config, *secRig)
+type secOption func(*gatewaytest.Config, *secRig)
 
 // newSecRig serves tools (vaultTools when nil) with the security keys; every
 // tool is bound to the recording downstream at /<tool>/{args...} unless an
@@ -215,7 +216,7 @@ func newSecRig(t testing.TB, tools map[string]string, opts ...secOption) *secRig
 		StateURL:  s.down.url + "/state/{args.account}",
 		Timeout:   2 * time.Second, SettleAfter: time.Hour,
 	}
-	cfg := gateway.Config{
+	cfg := gatewaytest.Config{
 		Registry: reg, Ledger: testrig.Ledger(t, "sec"), Invoker: &invoke.Client{}, Bindings: bindings,
 		JoinTimeout: 2 * time.Second, Keys: secKeys(), DecisionLog: s.log, Tracer: tp.Tracer("toolgate"),
 		Logger: slog.New(slog.NewTextHandler(opsWriter{s.ops, t}, nil)),
@@ -223,7 +224,7 @@ func newSecRig(t testing.TB, tools map[string]string, opts ...secOption) *secRig
 	for _, o := range opts {
 		o(&cfg, s)
 	}
-	srv, err := gateway.New(cfg)
+	srv, err := gatewaytest.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

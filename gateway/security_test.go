@@ -9,7 +9,7 @@ import (
 
 	"github.com/toolgate/toolgate/capture"
 	"github.com/toolgate/toolgate/client"
-	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/gateway/gatewaytest"
 	"github.com/toolgate/toolgate/invoke"
 )
 
@@ -78,7 +78,7 @@ func TestErrorsNameTheTemplateNotTheExpandedURL(t *testing.T) {
 	tools := vaultTools()
 	tools["vault.transfer/schemas/v1.0.0.json"] = schemaFile("vault.transfer", "1.0.0", "mutating",
 		`{"type":"object","required":["iban"],"properties":{"iban":{"type":"string","x-sensitive":true}}}`, "")
-	s := newSecRig(t, tools, func(c *gateway.Config, s *secRig) {
+	s := newSecRig(t, tools, func(c *gatewaytest.Config, s *secRig) {
 		// An ambiguous 5xx (unknown), then a lookup and state probe nobody answers.
 		c.Bindings["vault.deposit"] = invoke.Binding{
 			URL: s.down.url + "/fail500/{args.account}?n={args.note}", LookupURL: closed + "/lookup/{args.account}",

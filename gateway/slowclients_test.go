@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/gateway/gatewaytest"
 )
 
 // bodyRoutes are the routes that take a request body.
@@ -114,7 +114,7 @@ func TestInFlightRequestsAreCappedPerKeyAndTenant(t *testing.T) {
 	go slow.Serve(ln)
 	t.Cleanup(func() { slow.Close() })
 	rec := &recorder{url: "http://" + ln.Addr().String()}
-	g := newRig(t, withKeys, withLimitTools(t, rec), func(c *gateway.Config) {
+	g := newRig(t, withKeys, withLimitTools(t, rec), func(c *gatewaytest.Config) {
 		c.MaxInFlightPerKey, c.MaxInFlightPerTenant = 2, 3
 		for i := range c.Keys {
 			c.Keys[i].Tools = []string{"*"}

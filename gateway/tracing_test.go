@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/gateway/gatewaytest"
 	"go.opentelemetry.io/otel/attribute"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -19,7 +19,7 @@ func TestTraceOfARefundCall(t *testing.T) {
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	t.Cleanup(func() { tp.Shutdown(t.Context()) })
-	g := newRig(t, func(c *gateway.Config) { c.Tracer = tp.Tracer("toolgate") })
+	g := newRig(t, func(c *gatewaytest.Config) { c.Tracer = tp.Tracer("toolgate") })
 
 	const agentTrace, agentSpan = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
 	body := `{"arguments":` + okArgs + `,"provider":{"name":"openai","call_id":"call_42"}}`

@@ -8,6 +8,7 @@ import (
 
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/gateway/gatewaytest"
 )
 
 // The dashboard's keys: an agent and an operator in tenant acme, an operator
@@ -18,7 +19,7 @@ const (
 	uiGlobexKey   = "ui-globex-oncall-key"
 )
 
-func withUIKeys(c *gateway.Config) {
+func withUIKeys(c *gatewaytest.Config) {
 	c.Keys = []gateway.Key{
 		{Name: "acme-agent", SHA256Hex: config.HashKey(uiAgentKey), Tenant: "acme", Role: "agent", Tools: []string{"*"}},
 		{Name: "acme-oncall", SHA256Hex: config.HashKey(uiOperatorKey), Tenant: "acme", Role: "operator", Tools: []string{"*"}},

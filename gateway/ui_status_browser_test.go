@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
-	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/gateway/gatewaytest"
 )
 
 // TestDashboardFirstPaintInChromium: with scripts off, the page the server
@@ -58,7 +58,7 @@ func contains(s, sub string) bool {
 func TestDashboardStatusInChromium(t *testing.T) {
 	t.Parallel()
 	ctx, consoleProblems := browser(t, 60*time.Second)
-	g := newRig(t, func(c *gateway.Config) {
+	g := newRig(t, func(c *gatewaytest.Config) {
 		c.Drift = func(id string) string {
 			if id == "payments.issue_refund" {
 				return "upstream removed issue_refund <i id=\"injected\">x</i>"

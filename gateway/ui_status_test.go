@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/gateway/gatewaytest"
 )
 
 // The status summary says what /readyz and the metrics know, and names only
@@ -16,7 +16,7 @@ func TestDashboardStatusSummary(t *testing.T) {
 		"refund.create_request": "upstream changed the input schema of create_request",
 		"payments.issue_refund": "upstream removed issue_refund",
 	}
-	g := newRig(t, withUIKeys, func(c *gateway.Config) {
+	g := newRig(t, withUIKeys, func(c *gatewaytest.Config) {
 		c.Drift = func(id string) string { return drifted[id] }
 	})
 	status := func(key string) map[string]any {

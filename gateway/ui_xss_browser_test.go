@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
-	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/gateway/gatewaytest"
 )
 
 // TestDashboardRendersStoredDataAsText stores markup in every place a call
@@ -19,7 +19,7 @@ import (
 func TestDashboardRendersStoredDataAsText(t *testing.T) {
 	t.Parallel()
 	ctx, consoleProblems := browser(t, 60*time.Second)
-	s := newSecRig(t, nil, func(c *gateway.Config, s *secRig) {
+	s := newSecRig(t, nil, func(c *gatewaytest.Config, s *secRig) {
 		b := c.Bindings["vault.audit"]
 		b.RequireApproval = true
 		c.Bindings["vault.audit"] = b

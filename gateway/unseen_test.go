@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/gateway/gatewaytest"
 	"github.com/toolgate/toolgate/ledger"
 	"github.com/toolgate/toolgate/sandbox"
 )
@@ -18,7 +19,7 @@ func (g *rig) replica() *rig {
 	g.t.Helper()
 	cfg := g.cfg
 	cfg.Ledger = &ledger.Service{Store: g.svc.Store, Lease: 30 * time.Second, Owner: "replica"}
-	srv, err := gateway.New(cfg)
+	srv, err := gatewaytest.New(cfg)
 	if err != nil {
 		g.t.Fatal(err)
 	}

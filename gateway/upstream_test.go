@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/gateway/gatewaytest"
 	"github.com/toolgate/toolgate/invoke"
 	"github.com/toolgate/toolgate/lockfile"
 	"github.com/toolgate/toolgate/upstream"
@@ -49,7 +50,7 @@ type upRig struct {
 func newUpRig(t *testing.T) *upRig {
 	t.Helper()
 	u := &upRig{up: upstreamtest.Start(t, true, false)}
-	u.secRig = newSecRig(t, ticketTools(), func(c *gateway.Config, s *secRig) {
+	u.secRig = newSecRig(t, ticketTools(), func(c *gatewaytest.Config, s *secRig) {
 		pin(t, s.dir, upstreamtest.CreateTicketTool(), u.up.URL, "import")
 		c.Bindings[ticketTool] = invoke.Binding{Timeout: 2 * time.Second, SettleAfter: time.Hour,
 			MCP: &invoke.MCPTool{URL: u.up.URL, Tool: "create_ticket", LookupTool: "find_ticket_by_key"}}

@@ -27,7 +27,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/toolgate/toolgate/ledger/postgres"
+	"github.com/toolgate/toolgate/ledger/ledgerstore"
 	"github.com/toolgate/toolgate/sandbox"
 )
 
@@ -310,7 +310,7 @@ func prepareSchema(ctx context.Context, dsn string) error {
 	if schema == "" {
 		return nil
 	}
-	st, err := postgres.Open(ctx, postgres.Config{DSN: dsn, Schema: schema})
+	st, err := ledgerstore.Open(ctx, dsn, ledgerstore.Options{Schema: schema})
 	if err != nil {
 		return fmt.Errorf("harness: prepare schema %s: %w", schema, err)
 	}

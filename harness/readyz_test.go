@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/gateway/gatewaytest"
 	"github.com/toolgate/toolgate/internal/pgtest"
 	"github.com/toolgate/toolgate/internal/testrig"
 	"github.com/toolgate/toolgate/ledger"
@@ -26,7 +26,7 @@ func TestReadyzReportsDurability(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	srv, err := gateway.New(gateway.Config{Registry: testrig.Registry(t), Ledger: &ledger.Service{Store: st, Owner: "readyz"}, Logger: testrig.Logger(t)})
+	srv, err := gatewaytest.New(gatewaytest.Config{Registry: testrig.Registry(t), Ledger: &ledger.Service{Store: st, Owner: "readyz"}, Logger: testrig.Logger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -53,6 +53,11 @@ func TestFloorPlan(t *testing.T) {
 		{pkg: "internal/jsonschemax", onlyOwn: []string{}},
 		{pkg: "internal/secret", onlyOwn: []string{}},
 		{pkg: "internal/textsafe", onlyOwn: []string{}},
+		// The wiring: internal/app builds and connects every service (it may
+		// import anything); the HTTP API builds none and opens no store.
+		{pkg: "gateway", forbidden: []string{mod + "ledger/sqlite", mod + "ledger/postgres", mod + "ledger/ledgerstore", mod + "internal/app"}},
+		// ledgerstore is the one opener of the stores: the ledger and its stores only.
+		{pkg: "ledger/ledgerstore", onlyOwn: []string{"ledger", "ledger/sqlite", "ledger/postgres"}},
 		// The defaults of the settings a package below the configuration
 		// acts on: the owners and config both read them here.
 		{pkg: "internal/defaults", onlyOwn: []string{}, forbidden: []string{"net/http"}},
@@ -67,6 +72,20 @@ func TestFloorPlan(t *testing.T) {
 		{pkg: "config", onlyOwn: []string{"internal/defaults", "internal/mcpmeta", "internal/oauth", "internal/placeholder", "internal/strictyaml", "internal/suggest"}},
 		{pkg: "configcheck", onlyOwn: []string{"config", "contract", "invoke", "lockfile"}},
 		{pkg: "internal/oauth", onlyOwn: []string{}},
+	}
+	// Only cmd/ (and tests) import internal/app; only tests import the
+	// gateway test rig.
+	for pkg, importers := range map[string][]string{"internal/app": {"cmd/"}, "gateway/gatewaytest": {}} {
+		for _, dir := range goPackages(t, "..") {
+			if dir == pkg || anyPrefix(dir, importers) {
+				continue
+			}
+			for imp, file := range readImports(t, filepath.Join("..", dir)) {
+				if imp == mod+pkg {
+					t.Errorf("%s imports %s (%s): only %v may", dir, pkg, file, importers)
+				}
+			}
+		}
 	}
 	// leaves may be imported by any package.
 	leaves := map[string]bool{"internal/canon": true, "internal/junit": true, "internal/suggest": true, "internal/strictyaml": true, "internal/tracectx": true,
@@ -97,9 +116,63 @@ func TestFloorPlan(t *testing.T) {
 	}
 }
 
+// goPackages returns the directories under root (relative to it, with
+// slashes) that hold non-test Go files, testdata and hidden directories left
+// out.
+func goPackages(t *testing.T, root string) []string {
+	t.Helper()
+	var out []string
+	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		name := d.Name()
+		if d.IsDir() {
+			if p != root && (name == "testdata" || name == "node_modules" || strings.HasPrefix(name, ".")) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if strings.HasSuffix(name, ".go") && !strings.HasSuffix(name, "_test.go") {
+			rel, _ := filepath.Rel(root, filepath.Dir(p))
+			rel = filepath.ToSlash(rel)
+			if len(out) == 0 || out[len(out)-1] != rel {
+				out = append(out, rel)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out) < 20 {
+		t.Fatalf("found only %d packages under %s", len(out), root)
+	}
+	return out
+}
+
+func anyPrefix(s string, prefixes []string) bool {
+	for _, p := range prefixes {
+		if strings.HasPrefix(s, p) {
+			return true
+		}
+	}
+	return false
+}
+
 // packageImports returns the imports of dir's non-test Go files, each with a
 // file that has it.
 func packageImports(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := readImports(t, dir)
+	if len(out) == 0 {
+		t.Fatalf("no imports found in %s", dir)
+	}
+	return out
+}
+
+// readImports is packageImports for a package that may import nothing.
+func readImports(t *testing.T, dir string) map[string]string {
 	t.Helper()
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -119,9 +192,6 @@ func packageImports(t *testing.T, dir string) map[string]string {
 			p, _ := strconv.Unquote(imp.Path.Value)
 			out[p] = name
 		}
-	}
-	if len(out) == 0 {
-		t.Fatalf("no imports found in %s", dir)
 	}
 	return out
 }

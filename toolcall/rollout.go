@@ -52,8 +52,7 @@ type rollouts struct {
 	records atomic.Pointer[map[string]*ledger.Rollout]
 	loaded  atomic.Bool
 
-	kick chan struct{}          // Config.OnChange is due
-	sig  atomic.Pointer[string] // what served at the last tick (servingSignature)
+	sig atomic.Pointer[string] // what served at the last tick (servingSignature)
 
 	mu       sync.Mutex
 	nextLoad time.Time               // a failed first load is retried no sooner
@@ -71,26 +70,86 @@ type kindSet struct {
 const maxPending = 4096
 
 func newRollouts() *rollouts {
-	r := &rollouts{kinds: map[string]*kindSet{}, seen: map[[2]string]time.Time{}, kick: make(chan struct{}, 1)}
+	r := &rollouts{kinds: map[string]*kindSet{}, seen: map[[2]string]time.Time{}}
 	r.records.Store(&map[string]*ledger.Rollout{})
 	return r
 }
 
-// watchChanges calls Config.OnChange after each change, coalesced.
-func (s *Service) watchChanges() {
-	for range s.ro.kick {
-		s.cfg.OnChange()
+// changes delivers what Config.OnChange and OnChange hear: on a goroutine
+// that lives only while a change is being delivered (so a Service leaves
+// nothing running between changes), coalesced, never two at once; Stop ends
+// delivery and waits for the one under way.
+type changes struct {
+	mu       sync.Mutex
+	fns      []func()
+	pending  bool // a change came since the last delivery began
+	running  bool // a delivery goroutine is under way
+	stopped  bool
+	delivery sync.WaitGroup
+}
+
+// OnChange adds f to what hears that what serves a new action may have
+// changed (Config.OnChange). Add listeners before the service is used.
+func (s *Service) OnChange(f func()) {
+	s.ch.mu.Lock()
+	defer s.ch.mu.Unlock()
+	s.ch.fns = append(s.ch.fns, f)
+}
+
+// changed tells the listeners that what serves may have changed.
+func (s *Service) changed() {
+	c := &s.ch
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.fns) == 0 || c.stopped {
+		return
+	}
+	c.pending = true
+	if c.running {
+		return // the delivery under way takes this change too
+	}
+	c.running = true
+	c.delivery.Add(1)
+	go s.deliverChanges()
+}
+
+// deliverChanges calls the listeners until no change is pending.
+func (s *Service) deliverChanges() {
+	c := &s.ch
+	defer c.delivery.Done()
+	for {
+		c.mu.Lock()
+		if !c.pending || c.stopped {
+			c.running = false
+			c.mu.Unlock()
+			return
+		}
+		c.pending = false
+		fns := c.fns
+		c.mu.Unlock()
+		for _, f := range fns {
+			f()
+		}
 	}
 }
 
-// changed tells Config.OnChange that what serves may have changed.
-func (s *Service) changed() {
-	if s.cfg.OnChange == nil {
-		return
-	}
+// Stop ends the delivery of changes and waits, until ctx ends, for the one
+// under way: a stopped Service runs no goroutine of its own. Calls still
+// work after Stop; their changes are no longer delivered.
+func (s *Service) Stop(ctx context.Context) error {
+	s.ch.mu.Lock()
+	s.ch.stopped = true
+	s.ch.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		s.ch.delivery.Wait()
+		close(done)
+	}()
 	select {
-	case s.ro.kick <- struct{}{}:
-	default: // one is pending already
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("toolcall: stop: a change is still being delivered: %w", ctx.Err())
 	}
 }
 
@@ -121,7 +180,10 @@ func (s *Service) servingSignature() string {
 // noticeChange compares what serves with the last tick's and calls
 // Config.OnChange when it differs.
 func (s *Service) noticeChange() {
-	if s.cfg.OnChange == nil {
+	s.ch.mu.Lock()
+	listened := len(s.ch.fns) > 0
+	s.ch.mu.Unlock()
+	if !listened {
 		return
 	}
 	sig := s.servingSignature()

@@ -111,7 +111,9 @@ type Config struct {
 	// OnChange is called (on its own goroutine, never twice at once) when
 	// what serves a new action may have changed: a rollout record changed
 	// (here or, read on a tick, on another replica), a version retired, or
-	// the tools were reloaded (SetTools). Default: none.
+	// the tools were reloaded (SetTools). Service.OnChange adds more
+	// listeners. The goroutine lives only while a change is delivered;
+	// Service.Stop ends delivery. Default: none.
 	OnChange func()
 }
 
@@ -119,6 +121,7 @@ type Config struct {
 type Service struct {
 	cfg   Config
 	ro    *rollouts // rollout.go
+	ch    changes   // rollout.go
 	tools atomic.Pointer[Tools]
 
 	// onChoose, when set (by internal tests), is called each time what
@@ -190,7 +193,7 @@ func New(cfg Config) *Service {
 	s.seen = s.seenDeprecation
 	s.tools.Store(&Tools{Registry: cfg.Registry, DeprecatedAt: cfg.DeprecatedAt, Released: cfg.Released, Release: cfg.Release})
 	if cfg.OnChange != nil {
-		go s.watchChanges()
+		s.ch.fns = []func(){cfg.OnChange}
 	}
 	if cfg.Ledger != nil && cfg.Ledger.SendWindow == nil {
 		cfg.Ledger.SendWindow = s.SendWindow
@@ -199,6 +202,14 @@ func New(cfg Config) *Service {
 }
 
 func (s *Service) log() *slog.Logger { return s.cfg.Logger }
+
+// Config returns the service's configuration, its defaults filled in. Its
+// Registry, DeprecatedAt, Released and Release are those it was built with;
+// Tools has what serves after a reload.
+func (s *Service) Config() Config { return s.cfg }
+
+// Tools returns what the service serves (it changes with SetTools).
+func (s *Service) Tools() Tools { return *s.tools.Load() }
 
 // SendWindow is how long an attempt of a tool's action may take from its
 // claim until no request of it can be sent or reach the downstream

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -12,8 +11,6 @@ import (
 	"github.com/toolgate/toolgate/capture"
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/contract"
-	"github.com/toolgate/toolgate/ledger/postgres"
-	"github.com/toolgate/toolgate/ledger/sqlite"
 )
 
 func init() {
@@ -136,27 +133,10 @@ func readLog(e env, path, toolID string) ([]capture.Record, []string, error) {
 }
 
 func readLedger(ctx context.Context, dsn, tenant, toolID string) ([]capture.Record, error) {
-	l, err := config.LedgerDSN(dsn)
+	s, err := openExistingLedger(ctx, dsn)
 	if err != nil {
 		return nil, err
 	}
-	switch l.Kind {
-	case "sqlite":
-		if _, err := os.Stat(l.Location); err != nil {
-			return nil, fmt.Errorf("ledger %s: %w", l.Location, errors.Unwrap(err))
-		}
-		s, err := sqlite.Open(ctx, sqlite.Config{Path: l.Location})
-		if err != nil {
-			return nil, err
-		}
-		defer s.Close()
-		return capture.FromLedger(ctx, s, tenant, toolID)
-	default:
-		s, err := postgres.Open(ctx, postgres.Config{DSN: l.Location})
-		if err != nil {
-			return nil, err
-		}
-		defer s.Close()
-		return capture.FromLedger(ctx, s, tenant, toolID)
-	}
+	defer s.Close()
+	return capture.FromLedger(ctx, s, tenant, toolID)
 }

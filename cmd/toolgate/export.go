@@ -234,16 +234,10 @@ func exportFromGateway(ctx context.Context, e env, base, from, format, key strin
 // SQLite file not created yet holds none.
 func ledgerRollouts(ctx context.Context, dsn string) (map[string]*ledger.Rollout, error) {
 	out := map[string]*ledger.Rollout{}
-	l, err := config.LedgerDSN(dsn)
-	if err != nil {
-		return nil, err
-	}
-	if l.Kind == "sqlite" {
-		if _, err := os.Stat(l.Location); errors.Is(err, os.ErrNotExist) {
-			return out, nil
-		}
-	}
 	store, err := openExistingLedger(ctx, dsn)
+	if errors.Is(err, os.ErrNotExist) {
+		return out, nil
+	}
 	if err != nil {
 		return nil, err
 	}

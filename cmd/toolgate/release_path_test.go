@@ -24,6 +24,7 @@ import (
 	"github.com/toolgate/toolgate/examples"
 	"github.com/toolgate/toolgate/gate"
 	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/gateway/gatewaytest"
 	"github.com/toolgate/toolgate/internal/testrig"
 	"github.com/toolgate/toolgate/invoke"
 	"github.com/toolgate/toolgate/ledger"
@@ -229,7 +230,7 @@ func TestCLIExportIsWhatTheGatewayServes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := gateway.New(gateway.Config{Registry: reg, Ledger: &ledger.Service{Store: st, Now: clk.Now},
+	srv, err := gatewaytest.New(gatewaytest.Config{Registry: reg, Ledger: &ledger.Service{Store: st, Now: clk.Now},
 		Bindings: map[string]invoke.Binding{"refund.create_request": {URL: "http://127.0.0.1:9/"}}, Logger: testrig.Logger(t),
 		DeprecatedAt: deps.Locked, Released: deps.Released, Release: deps.Release,
 		Approvals: func() ([]gate.Approval, error) {
@@ -400,7 +401,7 @@ func TestShadowReportNamesOnlyTheReadersTenant(t *testing.T) {
 			keys = append(keys, gateway.Key{Name: name, SHA256Hex: config.HashKey("tok-" + name), Tenant: ten, Role: "agent", Tools: []string{"*"}})
 		}
 	}
-	srv, err := gateway.New(gateway.Config{Registry: reg, Ledger: &ledger.Service{Store: st},
+	srv, err := gatewaytest.New(gatewaytest.Config{Registry: reg, Ledger: &ledger.Service{Store: st},
 		Bindings: map[string]invoke.Binding{"refund.create_request": {URL: ds.URL}}, Keys: keys, Logger: testrig.Logger(t)})
 	if err != nil {
 		t.Fatal(err)

@@ -3,25 +3,19 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"io/fs"
 	"math"
-	"os"
-	"path"
 	"strings"
 	"time"
 
 	"github.com/toolgate/toolgate/client"
-	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/gate"
+	"github.com/toolgate/toolgate/internal/app"
 	"github.com/toolgate/toolgate/ledger"
-	"github.com/toolgate/toolgate/ledger/postgres"
-	"github.com/toolgate/toolgate/ledger/sqlite"
-	"github.com/toolgate/toolgate/lockfile"
-	"github.com/toolgate/toolgate/rollout"
+	"github.com/toolgate/toolgate/ledger/ledgerstore"
 )
 
 func init() {
@@ -523,64 +517,19 @@ func count(n int, noun string) string {
 }
 
 // rolloutSources reads what the gateway's rollouts need from the tools
-// directory: toolgate.lock's deprecated_at of each version (read once: the
-// lock ships with the tools) and a reader of approvals/*.yaml (read at each
-// promotion, so an approval deployed later counts).
+// directory: toolgate.lock's deprecated_at of each version and a reader of
+// approvals/*.yaml (app.LockSources).
 func rolloutSources(fsys fs.FS) (func(tool, version string) (time.Time, bool), func() ([]gate.Approval, error), error) {
 	deps, approvals, err := lockSources(fsys)
 	return deps.Locked, approvals, err
 }
 
-// lockSources reads toolgate.lock the one way the gateway, `toolgate
-// export` and `toolgate lock` share (rollout.FromLock: deprecated_at, the
-// versions that may be the released default, holds and what each release
-// replaced), and a reader of approvals/*.yaml.
-func lockSources(fsys fs.FS) (rollout.Deprecations, func() ([]gate.Approval, error), error) {
-	var lock *lockfile.Lock
-	data, err := fs.ReadFile(fsys, lockfile.FileName)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-	case err != nil:
-		return rollout.Deprecations{}, nil, fmt.Errorf("read %s: %w", lockfile.FileName, err)
-	default:
-		if lock, err = lockfile.Parse(data); err != nil {
-			return rollout.Deprecations{}, nil, fmt.Errorf("read %s: %w", lockfile.FileName, err)
-		}
-	}
-	deps := rollout.FromLock(lock)
-	if deps.Locked == nil {
-		deps.Locked = func(string, string) (time.Time, bool) { return time.Time{}, false }
-	}
-	return deps, func() ([]gate.Approval, error) { return readApprovals(fsys) }, nil
-}
-
-// readApprovals reads approvals/*.yaml of a tools directory.
-func readApprovals(fsys fs.FS) ([]gate.Approval, error) {
-	entries, err := fs.ReadDir(fsys, "approvals")
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	var out []gate.Approval
-	for _, en := range entries {
-		if ext := path.Ext(en.Name()); en.IsDir() || (ext != ".yaml" && ext != ".yml") {
-			continue
-		}
-		name := path.Join("approvals", en.Name())
-		data, err := fs.ReadFile(fsys, name)
-		if err != nil {
-			return nil, err
-		}
-		a, err := gate.ParseApproval(data, name)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, a)
-	}
-	return out, nil
-}
+// lockSources and readApprovals read a tools directory's toolgate.lock and
+// approvals the way the gateway does.
+var (
+	lockSources   = app.LockSources
+	readApprovals = app.ReadApprovals
+)
 
 // ledgerUses opens an existing ledger (sqlite://PATH, which must exist, or
 // postgres://…) and counts the actions of each of the tools per version,
@@ -603,17 +552,5 @@ func ledgerUses(ctx context.Context, dsn string, tools []string) (map[string][]l
 // openExistingLedger opens the ledger a DSN names for an offline command:
 // sqlite://PATH must exist (nothing is created), postgres://… must answer.
 func openExistingLedger(ctx context.Context, dsn string) (ledger.Store, error) {
-	l, err := config.LedgerDSN(dsn)
-	if err != nil {
-		return nil, err
-	}
-	switch l.Kind {
-	case "sqlite":
-		if _, err := os.Stat(l.Location); err != nil {
-			return nil, fmt.Errorf("ledger %s: %w", l.Location, errors.Unwrap(err))
-		}
-		return sqlite.Open(ctx, sqlite.Config{Path: l.Location})
-	default:
-		return postgres.Open(ctx, postgres.Config{DSN: l.Location})
-	}
+	return ledgerstore.Open(ctx, dsn, ledgerstore.Options{MustExist: true})
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/toolgate/toolgate/contract"
 	"github.com/toolgate/toolgate/gate"
 	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/gateway/gatewaytest"
 	"github.com/toolgate/toolgate/internal/testrig"
 	"github.com/toolgate/toolgate/invoke"
 	"github.com/toolgate/toolgate/ledger"
@@ -42,7 +43,7 @@ func (f *frozen) set(t time.Time) { f.mu.Lock(); f.t = t; f.mu.Unlock() }
 
 // rolloutGateway is a gateway on the bundled examples, on a SQLite ledger
 // with a frozen clock, in front of a downstream that answers 201.
-func rolloutGateway(t *testing.T, clk *frozen, approvals []gate.Approval) (string, *gateway.Server) {
+func rolloutGateway(t *testing.T, clk *frozen, approvals []gate.Approval) (string, *gatewaytest.Server) {
 	t.Helper()
 	ds := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
@@ -62,7 +63,7 @@ func rolloutGateway(t *testing.T, clk *frozen, approvals []gate.Approval) (strin
 	key := func(token, name, role string) gateway.Key {
 		return gateway.Key{Name: name, SHA256Hex: config.HashKey(token), Tenant: "acme", Role: role, Tools: []string{"*"}}
 	}
-	srv, err := gateway.New(gateway.Config{
+	srv, err := gatewaytest.New(gatewaytest.Config{
 		Registry: reg, Ledger: &ledger.Service{Store: st, Now: clk.Now},
 		Bindings: map[string]invoke.Binding{"refund.create_request": {URL: ds.URL}},
 		Keys:     []gateway.Key{key(roOncall, "oncall", "operator"), key(roCS, "customer_service_agent", "agent"), key(roOps, "ops_agent", "agent")},

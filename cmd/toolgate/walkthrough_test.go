@@ -121,7 +121,9 @@ var volatile = []struct {
 	{regexp.MustCompile(`@\d{9,11}\b`), "@<unix seconds>"}, // Deprecation: @1796157227
 	{regexp.MustCompile(`\b(Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d\d (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) \d{4}\b`), "<date>"},
 	{regexp.MustCompile(`\b\d\d:\d\d:\d\d(\.\d+)?\b`), "<clock>"},
-	{regexp.MustCompile(`\b\d+(\.\d+)?(ns|µs|us|ms|s)\b`), "<duration>"},
+	// With the spaces before it: a right-aligned column's padding changes
+	// with the duration's width (0ms, 49ms).
+	{regexp.MustCompile(`\s*\b\d+(\.\d+)?(ns|µs|us|ms|s)\b`), " <duration>"},
 	{regexp.MustCompile(`"(mean_latency_ms|duration_ms|latency_ms)":\s*[0-9.e+-]+`), `"$1":<n>`},
 }
 
@@ -491,6 +493,7 @@ func TestWalkthroughRunner(t *testing.T) {
 		{"Date: Tue, 01 Dec 2026 20:26:46 GMT", "Date: Wed, 02 Dec 2026 08:00:01 GMT", true},
 		{"Deprecation: @1796157227", "Deprecation: @1796157252", true},
 		{"latency 12ms", "latency 0ms", true},
+		{"  2.0.0     candidate       4   0.0%        49ms", "  2.0.0     candidate       4   0.0%         0ms", true},
 		{"3 calls", "4 calls", false},
 	} {
 		if got := outputMatches(splitLines(tt.got), splitLines(tt.want)); got != tt.match {

@@ -17,7 +17,7 @@ import (
 	"github.com/toolgate/toolgate/examples"
 	"github.com/toolgate/toolgate/invoke"
 	"github.com/toolgate/toolgate/ledger"
-	"github.com/toolgate/toolgate/ledger/sqlite"
+	"github.com/toolgate/toolgate/ledger/ledgerstore"
 	"github.com/toolgate/toolgate/sandbox"
 	"github.com/toolgate/toolgate/sandbox/sandboxtest"
 )
@@ -56,7 +56,7 @@ func Sandbox(t testing.TB) (*sandbox.Server, string) {
 // the test ends.
 func Ledger(t testing.TB, owner string) *ledger.Service {
 	t.Helper()
-	st, err := sqlite.Open(context.Background(), sqlite.Config{Path: filepath.Join(t.TempDir(), "ledger.db")})
+	st, err := ledgerstore.Open(context.Background(), ledgerstore.SQLiteDSN(filepath.Join(t.TempDir(), "ledger.db")), ledgerstore.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

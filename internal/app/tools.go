@@ -1,7 +1,6 @@
-package main
+package app
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -9,14 +8,17 @@ import (
 	"io/fs"
 	"os"
 	"os/signal"
+	"path"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/contract"
+	"github.com/toolgate/toolgate/gate"
 	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/lockfile"
+	"github.com/toolgate/toolgate/rollout"
 	"github.com/toolgate/toolgate/toolcall"
 )
 
@@ -29,9 +31,9 @@ import (
 // polls its own directory, so a deploy that updates the files reaches every
 // replica within one interval. Upstream pins and bindings are read at start.
 
-// loadTools loads the tools directory (tools, when not nil, instead of
+// LoadTools loads the tools directory (tools, when not nil, instead of
 // cfg.ToolsDir) with what toolgate.lock says of its versions.
-func loadTools(cfg *config.Config, tools fs.FS) (toolcall.Tools, error) {
+func LoadTools(cfg *config.Config, tools fs.FS) (toolcall.Tools, error) {
 	var reg *contract.Registry
 	var err error
 	name := cfg.ToolsDir
@@ -48,33 +50,81 @@ func loadTools(cfg *config.Config, tools fs.FS) (toolcall.Tools, error) {
 	if fsys == nil {
 		fsys = os.DirFS(cfg.ToolsDir)
 	}
-	deps, _, err := lockSources(fsys)
+	deps, _, err := LockSources(fsys)
 	if err != nil {
 		return toolcall.Tools{}, fmt.Errorf("tools %s: %w", name, err)
 	}
 	return toolcall.Tools{Registry: reg, DeprecatedAt: deps.Locked, Released: deps.Released, Release: deps.Release}, nil
 }
 
-// reloadTools loads cfg.ToolsDir again with serve's start-up checks and
-// hands it to srv; a directory that fails is reported to srv instead.
-func reloadTools(cfg *config.Config, srv *gateway.Server) error {
-	var buf bytes.Buffer
-	if n := writeFindingLines(&buf, toolsFindingsIn(cfg, nil)); n > 0 {
-		err := fmt.Errorf("%s in %s: %s", nounCount(n, "error", "errors"), cfg.ToolsDir, firstLine(buf.String()))
-		srv.ReloadFailed(err)
-		return err
+// LockSources reads toolgate.lock the one way the gateway, `toolgate
+// export` and `toolgate lock` share (rollout.FromLock: deprecated_at, the
+// versions that may be the released default, holds and what each release
+// replaced), and a reader of approvals/*.yaml (read at each promotion, so an
+// approval deployed later counts).
+func LockSources(fsys fs.FS) (rollout.Deprecations, func() ([]gate.Approval, error), error) {
+	var lock *lockfile.Lock
+	data, err := fs.ReadFile(fsys, lockfile.FileName)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return rollout.Deprecations{}, nil, fmt.Errorf("read %s: %w", lockfile.FileName, err)
+	default:
+		if lock, err = lockfile.Parse(data); err != nil {
+			return rollout.Deprecations{}, nil, fmt.Errorf("read %s: %w", lockfile.FileName, err)
+		}
 	}
-	t, err := loadTools(cfg, nil)
+	deps := rollout.FromLock(lock)
+	if deps.Locked == nil {
+		deps.Locked = func(string, string) (time.Time, bool) { return time.Time{}, false }
+	}
+	return deps, func() ([]gate.Approval, error) { return ReadApprovals(fsys) }, nil
+}
+
+// ReadApprovals reads approvals/*.yaml of a tools directory.
+func ReadApprovals(fsys fs.FS) ([]gate.Approval, error) {
+	entries, err := fs.ReadDir(fsys, "approvals")
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []gate.Approval
+	for _, en := range entries {
+		if ext := path.Ext(en.Name()); en.IsDir() || (ext != ".yaml" && ext != ".yml") {
+			continue
+		}
+		name := path.Join("approvals", en.Name())
+		data, err := fs.ReadFile(fsys, name)
+		if err != nil {
+			return nil, err
+		}
+		a, err := gate.ParseApproval(data, name)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
+
+// reloadTools loads cfg.ToolsDir again with serve's start-up checks (check,
+// when set) and hands it to srv; a directory that fails is reported to srv
+// instead.
+func reloadTools(cfg *config.Config, check func(*config.Config) error, srv *gateway.Server) error {
+	if check != nil {
+		if err := check(cfg); err != nil {
+			srv.ReloadFailed(err)
+			return err
+		}
+	}
+	t, err := LoadTools(cfg, nil)
 	if err != nil {
 		srv.ReloadFailed(err)
 		return err
 	}
 	return srv.Reload(t)
-}
-
-func firstLine(s string) string {
-	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
-	return s
 }
 
 // toolsDigest sums the names, sizes, modes and modification times of every
@@ -101,7 +151,7 @@ func toolsDigest(dir string) (string, error) {
 
 // watchTools reloads the tools directory on SIGHUP and when the poll sees
 // it change, until ctx ends.
-func watchTools(ctx context.Context, cfg *config.Config, srv *gateway.Server) {
+func watchTools(ctx context.Context, cfg *config.Config, check func(*config.Config) error, srv *gateway.Server) {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
@@ -131,6 +181,6 @@ func watchTools(ctx context.Context, cfg *config.Config, srv *gateway.Server) {
 			}
 		}
 		last, _ = toolsDigest(cfg.ToolsDir)
-		reloadTools(cfg, srv) // reported by srv
+		reloadTools(cfg, check, srv) // reported by srv
 	}
 }

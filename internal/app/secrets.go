@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"context"
@@ -11,12 +11,12 @@ import (
 	"github.com/toolgate/toolgate/internal/secret"
 )
 
-// configSecrets are the secret values a configuration holds: every
+// ConfigSecrets are the secret values a configuration holds: every
 // mcp.headers value, the passwords and query values of the bindings' URLs
 // and of the ledger's DSN, and the values of OTEL_EXPORTER_OTLP_HEADERS.
 // The gateway scrubs them from its log and /readyz (and the upstream
 // package from every error text about a server).
-func configSecrets(cfg *config.Config) *secret.Set {
+func ConfigSecrets(cfg *config.Config) *secret.Set {
 	s := &secret.Set{}
 	s.AddURL(cfg.Ledger)
 	for _, b := range cfg.Bindings {
@@ -40,9 +40,9 @@ func configSecrets(cfg *config.Config) *secret.Set {
 	return s
 }
 
-// scrubLogger is logger with the secrets of s replaced in every record's
+// ScrubLogger is logger with the secrets of s replaced in every record's
 // message and attributes.
-func scrubLogger(logger *slog.Logger, s *secret.Set) *slog.Logger {
+func ScrubLogger(logger *slog.Logger, s *secret.Set) *slog.Logger {
 	if s.Empty() {
 		return logger
 	}

@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"context"
@@ -79,12 +79,13 @@ func (u *upstreams) readyLines() func() []string {
 	return u.watcher.ReadyLines
 }
 
-func (u *upstreams) close() {
+// Start does nothing: startUpstreams connected and checked them.
+func (u *upstreams) Start(context.Context) error { return nil }
+
+// Stop closes the sessions with the upstream servers.
+func (u *upstreams) Stop(context.Context) error {
 	if u != nil && u.pool != nil {
 		u.pool.Close()
 	}
+	return nil
 }
-
-// discardLogger is the logger of commands that report on their own output
-// (import, upstream diff and accept).
-var discardLogger = slog.New(slog.DiscardHandler)
