@@ -621,6 +621,9 @@ func TestEvolutionWalk(t *testing.T) {
 type evoModel struct {
 	def, prev, cand, mode string // mode: stable, shadow, canary, halted
 	pinned                bool
+	// rolledBack: the last change of the default was a rollback; a
+	// rollback does not undo it (a promote of another version does).
+	rolledBack bool
 	bp                    int
 	named                 []string
 	released              []string // what the lock releases
@@ -651,22 +654,46 @@ func TestEvolutionProperty(t *testing.T) {
 	if os.Getenv("TOOLGATE_TEST_POSTGRES") != "" {
 		kind, n = "postgres", 2
 	}
-	for s := range *evoN {
-		t.Run(fmt.Sprint(s), func(t *testing.T) {
-			d := newEvoDeploy(t, kind, n)
-			d.write("schemas/v2.0.0.json", evoSchemaFile("2.0.0"))
-			d.reload()
-			m := &evoModel{def: "1.1.0", mode: "stable", released: []string{"1.0.0", "1.1.0"}}
-			var trail []string
-			for range *evoSteps {
-				step := []string{"pin", "shadow", "canary", "halt", "promote", "rollback", "reload", "restart"}[r.IntN(8)]
-				trail = append(trail, step)
-				d.step(t, r, m, step, trail)
-				d.settle(strings.Join(trail, " → "), m.want())
-				d.check(strings.Join(trail, " → "), m.want())
-			}
+	// walk takes steps steps, each named by next (drawn between the steps,
+	// so that a seed walks as it always did).
+	walk := func(t *testing.T, r *rand.Rand, steps int, next func(i int) string) {
+		d := newEvoDeploy(t, kind, n)
+		d.write("schemas/v2.0.0.json", evoSchemaFile("2.0.0"))
+		d.reload()
+		m := &evoModel{def: "1.1.0", mode: "stable", released: []string{"1.0.0", "1.1.0"}}
+		var trail []string
+		for i := range steps {
+			step := next(i)
+			trail = append(trail, step)
+			d.step(t, r, m, step, trail)
+			d.settle(strings.Join(trail, " → "), m.want())
+			d.check(strings.Join(trail, " → "), m.want())
+		}
+	}
+	// Walks that failed once, replayed first: their steps are fixed, the
+	// choices within a step (versions, shares) come from their seed.
+	for i, reg := range evoRegressions {
+		t.Run(fmt.Sprint("regression/", i), func(t *testing.T) {
+			walk(t, rand.New(rand.NewPCG(reg.seed, 27)), len(reg.steps), func(i int) string { return reg.steps[i] })
 		})
 	}
+	for s := range *evoN {
+		t.Run(fmt.Sprint(s), func(t *testing.T) {
+			walk(t, r, *evoSteps, func(int) string {
+				return []string{"pin", "shadow", "canary", "halt", "promote", "rollback", "reload", "restart"}[r.IntN(8)]
+			})
+		})
+	}
+}
+
+// evoRegressions are walks of TestEvolutionProperty that once failed.
+var evoRegressions = []struct {
+	seed  uint64
+	steps []string
+}{
+	// The model let a second rollback undo the first; the rollout
+	// (rightly) refuses it: a rollback does not undo a rollback.
+	{1796334872238299124, strings.Fields("canary restart promote halt rollback reload rollback")},
 }
 
 // step applies one step to the deployment and the model.
@@ -727,13 +754,16 @@ func (d *evoDeploy) step(t *testing.T, r *rand.Rand, m *evoModel, step string, t
 		expect(d.transition("promote", `{"version":"`+v+`","approver":"prop-test"}`), true)
 		if v != m.def { // promoting the default itself pins it: no previous default
 			m.prev, m.def = m.def, v
+			m.rolledBack = false
 		}
 		m.pinned = true
 		m.cand, m.mode, m.bp, m.named = "", "stable", 0, nil
 	case "rollback":
-		expect(d.transition("rollback", `{}`), m.prev != "")
-		if m.prev != "" {
+		ok := m.prev != "" && !m.rolledBack
+		expect(d.transition("rollback", `{}`), ok)
+		if ok {
 			m.prev, m.def = m.def, m.prev
+			m.rolledBack = true
 			m.cand, m.mode, m.bp, m.named = "", "stable", 0, nil
 		}
 	case "reload":
