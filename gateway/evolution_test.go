@@ -621,12 +621,13 @@ func TestEvolutionWalk(t *testing.T) {
 type evoModel struct {
 	def, prev, cand, mode string // mode: stable, shadow, canary, halted
 	pinned                bool
-	// rolledBack: the last change of the default was a rollback; a
-	// rollback does not undo it (a promote of another version does).
-	rolledBack bool
 	bp                    int
 	named                 []string
 	released              []string // what the lock releases
+
+	// rolledBack: the last change of the default was a rollback; a
+	// rollback does not undo it (a promote of another version does).
+	rolledBack bool
 }
 
 func (m *evoModel) want() func(string) string {
