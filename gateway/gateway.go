@@ -141,7 +141,8 @@ type Config struct {
 	MaxMCPStoredStreamsPerKey, MaxMCPStoredStreams int
 	MaxMCPStoredBytesPerKey, MaxMCPStoredBytes     int64
 
-	// Now is the clock the MCP stream retention is judged by. Default
+	// Now is the clock the MCP stream retention and the ages the metrics
+	// report (toolgate_oldest_*_age_seconds) are judged by. Default
 	// time.Now.
 	Now func() time.Time
 

@@ -90,6 +90,9 @@ func newServerMetrics(cfg Config) *Metrics {
 	if m.ledger == nil {
 		return m
 	}
+	if cfg.Now != nil {
+		m.ledger.now = cfg.Now
+	}
 	for _, t := range cfg.Registry.Tools() {
 		m.ledger.owners[t.ID] = t.Owner.Owner
 	}
