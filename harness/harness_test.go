@@ -2,7 +2,6 @@ package harness
 
 import (
 	"context"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,12 +9,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolgate/toolgate/internal/longtest"
 	"github.com/toolgate/toolgate/internal/pgtest"
 )
 
 var (
 	buildOnce sync.Map // tags -> *built
-	long      = flag.Bool("long", false, "run the long harness (10,000 actions); also TOOLGATE_HARNESS_LONG=1")
 )
 
 type built struct {
@@ -198,11 +197,9 @@ func TestBrokenClaimIsCaught(t *testing.T) {
 
 // TestLong is the long run: 10,000 actions, 30% duplicates, ten kills, five
 // partitions and a database restart on three PostgreSQL replicas. It runs
-// only with -long or TOOLGATE_HARNESS_LONG=1 (and a -timeout above 10m).
+// only with TOOLGATE_LONG=1 (and a -timeout above 10m).
 func TestLong(t *testing.T) {
-	if !*long && os.Getenv("TOOLGATE_HARNESS_LONG") != "1" {
-		t.Skip("the long run needs -long or TOOLGATE_HARNESS_LONG=1")
-	}
+	longtest.Require(t, "TestBoundedPostgres")
 	dsn, db := startPostgres(t)
 	rep := runHarness(t, Config{
 		Binary: binary(t), Replicas: 3, Postgres: dsn, Database: db, DBRestarts: 1,
