@@ -24,6 +24,7 @@ import (
 	"github.com/toolgate/toolgate/contract"
 	"github.com/toolgate/toolgate/gate"
 	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/internal/longtest"
 	"github.com/toolgate/toolgate/internal/pgtest"
 	"github.com/toolgate/toolgate/internal/testrig"
 	"github.com/toolgate/toolgate/invoke"
@@ -48,11 +49,21 @@ import (
 
 const evoTool = "evo.order"
 
+// The default run walks two random sequences of 8 steps (besides the
+// regression walks); the long run (TOOLGATE_LONG=1) twenty of 15.
 var (
-	evoN     = flag.Int("evo.n", 3, "random step sequences TestEvolutionProperty walks")
-	evoSteps = flag.Int("evo.steps", 8, "steps of each sequence of TestEvolutionProperty")
+	evoN     = flag.Int("evo.n", longOr(2, 20), "random step sequences TestEvolutionProperty walks")
+	evoSteps = flag.Int("evo.steps", longOr(8, 15), "steps of each sequence of TestEvolutionProperty")
 	evoSeed  = flag.Uint64("evo.seed", 0, "seed of TestEvolutionProperty (0: from the clock)")
 )
+
+// longOr is bounded, or long with TOOLGATE_LONG=1.
+func longOr(bounded, long int) int {
+	if longtest.Enabled() {
+		return long
+	}
+	return bounded
+}
 
 // The schemas: 1.1.0 adds an optional gift; 2.0.0 requires a channel.
 var evoVersions = map[string]string{
@@ -642,7 +653,7 @@ func (m *evoModel) want() func(string) string {
 // over two replicas (PostgreSQL, or one on SQLite without it) and checks
 // after every step that each door hands each principal the version a model
 // of the rollout expects and that the call built from it serves there.
-// go test ./gateway -run TestEvolutionProperty -evo.n 20 -evo.steps 15 runs more.
+// TOOLGATE_LONG=1 (or -evo.n 20 -evo.steps 15) walks more.
 func TestEvolutionProperty(t *testing.T) {
 	t.Parallel()
 	seed := *evoSeed
