@@ -606,10 +606,20 @@ func TestEvolutionWalk(t *testing.T) {
 			if r := d.do(0, evoToken("cs-agent"), "POST", "/v1/tools/"+evoTool+"/calls", old, "Idempotency-Key", d.key()); r.status != 201 || r.header.Get("Deprecation") == "" {
 				t.Fatalf("a call naming the deprecated 1.0.0: %d %v %s", r.status, r.header, r.body)
 			}
+			// Until a tick stores the stamp in the rollout record, the status
+			// dates the window from when the gateway first saw the
+			// deprecation; the stored stamp is the tick's time. Moving the
+			// clock before it is stored would start the window at the moved
+			// time: wait for the stored stamp (its history entry).
 			waitFor(t, "the deprecation's stamp", func() bool {
-				for _, v := range d.status().Versions {
+				st := d.status()
+				stamped := false
+				for _, ev := range st.History {
+					stamped = stamped || ev.Action == rollout.ActDeprecated
+				}
+				for _, v := range st.Versions {
 					if v.Version == "1.0.0" && v.DeprecatedAt != nil {
-						return true
+						return stamped
 					}
 				}
 				return false
