@@ -320,7 +320,11 @@ func (g *rig) series(name string, labels map[string]string) float64 {
 // after one.
 func TestMetricsCarryOwnerAndUnassignedAge(t *testing.T) {
 	t.Parallel()
+	// The ledger and the gauges read one hand-moved clock: each age is
+	// what the test moved it by.
+	clk := &testClock{t: time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)}
 	g := newRig(t, func(c *gatewaytest.Config) {
+		c.Ledger.Now, c.Now = clk.Now, clk.Now
 		refund := c.Bindings["payments.issue_refund"]
 		refund.LookupURL = ""
 		c.Bindings["payments.issue_refund"] = refund
@@ -339,19 +343,21 @@ func TestMetricsCarryOwnerAndUnassignedAge(t *testing.T) {
 		t.Fatalf("unassigned age %v with no action", got)
 	}
 	g.unknownAction("assign-metric-01")
-	time.Sleep(20 * time.Millisecond)
-	if got := g.series("toolgate_oldest_unassigned_unknown_age_seconds", refund); got < 0.02 || got > 60 {
-		t.Fatalf("unassigned age %v, want about 0.02s", got)
+	clk.Add(20 * time.Second)
+	if got := g.series("toolgate_oldest_unassigned_unknown_age_seconds", refund); got != 20 {
+		t.Fatalf("unassigned age %v, want 20s", got)
 	}
 	g.do("POST", "/v1/actions/assign-metric-01/assign", `{"assignee":"alice"}`)
+	clk.Add(5 * time.Second)
 	if got := g.series("toolgate_oldest_unassigned_unknown_age_seconds", refund); got != 0 {
 		t.Fatalf("unassigned age %v while alice holds the action", got)
 	}
-	if got := g.series("toolgate_oldest_unknown_age_seconds", refund); got < 0.02 {
-		t.Fatalf("oldest unknown age %v: an assignment must not reset it", got)
+	if got := g.series("toolgate_oldest_unknown_age_seconds", refund); got != 25 {
+		t.Fatalf("oldest unknown age %v, want 25s: an assignment must not reset it", got)
 	}
 	g.do("POST", "/v1/actions/assign-metric-01/unassign", `{"take_over":true}`)
-	if got, old := g.series("toolgate_oldest_unassigned_unknown_age_seconds", refund), g.series("toolgate_oldest_unknown_age_seconds", refund); got >= old {
-		t.Fatalf("after the release the unassigned age %v should count from the release, not from becoming unknown (%v)", got, old)
+	clk.Add(3 * time.Second)
+	if got, old := g.series("toolgate_oldest_unassigned_unknown_age_seconds", refund), g.series("toolgate_oldest_unknown_age_seconds", refund); got != 3 || old != 28 {
+		t.Fatalf("after the release the unassigned age is %v, want 3s (from the release), and the unknown age %v, want 28s", got, old)
 	}
 }

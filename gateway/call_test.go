@@ -208,14 +208,16 @@ func TestSlowRequestLandingAfterNotFoundIsNeverRerun(t *testing.T) {
 
 func TestNotFoundAfterSettlingRerunsWithTheSameKey(t *testing.T) {
 	t.Parallel()
+	clk := &testClock{t: time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)}
 	g := newRig(t, func(c *gatewaytest.Config) {
+		c.Ledger.Now = clk.Now
 		b := c.Bindings["payments.issue_refund"]
 		b.SettleAfter = time.Millisecond
 		c.Bindings["payments.issue_refund"] = b
 	})
 	g.fault(sandbox.Fault{Path: "/refunds", Fault: "drop_before"})
 	g.refund("refund-key-0008", okArgs).wantProblem(t, 504, "outcome_unknown")
-	time.Sleep(5 * time.Millisecond) // past settle_after
+	clk.Add(5 * time.Millisecond) // past settle_after
 	if r := g.do("POST", "/v1/actions/refund-key-0008/reconcile", ""); r.json(t)["state"] != "pending" {
 		t.Fatalf("reconcile: %s", r.body)
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/toolgate/toolgate/gate"
 	"github.com/toolgate/toolgate/gateway"
 	"github.com/toolgate/toolgate/gateway/gatewaytest"
+	"github.com/toolgate/toolgate/internal/longtest"
 	"github.com/toolgate/toolgate/internal/pgtest"
 	"github.com/toolgate/toolgate/internal/testrig"
 	"github.com/toolgate/toolgate/invoke"
@@ -49,11 +50,21 @@ import (
 
 const evoTool = "evo.order"
 
+// The default run walks two random sequences of 8 steps (besides the
+// regression walks); the long run (TOOLGATE_LONG=1) twenty of 15.
 var (
-	evoN     = flag.Int("evo.n", 3, "random step sequences TestEvolutionProperty walks")
-	evoSteps = flag.Int("evo.steps", 8, "steps of each sequence of TestEvolutionProperty")
+	evoN     = flag.Int("evo.n", longOr(2, 20), "random step sequences TestEvolutionProperty walks")
+	evoSteps = flag.Int("evo.steps", longOr(8, 15), "steps of each sequence of TestEvolutionProperty")
 	evoSeed  = flag.Uint64("evo.seed", 0, "seed of TestEvolutionProperty (0: from the clock)")
 )
+
+// longOr is bounded, or long with TOOLGATE_LONG=1.
+func longOr(bounded, long int) int {
+	if longtest.Enabled() {
+		return long
+	}
+	return bounded
+}
 
 // The schemas: 1.1.0 adds an optional gift; 2.0.0 requires a channel.
 var evoVersions = map[string]string{
@@ -596,10 +607,20 @@ func TestEvolutionWalk(t *testing.T) {
 			if r := d.do(0, evoToken("cs-agent"), "POST", "/v1/tools/"+evoTool+"/calls", old, "Idempotency-Key", d.key()); r.status != 201 || r.header.Get("Deprecation") == "" {
 				t.Fatalf("a call naming the deprecated 1.0.0: %d %v %s", r.status, r.header, r.body)
 			}
+			// Until a tick stores the stamp in the rollout record, the status
+			// dates the window from when the gateway first saw the
+			// deprecation; the stored stamp is the tick's time. Moving the
+			// clock before it is stored would start the window at the moved
+			// time: wait for the stored stamp (its history entry).
 			waitFor(t, "the deprecation's stamp", func() bool {
-				for _, v := range d.status().Versions {
+				st := d.status()
+				stamped := false
+				for _, ev := range st.History {
+					stamped = stamped || ev.Action == rollout.ActDeprecated
+				}
+				for _, v := range st.Versions {
 					if v.Version == "1.0.0" && v.DeprecatedAt != nil {
-						return true
+						return stamped
 					}
 				}
 				return false
@@ -625,6 +646,10 @@ type evoModel struct {
 	bp                    int
 	named                 []string
 	released              []string // what the lock releases
+
+	// rolledBack: the last change of the default was a rollback; a
+	// rollback does not undo it (a promote of another version does).
+	rolledBack bool
 }
 
 func (m *evoModel) want() func(string) string {
@@ -639,7 +664,7 @@ func (m *evoModel) want() func(string) string {
 // over two replicas (PostgreSQL, or one on SQLite without it) and checks
 // after every step that each door hands each principal the version a model
 // of the rollout expects and that the call built from it serves there.
-// go test ./gateway -run TestEvolutionProperty -evo.n 20 -evo.steps 15 runs more.
+// TOOLGATE_LONG=1 (or -evo.n 20 -evo.steps 15) walks more.
 func TestEvolutionProperty(t *testing.T) {
 	t.Parallel()
 	seed := *evoSeed
@@ -652,22 +677,46 @@ func TestEvolutionProperty(t *testing.T) {
 	if os.Getenv("TOOLGATE_TEST_POSTGRES") != "" {
 		kind, n = "postgres", 2
 	}
-	for s := range *evoN {
-		t.Run(fmt.Sprint(s), func(t *testing.T) {
-			d := newEvoDeploy(t, kind, n)
-			d.write("schemas/v2.0.0.json", evoSchemaFile("2.0.0"))
-			d.reload()
-			m := &evoModel{def: "1.1.0", mode: "stable", released: []string{"1.0.0", "1.1.0"}}
-			var trail []string
-			for range *evoSteps {
-				step := []string{"pin", "shadow", "canary", "halt", "promote", "rollback", "reload", "restart"}[r.IntN(8)]
-				trail = append(trail, step)
-				d.step(t, r, m, step, trail)
-				d.settle(strings.Join(trail, " → "), m.want())
-				d.check(strings.Join(trail, " → "), m.want())
-			}
+	// walk takes steps steps, each named by next (drawn between the steps,
+	// so that a seed walks as it always did).
+	walk := func(t *testing.T, r *rand.Rand, steps int, next func(i int) string) {
+		d := newEvoDeploy(t, kind, n)
+		d.write("schemas/v2.0.0.json", evoSchemaFile("2.0.0"))
+		d.reload()
+		m := &evoModel{def: "1.1.0", mode: "stable", released: []string{"1.0.0", "1.1.0"}}
+		var trail []string
+		for i := range steps {
+			step := next(i)
+			trail = append(trail, step)
+			d.step(t, r, m, step, trail)
+			d.settle(strings.Join(trail, " → "), m.want())
+			d.check(strings.Join(trail, " → "), m.want())
+		}
+	}
+	// Walks that failed once, replayed first: their steps are fixed, the
+	// choices within a step (versions, shares) come from their seed.
+	for i, reg := range evoRegressions {
+		t.Run(fmt.Sprint("regression/", i), func(t *testing.T) {
+			walk(t, rand.New(rand.NewPCG(reg.seed, 27)), len(reg.steps), func(i int) string { return reg.steps[i] })
 		})
 	}
+	for s := range *evoN {
+		t.Run(fmt.Sprint(s), func(t *testing.T) {
+			walk(t, r, *evoSteps, func(int) string {
+				return []string{"pin", "shadow", "canary", "halt", "promote", "rollback", "reload", "restart"}[r.IntN(8)]
+			})
+		})
+	}
+}
+
+// evoRegressions are walks of TestEvolutionProperty that once failed.
+var evoRegressions = []struct {
+	seed  uint64
+	steps []string
+}{
+	// The model let a second rollback undo the first; the rollout
+	// (rightly) refuses it: a rollback does not undo a rollback.
+	{1796334872238299124, strings.Fields("canary restart promote halt rollback reload rollback")},
 }
 
 // step applies one step to the deployment and the model.
@@ -728,13 +777,16 @@ func (d *evoDeploy) step(t *testing.T, r *rand.Rand, m *evoModel, step string, t
 		expect(d.transition("promote", `{"version":"`+v+`","approver":"prop-test"}`), true)
 		if v != m.def { // promoting the default itself pins it: no previous default
 			m.prev, m.def = m.def, v
+			m.rolledBack = false
 		}
 		m.pinned = true
 		m.cand, m.mode, m.bp, m.named = "", "stable", 0, nil
 	case "rollback":
-		expect(d.transition("rollback", `{}`), m.prev != "")
-		if m.prev != "" {
+		ok := m.prev != "" && !m.rolledBack
+		expect(d.transition("rollback", `{}`), ok)
+		if ok {
 			m.prev, m.def = m.def, m.prev
+			m.rolledBack = true
 			m.cand, m.mode, m.bp, m.named = "", "stable", 0, nil
 		}
 	case "reload":

@@ -112,7 +112,8 @@ type Config struct {
 	MaxMCPStoredStreamsPerKey, MaxMCPStoredStreams int
 	MaxMCPStoredBytesPerKey, MaxMCPStoredBytes     int64
 
-	// Now is the clock the MCP stream retention is judged by. Default
+	// Now is the clock the MCP stream retention and the ages the metrics
+	// report (toolgate_oldest_*_age_seconds) are judged by. Default
 	// time.Now.
 	Now func() time.Time
 
@@ -217,6 +218,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.Metrics == nil {
 		cfg.Metrics = NewServerMetrics(cfg.Prometheus, cfg.Calls, cfg.Keys)
+	}
+	if cfg.Now != nil && cfg.Metrics.ledger != nil {
+		cfg.Metrics.ledger.now = cfg.Now // the ages read the server's clock
 	}
 	cc := cfg.Calls.Config()
 	s := &Server{cfg: settings{Config: cfg, Registry: cc.Registry, Ledger: cc.Ledger, Bindings: cc.Bindings, Drift: cc.Drift,

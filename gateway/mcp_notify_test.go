@@ -314,6 +314,7 @@ func TestMCPNotifyStreams(t *testing.T) {
 	if s, resp := openStream(t, base, "", ""); s != nil || resp.StatusCode != 401 {
 		t.Fatalf("an unauthenticated GET /mcp: %d", resp.StatusCode)
 	}
+	opened := time.Now()
 	a1, _ := openStream(t, base, "tok-agent-a", "")
 	a2, _ := openStream(t, base, "tok-agent-a", "")
 	b1, _ := openStream(t, base, "tok-agent-b", "")
@@ -343,9 +344,6 @@ func TestMCPNotifyStreams(t *testing.T) {
 		t.Fatalf("GET /mcp resuming an unknown stream: %v %v", err, resp)
 	}
 
-	// The streams outlive the server's read and write timeouts.
-	time.Sleep(3500 * time.Millisecond)
-
 	post := func(path, body string) {
 		t.Helper()
 		req, _ := http.NewRequest("POST", base+path, strings.NewReader(body))
@@ -368,6 +366,10 @@ func TestMCPNotifyStreams(t *testing.T) {
 	a1.quiet(t, "a reload that changes no definition", gateway.MCPNotifyMinInterval+time.Second)
 	b1.quiet(t, "a reload that changes no definition", 0)
 
+	// The streams outlive the server's read (2 s) and write (3 s) timeouts:
+	// the halt is sent after both passed (the quiet waits above take most
+	// of that time; this waits for the rest, if any).
+	time.Sleep(time.Until(opened.Add(3500 * time.Millisecond)))
 	post("/v1/rollouts/refund.create_request/halt", `{}`)
 	a1.listChanged(t, "the halt")
 	a2.listChanged(t, "the halt, second stream")

@@ -214,10 +214,11 @@ func TestMCPReissuedCallAfterADroppedRequestRunsOnce(t *testing.T) {
 
 	reissued := make(chan *mcp.CallToolResult, 1)
 	go func() { reissued <- callTool(t, cs, "payments.issue_refund", okArgs, meta) }()
+	// The re-issued call waits for the held one's outcome (it joined)
+	// before the downstream answers: a join, not a replay.
 	waitFor(t, "the re-issued call to join", func() bool {
-		return g.action("mcp-go-drop-0001")["state"] == "running" && g.sb.Held() == 1
+		return g.action("mcp-go-drop-0001")["state"] == "running" && g.sb.Held() == 1 && g.svc.Waiting("default", "mcp-go-drop-0001") == 1
 	})
-	time.Sleep(50 * time.Millisecond) // let the re-issued call reach the join
 	g.sb.Release()
 	res := <-reissued
 	if res.IsError || res.Meta["toolgate/replayed"] != true || structured(t, res)["status"] != "succeeded" {

@@ -66,6 +66,7 @@ type fleet struct {
 	t        testing.TB
 	urls     []string
 	servers  []*gatewaytest.Server
+	svcs     []*ledger.Service // each replica's ledger service
 	clock    *clock
 	ds       *fleetDownstream
 	reg      *contract.Registry
@@ -148,6 +149,7 @@ func newFleet(t testing.TB, n int, opt fleetOption) *fleet {
 		}
 		f.urls = append(f.urls, ts.URL)
 		f.servers = append(f.servers, srv)
+		f.svcs = append(f.svcs, svc)
 	}
 	return f
 }
@@ -237,17 +239,20 @@ func (f *fleet) actionVersion(i int, id string) string {
 
 // fleetDownstream is the fleet's downstream: it answers 201 with a receipt, counts
 // the requests per downstream key, holds a request whose body asks for
-// "slow" for 300ms (to make joins), and answers one whose body asks to
+// "slow" until release (to make joins: a duplicate must be seen waiting
+// before the first call can finish), and answers one whose body asks to
 // "lose" 500 after taking its effect (an unknown outcome). Its lookup
 // GET /by-key/{key} answers 200 with the receipt of a key it took, else 404.
 type fleetDownstream struct {
-	url  string
-	mu   sync.Mutex
-	keys map[string]int
+	url      string
+	mu       sync.Mutex
+	keys     map[string]int
+	slow     chan struct{} // closed by release
+	released sync.Once
 }
 
 func newFleetDownstream(t testing.TB) *fleetDownstream {
-	d := &fleetDownstream{keys: map[string]int{}}
+	d := &fleetDownstream{keys: map[string]int{}, slow: make(chan struct{})}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if key, ok := strings.CutPrefix(r.URL.Path, "/by-key/"); ok && r.Method == "GET" {
 			d.mu.Lock()
@@ -266,7 +271,7 @@ func newFleetDownstream(t testing.TB) *fleetDownstream {
 		d.keys[r.Header.Get("Idempotency-Key")]++
 		d.mu.Unlock()
 		if strings.Contains(string(body), "slow") {
-			time.Sleep(300 * time.Millisecond)
+			<-d.slow
 		}
 		if strings.Contains(string(body), "lose") {
 			http.Error(w, "lost", http.StatusInternalServerError)
@@ -277,9 +282,13 @@ func newFleetDownstream(t testing.TB) *fleetDownstream {
 		fmt.Fprintf(w, `{"receipt":%q}`, r.Header.Get("Idempotency-Key"))
 	}))
 	t.Cleanup(srv.Close)
+	t.Cleanup(d.release) // before the server closes: nothing stays held
 	d.url = srv.URL
 	return d
 }
+
+// release lets the held "slow" requests, and every later one, through.
+func (d *fleetDownstream) release() { d.released.Do(func() { close(d.slow) }) }
 
 // sent is how many requests the downstream got under an action's key.
 func (d *fleetDownstream) sent(tenant, action string) int {

@@ -201,16 +201,21 @@ func TestRolloutCanaryRoutesAShareStickily(t *testing.T) {
 		t.Fatalf("%d of %d new actions went to the candidate, want at least ops-agent's %d", toCandidate, total, total/2)
 	}
 
-	// A join: two calls for one slow new action on both replicas at once.
+	// A join: two calls for one slow new action on both replicas at once;
+	// the second waits for the first's outcome (the downstream holds the
+	// first until then), so it joins rather than replays.
 	join := "canary-join-0001"
 	body := `{"arguments":{"ticket":"T-2","text":"slow"}}`
 	var a, b reply
 	var jw sync.WaitGroup
 	jw.Add(2)
 	go func() { defer jw.Done(); a = f.call(0, fleetCS, tool, join, body) }()
-	go func() { defer jw.Done(); time.Sleep(50 * time.Millisecond); b = f.call(1, fleetCS, tool, join, body) }()
+	waitFor(t, "the first call to reach the downstream", func() bool { return f.ds.sent("acme", join) == 1 })
+	go func() { defer jw.Done(); b = f.call(1, fleetCS, tool, join, body) }()
+	waitFor(t, "the second call to join on the other replica", func() bool { return f.svcs[1].Waiting("acme", join) == 1 })
+	f.ds.release()
 	jw.Wait()
-	if a.status != 201 || b.status != 201 || string(a.body) != string(b.body) || f.ds.sent("acme", join) != 1 {
+	if a.status != 201 || b.status != 201 || string(a.body) != string(b.body) || b.header.Get("Idempotent-Replayed") != "true" || f.ds.sent("acme", join) != 1 {
 		t.Fatalf("join: %d %s / %d %s, %d sends", a.status, a.body, b.status, b.body, f.ds.sent("acme", join))
 	}
 	joinVersion := f.actionVersion(0, join)
@@ -407,7 +412,14 @@ func TestRolloutDeprecationWindow(t *testing.T) {
 	if p["default_version"] != "1.1.0" || !strings.Contains(p["detail"].(string), "1.1.0") {
 		t.Fatalf("version_retired names no default: %v", p)
 	}
-	joined := f.call(1, fleetOps, tool, "old-slow-0001", slow)
+	// The same key on the other replica joins the call in flight (it is
+	// seen waiting before the downstream answers the first).
+	var joined reply
+	joinDone := make(chan struct{})
+	go func() { defer close(joinDone); joined = f.call(1, fleetOps, tool, "old-slow-0001", slow) }()
+	waitFor(t, "the retry to join the call in flight", func() bool { return f.svcs[1].Waiting("acme", "old-slow-0001") == 1 })
+	f.ds.release()
+	<-joinDone
 	<-done
 	if first.status != 201 || joined.status != 201 || joined.header.Get("Idempotent-Replayed") != "true" || f.ds.sent("acme", "old-slow-0001") != 1 {
 		t.Fatalf("join on a retired version: %d / %d %s", first.status, joined.status, joined.body)

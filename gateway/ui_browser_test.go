@@ -185,16 +185,17 @@ func count(t *testing.T, ctx context.Context, sel string) int {
 }
 
 // seedTraffic makes real calls through the gateway over a few seconds, so the
-// conflicts-vs-volume chart has several bars: successful refunds, replays,
-// keys reused with other arguments (409 idempotency_key_reused) and arguments
-// the contract refuses (422 invalid_arguments).
+// conflicts-vs-volume chart has several bars (one-second buckets): successful
+// refunds, replays, keys reused with other arguments (409
+// idempotency_key_reused) and arguments the contract refuses (422
+// invalid_arguments). Each round starts in a new second.
 func seedTraffic(t *testing.T, g *rig) {
 	t.Helper()
 	g.refund("ui-chart-base-0001", okArgs, auth(uiAgentKey)...)
 	n := 0
 	for round := 0; round < 5; round++ {
 		if round > 0 {
-			time.Sleep(time.Second)
+			time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second)))
 		}
 		for i := 0; i < 2+round%3; i++ {
 			n++

@@ -5,7 +5,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolgate/toolgate/internal/longtest"
 	"github.com/toolgate/toolgate/internal/pgtest"
 	"github.com/toolgate/toolgate/internal/testrig"
 	"github.com/toolgate/toolgate/sandbox"
@@ -100,11 +100,9 @@ func TestFailoverAsyncLosesActions(t *testing.T) {
 
 // TestLongFailover is the long failover run: 10,000 actions, five
 // failovers, the old primary rejoined as the standby after each. It runs
-// only with -long or TOOLGATE_HARNESS_LONG=1 (and a -timeout above 10m).
+// only with TOOLGATE_LONG=1 (and a -timeout above 10m).
 func TestLongFailover(t *testing.T) {
-	if !*long && os.Getenv("TOOLGATE_HARNESS_LONG") != "1" {
-		t.Skip("the long run needs -long or TOOLGATE_HARNESS_LONG=1")
-	}
+	longtest.Require(t, "TestFailover")
 	rs := pgtest.NewReplicaSet(t, pgtest.ReplicaSetConfig{})
 	cfg := failoverConfig(t, rs, 10000, 5, 20261219)
 	cfg.LedgerHA, cfg.Kills, cfg.Partitions = true, 5, 3

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/api"
+	"github.com/toolgate/toolgate/internal/longtest"
 	"github.com/toolgate/toolgate/internal/pgtest"
 	"github.com/toolgate/toolgate/internal/testrig"
 	"github.com/toolgate/toolgate/sandbox"
@@ -299,8 +300,7 @@ func TestFailoverSettlesInFlight(t *testing.T) {
 // their send window closes (the binding's 3s timeout after the claim: a
 // request sent before the kill may land until then), on its next reconcile
 // pass, instead of when their lease runs out; without a replica_id they
-// wait for the lease: the test measures that too with -long or
-// TOOLGATE_HARNESS_LONG=1.
+// wait for the lease: the test measures that too with TOOLGATE_LONG=1.
 func TestRestartExpiresOwnClaims(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs real gateway processes and two PostgreSQL servers")
@@ -315,7 +315,7 @@ func TestRestartExpiresOwnClaims(t *testing.T) {
 	}{
 		{"with replica_id", "replica_id: gw-1\n", "orphaned: replica gw-1 restarted"},
 	}
-	if *long || os.Getenv("TOOLGATE_HARNESS_LONG") == "1" {
+	if longtest.Enabled() {
 		// The baseline waits out the lease: the long run only.
 		cases = append(cases, struct{ name, extra, reason string }{"without replica_id", "", "lease expired"})
 	}

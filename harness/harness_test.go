@@ -2,7 +2,6 @@ package harness
 
 import (
 	"context"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,12 +9,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolgate/toolgate/internal/longtest"
 	"github.com/toolgate/toolgate/internal/pgtest"
 )
 
 var (
 	buildOnce sync.Map // tags -> *built
-	long      = flag.Bool("long", false, "run the long harness (10,000 actions); also TOOLGATE_HARNESS_LONG=1")
 )
 
 type built struct {
@@ -103,14 +102,15 @@ func requireClean(t *testing.T, rep *Report, wantKills int) {
 	}
 }
 
-// TestBoundedSQLite: one replica on SQLite, 2,000 actions, three kills.
+// TestBoundedSQLite: one replica on SQLite, 1,000 actions, three kills
+// and a partition (TestLong: 10,000 actions on PostgreSQL).
 func TestBoundedSQLite(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs real gateway processes")
 	}
 	t.Parallel()
 	rep := runHarness(t, Config{
-		Binary: binary(t), Replicas: 1, Actions: 2000, Duplicates: 0.3, Conflicts: 0.05, Rejects: 0.05,
+		Binary: binary(t), Replicas: 1, Actions: 1000, Duplicates: 0.3, Conflicts: 0.05, Rejects: 0.05,
 		Kills: 3, Partitions: 1, Faults: BoundedFaults(), Seed: 1,
 	})
 	requireClean(t, rep, 3)
@@ -135,8 +135,9 @@ func TestBoundedSQLiteForm(t *testing.T) {
 	}
 }
 
-// TestBoundedPostgres: three replicas sharing PostgreSQL, 2,000 actions,
-// three kills, one database restart, two partitions.
+// TestBoundedPostgres: three replicas sharing PostgreSQL, 1,000 actions,
+// three kills, one database restart, two partitions (TestLong: 10,000
+// actions, ten kills, five partitions).
 func TestBoundedPostgres(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs real gateway processes")
@@ -145,7 +146,7 @@ func TestBoundedPostgres(t *testing.T) {
 	dsn, db := startPostgres(t)
 	rep := runHarness(t, Config{
 		Binary: binary(t), Replicas: 3, Postgres: dsn, Database: db, DBRestarts: 1,
-		Actions: 2000, Duplicates: 0.3, Conflicts: 0.05, Rejects: 0.05,
+		Actions: 1000, Duplicates: 0.3, Conflicts: 0.05, Rejects: 0.05,
 		Kills: 3, Partitions: 2, Faults: BoundedFaults(), Seed: 2,
 	})
 	requireClean(t, rep, 3)
@@ -198,11 +199,9 @@ func TestBrokenClaimIsCaught(t *testing.T) {
 
 // TestLong is the long run: 10,000 actions, 30% duplicates, ten kills, five
 // partitions and a database restart on three PostgreSQL replicas. It runs
-// only with -long or TOOLGATE_HARNESS_LONG=1 (and a -timeout above 10m).
+// only with TOOLGATE_LONG=1 (and a -timeout above 10m).
 func TestLong(t *testing.T) {
-	if !*long && os.Getenv("TOOLGATE_HARNESS_LONG") != "1" {
-		t.Skip("the long run needs -long or TOOLGATE_HARNESS_LONG=1")
-	}
+	longtest.Require(t, "TestBoundedPostgres")
 	dsn, db := startPostgres(t)
 	rep := runHarness(t, Config{
 		Binary: binary(t), Replicas: 3, Postgres: dsn, Database: db, DBRestarts: 1,

@@ -3,11 +3,11 @@ package harness
 import (
 	"fmt"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/toolgate/toolgate/internal/longtest"
 	"github.com/toolgate/toolgate/internal/pgtest"
 )
 
@@ -53,29 +53,39 @@ func patroniRun(t *testing.T, ps *pgtest.PatroniSet, ha HA, name, schema string,
 	return rep
 }
 
-// TestPatroni is the bounded run: one Patroni cluster, a planned
-// switchover (patronictl switchover) under load, then a crash of the new
+// TestPatroni is the bounded run: one Patroni cluster whose leader names
+// its synchronous standby as Patroni quotes it, then a crash of the
 // leader's node (its Patroni and its PostgreSQL SIGKILLed at once) under
-// load, Patroni's ttl 6 s.
+// load, Patroni's ttl 6 s; Patroni promotes the other node by itself and
+// the crashed node, restarted, rejoins as the synchronous standby (pg_rewind
+// when it must). The planned switchovers and more crashes are the long
+// run's (TestLongPatroni), the calls held in flight through a crash
+// TestPatroniInFlight's (long too; TestFailoverSettlesInFlight holds them
+// through a failover in the default run).
 func TestPatroni(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs real gateway processes, etcd and two Patroni nodes")
 	}
 	t.Parallel()
 	ps := pgtest.NewPatroniSet(t, pgtest.PatroniConfig{})
-	// The old leader must be back as the synchronous standby before the
-	// crash run's gateways start with ledger_ha: true.
-	patroniRun(t, ps, ps.Switchovers(), "switchover", "harness_switchover", 400, 51, true)
-	patroniRun(t, ps, ps, "crash", "harness_crash", 500, 52, false)
+	if names, err := ps.SyncNames(); err != nil || names != `"toolgate-db-1"` {
+		t.Fatalf("synchronous_standby_names = %q (%v), want Patroni's quoted \"toolgate-db-1\"", names, err)
+	}
+	old := ps.Leader()
+	patroniRun(t, ps, ps, "crash", "harness_crash", 500, 52, true)
+	if now := ps.Leader(); now == old || now < 0 {
+		t.Fatalf("the leader is node %d after the crash of node %d's", now, old)
+	}
+	if names, _ := ps.SyncNames(); !strings.Contains(names, ps.Name(old)) {
+		t.Fatalf("after the rejoin synchronous_standby_names = %q, want the crashed %s", names, ps.Name(old))
+	}
 }
 
 // TestLongPatroni: three crashes and two switchovers, 2,000 actions
 // each, with Patroni's default-like timings scaled down (ttl 10 s). It
-// runs only with -long or TOOLGATE_HARNESS_LONG=1.
+// runs only with TOOLGATE_LONG=1.
 func TestLongPatroni(t *testing.T) {
-	if !*long && os.Getenv("TOOLGATE_HARNESS_LONG") != "1" {
-		t.Skip("the long run needs -long or TOOLGATE_HARNESS_LONG=1")
-	}
+	longtest.Require(t, "TestPatroni")
 	ps := pgtest.NewPatroniSet(t, pgtest.PatroniConfig{TTL: 10, LoopWait: 2, RetryTimeout: 4})
 	for i := range 5 {
 		var ha HA = ps
@@ -93,11 +103,10 @@ func TestLongPatroni(t *testing.T) {
 // downstream right after. Nothing promotes but Patroni. It reports the
 // time from the crash to a new action served and to every in-flight
 // action settled, beside Patroni's ttl and loop_wait; each in-flight
-// action must end succeeded with one refund.
+// action must end succeeded with one refund. A long run (TOOLGATE_LONG=1):
+// TestPatroni crashes the leader's node in the default run.
 func TestPatroniInFlight(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs a real gateway process, etcd and two Patroni nodes")
-	}
+	longtest.Require(t, "TestPatroni")
 	t.Parallel()
 	const n = 4
 	ps := pgtest.NewPatroniSet(t, pgtest.PatroniConfig{})

@@ -169,6 +169,7 @@ func TestSharedReplicaNoDuplicate(t *testing.T) {
 	}
 	for _, tt := range cases {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel() // each its own schema, gateways, cut and sandbox
 			dsn := sendWindowPostgres(t, tt.schema)
 			host, err := url.Parse(dsn)
 			if err != nil {

@@ -359,7 +359,14 @@ func TestWaitWakesOnCompletion(t *testing.T) {
 		}
 		done <- got
 	}()
-	time.Sleep(20 * time.Millisecond) // let the waiter register; correctness does not depend on it
+	// The waiter registers before the completion, so what ends the wait is
+	// the wake-up (a poll would take an hour), not a first read that
+	// already finds the action finished.
+	for deadline := time.Now().Add(10 * time.Second); s.Waiting("acme", a.ID) != 1; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the waiter never registered")
+		}
+	}
 	if err := s.Finish(ctx, a, ledger.Answered, &ledger.Result{StatusCode: 200}, "ok"); err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -19,16 +20,42 @@ import (
 	"github.com/toolgate/toolgate/sandbox/sandboxtest"
 )
 
+// The toolgate binary the process tests run, built once per test run (a
+// build per test linked the whole program again each time) into a
+// directory of its own (the walkthroughs put it on PATH), which TestMain
+// removes.
+var built struct {
+	once     sync.Once
+	dir, bin string
+	err      error
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if built.dir != "" {
+		os.RemoveAll(built.dir)
+	}
+	os.Exit(code)
+}
+
 // buildBinary builds the toolgate binary once per test run.
 func buildBinary(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "toolgate")
-	cmd := exec.Command("go", "build", "-o", bin, ".")
-	cmd.Stderr = os.Stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("go build: %v", err)
+	built.once.Do(func() {
+		if built.dir, built.err = os.MkdirTemp("", "toolgate-cmd-bin-"); built.err != nil {
+			return
+		}
+		built.bin = filepath.Join(built.dir, "toolgate")
+		cmd := exec.Command("go", "build", "-o", built.bin, ".")
+		cmd.Stderr = os.Stderr
+		if err := cmd.Run(); err != nil {
+			built.err = fmt.Errorf("go build: %v", err)
+		}
+	})
+	if built.err != nil {
+		t.Fatal(built.err)
 	}
-	return bin
+	return built.bin
 }
 
 func freeAddr(t *testing.T) string {
@@ -75,6 +102,7 @@ func TestCrashWhileDownstreamHoldsTheRequest(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the real binary")
 	}
+	t.Parallel()
 	bin := buildBinary(t)
 	sb, sbURL := sandboxtest.Start(t, sandbox.Config{Orders: []sandbox.Order{{OrderID: "ord_crash0001", TotalMinor: 100000, Currency: "EUR"}}})
 	dir := t.TempDir()

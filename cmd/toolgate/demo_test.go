@@ -10,6 +10,7 @@ import (
 // TestDemo runs the whole demo, as the README's first command does, and checks
 // that every scenario came out as it says.
 func TestDemo(t *testing.T) {
+	t.Parallel()
 	var out, errb bytes.Buffer
 	code := run(context.Background(), env{Args: []string{"demo"}, Stdout: &out, Stderr: &errb})
 	if code != exitOK {

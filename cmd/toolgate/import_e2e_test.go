@@ -20,6 +20,7 @@ func TestImportedFormOperationEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the real binary")
 	}
+	t.Parallel()
 	type seen struct{ path, ctype, key, body string }
 	var mu sync.Mutex
 	var got []seen

@@ -33,6 +33,7 @@ func TestServeLeaksNothing(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}
+	t.Parallel()
 	bin := buildBinary(t)
 	dir := t.TempDir()
 	markers := map[string]string{"note": "LkNote7731", "pin": "LkPin5522", "card": "LkCard8813", "deep": "LkDeep3391",

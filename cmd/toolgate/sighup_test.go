@@ -20,6 +20,7 @@ func TestDecisionLogReopensOnSIGHUP(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the real binary")
 	}
+	t.Parallel()
 	bin := buildBinary(t)
 	_, sbURL := sandboxtest.Start(t, sandbox.Config{AutoCreateOrders: true})
 	dir := t.TempDir()

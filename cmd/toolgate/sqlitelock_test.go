@@ -29,6 +29,7 @@ func TestSecondServeOnOneSQLiteFile(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the real binary")
 	}
+	t.Parallel()
 	bin := buildBinary(t)
 	sb, sbURL := sandboxtest.Start(t, sandbox.Config{Orders: []sandbox.Order{{OrderID: "ord_lock0001", TotalMinor: 100000, Currency: "EUR"}}})
 	dir := t.TempDir()

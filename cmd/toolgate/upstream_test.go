@@ -225,6 +225,7 @@ func (g *upGateway) metric(name string) string {
 // it (503 upstream_drifted, /readyz, the metric, upstream diff exits 1)
 // until toolgate upstream accept re-pins it.
 func TestUpstreamDrift(t *testing.T) {
+	t.Parallel()
 	g := startUpGateway(t, "")
 	if a := g.ticket("ticket-key-0005", "urgent"); a.status != 200 {
 		t.Fatalf("before: %d %s", a.status, a.body)

@@ -407,6 +407,7 @@ func TestWalkthroughs(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the real binary")
 	}
+	t.Parallel()
 	if _, err := exec.LookPath("curl"); err != nil {
 		if os.Getenv("CI") == "true" {
 			t.Fatal("curl is needed to run the walk-throughs")
@@ -416,6 +417,7 @@ func TestWalkthroughs(t *testing.T) {
 	bin := buildBinary(t)
 	for _, page := range []string{"first-tool.md", "release-gate.md"} {
 		t.Run(page, func(t *testing.T) {
+			t.Parallel()
 			path := filepath.Join("..", "..", "docs", page)
 			src, err := os.ReadFile(path)
 			if err != nil {

@@ -87,8 +87,7 @@ func (c *Cluster) init() error {
 	if err := c.prepare(); err != nil {
 		return err
 	}
-	return c.run("initdb", "-D", c.data(), "-U", "postgres",
-		"--auth=trust", "--encoding=UTF8", "--locale=C", "--no-sync")
+	return c.initData()
 }
 
 // prepare hands c.dir to the server user (when running as root) and picks

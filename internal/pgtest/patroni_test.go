@@ -4,17 +4,19 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/toolgate/toolgate/internal/longtest"
 )
 
 // TestPatroniSetFailsOver: the sample Patroni configuration runs a
 // two-node cluster whose leader names its synchronous standby as Patroni
 // quotes it; a SIGKILL of the leader's Patroni and PostgreSQL makes
 // Patroni promote the other node by itself, and the killed node rejoins as
-// the synchronous standby.
+// the synchronous standby. A long run (TOOLGATE_LONG=1): harness's
+// TestPatroni checks the same of the set in the default run, under load.
 func TestPatroniSetFailsOver(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts etcd and two Patroni nodes")
-	}
+	longtest.Require(t, "harness's TestPatroni")
+	t.Parallel()
 	p := NewPatroniSet(t, PatroniConfig{})
 	names, err := p.SyncNames()
 	if err != nil || names != `"toolgate-db-1"` {

@@ -91,7 +91,7 @@ func StartReplicaSet(cfg ReplicaSetConfig) (_ *ReplicaSet, err error) {
 		}
 	}
 	p := rs.nodes[0]
-	if err := p.run("initdb", "-D", p.data(), "-U", "postgres", "--auth=trust", "--encoding=UTF8", "--locale=C", "--no-sync"); err != nil {
+	if err := p.initData(); err != nil {
 		return nil, err
 	}
 	f, err := os.OpenFile(filepath.Join(p.data(), "postgresql.conf"), os.O_APPEND|os.O_WRONLY, 0)
