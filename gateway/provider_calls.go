@@ -237,6 +237,9 @@ func (api *providerAPI) resolveCall(c provider.Call, p *Principal) (*contract.To
 // outcomes), and the problem itself as an HTTP error for what only the
 // integrator or an operator can fix.
 func (s *Server) answerCall(w http.ResponseWriter, r *http.Request, c provider.Call, rep *reply, tool *contract.Tool) {
+	if rep.gone {
+		return // the caller went away (goneReply): nobody reads an answer
+	}
 	if !rep.forModel() || rep.integrators(r, tool) {
 		rep.write(w)
 		return
