@@ -176,18 +176,49 @@ func TestCallerThatHangsUpIsNoServerError(t *testing.T) {
 	}
 	g.wantEffects(3)
 
-	// What was recorded.
-	if n := g.metric("toolgate_calls_total", map[string]string{"outcome": "client_gone"}); n != 2 {
-		t.Errorf("toolgate_calls_total{outcome=client_gone} = %v, want 2", n)
+	// 4. The caller of a read-only tool hangs up while the downstream
+	// answers: its context ends the downstream call, which is no failure of
+	// the downstream's.
+	g.fault(sandbox.Fault{Path: "/orders/*", Fault: "hold"})
+	readCtx, hangUpRead := context.WithCancel(ctx)
+	readDone := make(chan error, 1)
+	go func() {
+		req, _ := http.NewRequestWithContext(readCtx, "POST", g.url+"/v1/tools/orders.get_order/calls", strings.NewReader(`{"arguments":{"order_id":"ord_12345678"}}`))
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		readDone <- err
+	}()
+	if err := g.sb.WaitHeld(ctx, 1); err != nil {
+		t.Fatal(err)
 	}
-	for _, o := range []string{"unreachable", "unknown", "invalid"} {
-		if n := g.metric("toolgate_calls_total", map[string]string{"outcome": o}); n != 0 {
-			t.Errorf("toolgate_calls_total{outcome=%s} = %v, want 0", o, n)
+	hangUpRead()
+	if err := <-readDone; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the read-only call's client: %v, want its own cancellation", err)
+	}
+	waitFor(t, "the read-only call to be recorded", func() bool {
+		return g.metric("toolgate_calls_total", map[string]string{"tool_id": "orders.get_order"}) == 1
+	})
+	g.sb.Release()
+
+	// What was recorded.
+	for tool, want := range map[string]float64{"payments.issue_refund": 2, "orders.get_order": 1} {
+		if n := g.metric("toolgate_calls_total", map[string]string{"tool_id": tool, "outcome": "client_gone"}); n != want {
+			t.Errorf("toolgate_calls_total{tool_id=%s,outcome=client_gone} = %v, want %v", tool, n, want)
+		}
+		for _, o := range []string{"unreachable", "unknown", "invalid"} {
+			if n := g.metric("toolgate_calls_total", map[string]string{"tool_id": tool, "outcome": o}); n != 0 {
+				t.Errorf("toolgate_calls_total{tool_id=%s,outcome=%s} = %v, want 0", tool, o, n)
+			}
 		}
 	}
 	byKey := map[string][]string{}
 	for _, d := range g.decisions() {
 		key, _ := d["action_id"].(string)
+		if d["tool_id"] == "orders.get_order" {
+			key = "read-only"
+		}
 		byKey[key] = append(byKey[key], d["outcome"].(string)+" "+jsonNumber(d["status_code"]))
 		if s, _ := d["status_code"].(float64); s >= 500 {
 			t.Errorf("decision with a 5xx: %v", d)
@@ -197,6 +228,7 @@ func TestCallerThatHangsUpIsNoServerError(t *testing.T) {
 		"gone-join-0001":   "client_gone 499|executed 201",
 		"gone-ledger-0001": "client_gone 499|executed 201",
 		"gone-exec-0001":   "executed 201|replayed 201",
+		"read-only":        "client_gone 499",
 	} {
 		if got := strings.Join(byKey[key], "|"); got != want {
 			t.Errorf("decision log of %s: %s, want %s", key, got, want)
@@ -214,8 +246,8 @@ func TestCallerThatHangsUpIsNoServerError(t *testing.T) {
 			}
 		}
 	}
-	if goneLines != 2 {
-		t.Errorf("%d client_gone log lines, want 2:\n%s", goneLines, g.logs.String())
+	if goneLines != 3 {
+		t.Errorf("%d client_gone log lines, want 3:\n%s", goneLines, g.logs.String())
 	}
 }
 

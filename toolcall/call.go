@@ -21,7 +21,7 @@ import (
 // action is left as it is (a claimed action runs to its end regardless, on
 // a context the caller cannot cancel, and the lease and reconciler settle
 // anything the gateway could not).
-var ErrCallerGone = errors.New("toolcall: the caller went away while its call waited")
+var ErrCallerGone = errors.New("toolcall: the caller went away before its call was answered")
 
 // call is one tool call being handled, whichever front end it came through.
 type call struct {

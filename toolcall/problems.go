@@ -305,18 +305,28 @@ func CallerGone(ctx context.Context, err error) bool {
 }
 
 // goneError is Call's error for a call whose caller went away while a ledger
-// call was in flight: it is ErrCallerGone and keeps what the ledger said.
-type goneError struct{ cause error }
+// or downstream call was in flight: it is ErrCallerGone and keeps err, the
+// error the call would have been answered with.
+type goneError struct{ err error }
 
-func (e *goneError) Error() string   { return ErrCallerGone.Error() + ": " + e.cause.Error() }
-func (e *goneError) Unwrap() []error { return []error{ErrCallerGone, e.cause} }
+// Error says what the call was waiting for when its caller left: the cause
+// of the problem it would have been answered with.
+func (e *goneError) Error() string {
+	var p *Problem
+	if errors.As(e.err, &p) && p.Cause != nil {
+		return ErrCallerGone.Error() + ": " + p.Cause.Error()
+	}
+	return ErrCallerGone.Error() + ": " + e.err.Error()
+}
+
+func (e *goneError) Unwrap() []error { return []error{ErrCallerGone, e.err} }
 
 // callerGone returns err as ErrCallerGone when CallerGone says so, else err.
 func callerGone(ctx context.Context, err error) error {
 	if !CallerGone(ctx, err) || errors.Is(err, ErrCallerGone) {
 		return err
 	}
-	return &goneError{cause: err}
+	return &goneError{err: err}
 }
 
 // ledgerUnavailable is the 503 of a store that did not answer. Its detail
