@@ -334,3 +334,34 @@ func TestSQLiteLockedPastBusyTimeoutIs503(t *testing.T) {
 		t.Fatalf("after the lock: %d %s", r.status, r.body)
 	}
 }
+
+// An operator request whose caller went away under a ledger call is
+// answered nothing and logged at INFO, not 503 at ERROR.
+func TestOperatorRequestWhoseCallerLeftIsNoServerError(t *testing.T) {
+	t.Parallel()
+	g := newGoneRig(t)
+	g.refund("gone-list-0001", okArgs)
+	gone, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, path := range []string{"/v1/actions", "/v1/actions/gone-list-0001"} {
+		req := httptest.NewRequestWithContext(gone, "GET", path, nil)
+		req.Host = "127.0.0.1"
+		rec := httptest.NewRecorder()
+		g.server.ServeHTTP(rec, req)
+		if rec.Body.Len() != 0 {
+			t.Errorf("GET %s for a caller that went away: answered %d %s", path, rec.Code, rec.Body)
+		}
+	}
+	gone2 := 0
+	for _, l := range g.logLines() {
+		if l["level"] == "ERROR" {
+			t.Errorf("an ERROR log line: %v", l)
+		}
+		if l["msg"] == "client_gone" && l["level"] == "INFO" {
+			gone2++
+		}
+	}
+	if gone2 != 2 {
+		t.Errorf("%d INFO client_gone lines, want 2:\n%s", gone2, g.logs.String())
+	}
+}
