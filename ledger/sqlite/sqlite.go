@@ -317,7 +317,7 @@ func translate(err error) error {
 			return fmt.Errorf("sqlite: %s: %w", se.Error(), context.Canceled)
 		}
 		if transientCode(code) {
-			return fmt.Errorf("%w: sqlite: %w (code %d)", ledger.ErrUnavailable, err, code)
+			return fmt.Errorf("%w: sqlite: %w", ledger.ErrUnavailable, err)
 		}
 		return fmt.Errorf("sqlite: %s (code %d)", se.Error(), code)
 	}
