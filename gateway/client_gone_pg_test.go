@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -93,6 +94,7 @@ func TestCallerThatHangsUpUnderAPostgresLedgerCall(t *testing.T) {
 	for _, d := range g.decisions() {
 		got = append(got, d["outcome"].(string)+" "+jsonNumber(d["status_code"]))
 	}
+	slices.Sort(got)
 	if len(got) != 2 || got[0] != "client_gone 499" || got[1] != "executed 201" {
 		t.Errorf("decision log: %v, want [client_gone 499, executed 201]", got)
 	}
