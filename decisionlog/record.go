@@ -35,13 +35,14 @@ const (
 	OutcomeAwaitingApproval Outcome = "awaiting_approval" // 202: parked for a human
 	OutcomeUnreachable      Outcome = "unreachable"       // 502: nothing reached downstream
 	OutcomeDenied           Outcome = "denied"            // 401/403, or an operator's deny
+	OutcomeClientGone       Outcome = "client_gone"       // 499, never sent: the caller went away before its answer
 )
 
 // Valid reports whether o is one of the documented outcomes.
 func (o Outcome) Valid() bool {
 	switch o {
 	case OutcomeExecuted, OutcomeReplayed, OutcomeJoined, OutcomeConflict, OutcomeInvalid,
-		OutcomeUnknown, OutcomeAwaitingApproval, OutcomeUnreachable, OutcomeDenied:
+		OutcomeUnknown, OutcomeAwaitingApproval, OutcomeUnreachable, OutcomeDenied, OutcomeClientGone:
 		return true
 	}
 	return false

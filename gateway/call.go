@@ -73,9 +73,7 @@ func (s *Server) replyOf(where string, ans *toolcall.Answer, err error) reply {
 func (s *Server) replyBody(where string, ans *toolcall.Answer, err error) reply {
 	switch {
 	case errors.Is(err, toolcall.ErrCallerGone):
-		// Nobody reads the answer. Logged with status 0, as an answer never
-		// written; outcome invalid, as before the call service.
-		return reply{gone: true, outcome: decisionlog.OutcomeInvalid}
+		return goneReply(where, err)
 	case err != nil:
 		wire, outcome, cause := s.callProblem(where, &ans.Facts, err)
 		rep := problemReply(&wire, outcome)

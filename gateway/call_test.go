@@ -163,7 +163,7 @@ func TestTimeoutIsUnknownThenReconciledAndReplayed(t *testing.T) {
 		t.Fatalf("state header %q", first.header.Get("Toolgate-Action-State"))
 	}
 	// While unknown, nothing is sent downstream.
-	g.refund("refund-key-0006", okArgs).wantProblem(t, 409, "outcome_unknown")
+	g.refund("refund-key-0006", okArgs).wantProblem(t, 409, "action_unknown")
 	waitFor(t, "the slow request to land", func() bool { return g.sb.EffectCount() == 1 })
 	rec := g.do("POST", "/v1/actions/refund-key-0006/reconcile", "")
 	if rec.status != 200 || rec.json(t)["state"] != "succeeded" {
@@ -194,7 +194,7 @@ func TestSlowRequestLandingAfterNotFoundIsNeverRerun(t *testing.T) {
 	if r := g.do("POST", "/v1/actions/refund-key-0007/reconcile", ""); r.json(t)["state"] != "unknown" {
 		t.Fatalf("reconcile before settling: %s", r.body)
 	}
-	g.refund("refund-key-0007", okArgs).wantProblem(t, 409, "outcome_unknown")
+	g.refund("refund-key-0007", okArgs).wantProblem(t, 409, "action_unknown")
 	g.sb.Release() // the original request lands now
 	waitFor(t, "the held request to land", func() bool { return g.sb.EffectCount() == 1 })
 	if r := g.do("POST", "/v1/actions/refund-key-0007/reconcile", ""); r.json(t)["state"] != "succeeded" {
@@ -289,7 +289,7 @@ func TestAmbiguous5xxIsUnknown(t *testing.T) {
 	g := newRig(t)
 	g.fault(sandbox.Fault{Path: "/refunds", Fault: "status_before", Status: 500})
 	g.refund("refund-key-0012", okArgs).wantProblem(t, 504, "outcome_unknown")
-	g.refund("refund-key-0012", okArgs).wantProblem(t, 409, "outcome_unknown")
+	g.refund("refund-key-0012", okArgs).wantProblem(t, 409, "action_unknown")
 	// The lookup finds nothing; after settling, the action may run again.
 	g.wantEffects(0)
 }

@@ -435,5 +435,5 @@ func (rep *reply) becomesTask() bool {
 	if rep.status == http.StatusAccepted && rep.state == string(ledger.AwaitingApproval) {
 		return true
 	}
-	return rep.problem != nil && rep.problem.Code == string(toolcall.CodeOutcomeUnknown)
+	return rep.problem != nil && (rep.problem.Code == string(toolcall.CodeOutcomeUnknown) || rep.problem.Code == string(toolcall.CodeActionUnknown))
 }

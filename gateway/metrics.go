@@ -54,7 +54,7 @@ func NewMetrics(reg prometheus.Registerer, store ledger.Store) *Metrics {
 	buckets := []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}
 	m := &Metrics{
 		Calls: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "toolgate_calls_total",
-			Help: "Tool calls handled, by tool and outcome (executed, replayed, joined, conflict, invalid, unknown, awaiting_approval, unreachable, denied)."},
+			Help: "Tool calls handled, by tool and outcome (executed, replayed, joined, conflict, invalid, unknown, awaiting_approval, unreachable, denied, client_gone)."},
 			[]string{"tool_id", "outcome"}),
 		Conflicts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "toolgate_idempotency_conflicts_total",
 			Help: "409 answers to tool calls, by tool and problem code. Watch it next to toolgate_calls_total: a rising share means agents reuse keys for new actions."},

@@ -141,6 +141,7 @@ func (s *Server) callProblem(where string, f *toolcall.Facts, err error) (api.Pr
 type causeLog struct {
 	level      slog.Level
 	where, err string
+	msg        string // the line's message; "" for the problem's code
 }
 
 // everyArgument masks every value of a call's arguments: its Scrubber takes
@@ -163,7 +164,11 @@ func (s *Server) logCall(o *callObs, f *toolcall.Facts, code string, cl *causeLo
 			attrs = append(attrs, kv[0], kv[1])
 		}
 	}
-	s.log().Log(context.Background(), cl.level, code, attrs...)
+	msg := cl.msg
+	if msg == "" {
+		msg = code
+	}
+	s.log().Log(context.Background(), cl.level, msg, attrs...)
 }
 
 // traceIDOf is the call's trace id: its span's, else its traceparent's.

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/toolgate/toolgate/api"
+	"github.com/toolgate/toolgate/decisionlog"
 	"github.com/toolgate/toolgate/toolcall"
 )
 
@@ -55,9 +56,34 @@ func logCause(p *toolcall.Problem) (level slog.Level, text string, ok bool) {
 	return level, text, true
 }
 
-// writeError answers err as problem+json.
+// writeError answers err as problem+json; a caller that went away
+// (toolcall.CallerGone) is answered nothing, and its log line is INFO.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
-	writeProblem(w, s.answerProblem(r.Method+" "+r.URL.Path, err))
+	where := r.Method + " " + r.URL.Path
+	if toolcall.CallerGone(r.Context(), err) {
+		s.log().Info(clientGone, "where", where, "status", StatusClientClosedRequest, "error", err.Error())
+		return
+	}
+	writeProblem(w, s.answerProblem(where, err))
+}
+
+// StatusClientClosedRequest is the status recorded for a call whose caller
+// went away before it could be answered (nginx's 499 "client closed
+// request"): in the decision log, the call's span and the INFO log line.
+// It is never written, since nobody reads it, and it is no 5xx: a caller
+// hanging up is not the gateway failing.
+const StatusClientClosedRequest = 499
+
+// clientGone is the message of the log line of a caller that went away.
+const clientGone = "client_gone"
+
+// goneReply is the reply of a call whose caller went away
+// (toolcall.ErrCallerGone): nothing is written; the call is recorded with
+// outcome client_gone and status 499, and logged at INFO with what the
+// gateway was waiting for (err).
+func goneReply(where string, err error) reply {
+	return reply{gone: true, status: StatusClientClosedRequest, outcome: decisionlog.OutcomeClientGone,
+		cause: &causeLog{level: slog.LevelInfo, where: where, err: err.Error(), msg: clientGone}}
 }
 
 func writeProblem(w http.ResponseWriter, p *toolcall.Problem) {

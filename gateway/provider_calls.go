@@ -239,6 +239,9 @@ func dropStrictNulls(v *contract.Version, args json.RawMessage) json.RawMessage 
 // outcomes), and the problem itself as an HTTP error for what only the
 // integrator or an operator can fix.
 func (s *Server) answerCall(w http.ResponseWriter, r *http.Request, c provider.Call, rep *reply, tool *contract.Tool) {
+	if rep.gone {
+		return // the caller went away (goneReply): nobody reads an answer
+	}
 	if !rep.forModel() || rep.integrators(r, tool) {
 		rep.write(w)
 		return

@@ -408,7 +408,7 @@ func TestFrontDoorsOnHeldAndUnknownActions(t *testing.T) {
 	}
 	// A retry sends nothing downstream and says so.
 	lost := callTool(t, cs, "payments.issue_refund", okArgs, map[string]any{"toolgate/idempotency_key": "lost-key-0001"})
-	if !lost.IsError || lost.Meta["toolgate/problem"] != "outcome_unknown" || lost.Meta["toolgate/status"] != float64(409) {
+	if !lost.IsError || lost.Meta["toolgate/problem"] != "action_unknown" || lost.Meta["toolgate/status"] != float64(409) {
 		t.Fatalf("MCP retry of an unknown action: %v %s", lost.Meta, resultText(lost))
 	}
 	g.wantEffects(1)

@@ -69,7 +69,7 @@ func TestRetentionAndTombstones(t *testing.T) {
 	g.fault(sandboxFault500())
 	g.refund("retain-key-002", okArgs).wantProblem(t, 504, "outcome_unknown")
 	clk.Add(10 * time.Hour)
-	g.refund("retain-key-002", okArgs).wantProblem(t, 409, "outcome_unknown")
+	g.refund("retain-key-002", okArgs).wantProblem(t, 409, "action_unknown")
 	if _, forgotten, _ := cl.RunOnce(t.Context()); forgotten != 1 { // retain-key-001's second life, not the unknown one
 		t.Fatalf("forgot %d, want 1", forgotten)
 	}

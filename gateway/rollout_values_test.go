@@ -103,7 +103,7 @@ func TestRolloutRetiredVersionStillReconciles(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.call(0, fleetCS, tool, "old-lost-0001", lost).wantProblem(t, 504, "outcome_unknown")
-	f.call(1, fleetCS, tool, "old-lost-0001", lost).wantProblem(t, 409, "outcome_unknown")
+	f.call(1, fleetCS, tool, "old-lost-0001", lost).wantProblem(t, 409, "action_unknown")
 
 	f.clock.advance(31 * 24 * time.Hour)
 	f.call(1, fleetCS, tool, "old-lost-0002", lost).wantProblem(t, 410, "version_retired")

@@ -208,7 +208,7 @@ func (l *loader) runPlan(ctx context.Context, p *plan) {
 }
 
 // runFlow retries one call until it has a final answer: on 502, 503 and 409
-// action_in_progress after Retry-After; on 504 and 409 outcome_unknown every
+// action_in_progress after Retry-After; on 504 outcome_unknown and 409 action_unknown every
 // UnknownRetry until reconciliation settles the action; on a connection error
 // with backoff, to another random replica.
 func (l *loader) runFlow(ctx context.Context, f *flow) {
@@ -237,7 +237,7 @@ func (l *loader) runFlow(ctx context.Context, f *flow) {
 		case a.code == "downstream_unreachable", a.code == "action_in_progress":
 			f.known = true
 			sleep(ctx, l.retryAfter(a))
-		case a.code == "outcome_unknown":
+		case a.code == "outcome_unknown", a.code == "action_unknown":
 			f.known = true
 			sleep(ctx, l.cfg.UnknownRetry)
 		case a.code == "idempotency_key_reused", a.code == "attempts_exhausted":

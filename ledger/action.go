@@ -132,9 +132,11 @@ var (
 	// client's mistake, not a store failure.
 	ErrBadCursor = errors.New("bad list cursor")
 	// ErrUnavailable reports a store that cannot serve for now (its
-	// database restarts, fails over, or is out of connections): answer 503
-	// with Retry-After and try again later. A write that failed so may or
-	// may not have been stored; re-read before acting on it.
+	// database restarts, fails over, is locked, out of connections or
+	// disk, or the store is closed): answer 503 with Retry-After and try
+	// again later. Stores wrap their own error with it (errors.Is finds
+	// both). A write that failed so may or may not have been stored;
+	// re-read before acting on it.
 	ErrUnavailable = errors.New("ledger unavailable")
 )
 
@@ -180,9 +182,15 @@ type ChangeUpdater interface {
 // store migrates its database; opening another on a migrated database (a
 // restart, a second replica) changes nothing.
 //
-// An error that is none of the sentinels below (ErrNotFound, ErrExists,
-// ErrStale, ErrBadCursor) means the database did not do what was asked: the
-// store is unavailable, and the caller answers so.
+// Errors (storetest checks each rule on every store): besides the sentinels
+// (ErrNotFound, ErrExists, ErrStale, ErrBadCursor), a failure that passes —
+// the database cannot be reached, restarts, fails over, is locked by another
+// process past the busy timeout, is out of connections, disk or memory, or
+// the store is closed — matches ErrUnavailable, with the store's own error
+// kept in the chain; a call whose context ended returns that context's
+// error (context.Canceled, context.DeadlineExceeded) and not ErrUnavailable;
+// anything else (a constraint the schema enforces, a malformed row, a
+// defect) is a plain error that matches none of them.
 type Store interface {
 	// Insert stores a new action with Rev 1 (and sets a.Rev). It returns
 	// ErrExists when the tenant already has an action with that id.

@@ -69,6 +69,7 @@ var skipReasons = map[string]string{
 	"denied":            "denied: nothing was sent",
 	"awaiting_approval": "parked for approval (its execution is a line of its own)",
 	"unreachable":       "never reached the downstream",
+	"client_gone":       "the caller went away before the call was answered: nothing was sent",
 }
 
 // FromLog reads decision-log lines (JSON Lines, docs/decision-log.md) in

@@ -15,9 +15,13 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// ErrCallerGone is Call's error when the caller's context ended while the
-// call waited for a running action: there is no one to answer.
-var ErrCallerGone = errors.New("toolcall: the caller went away while its call waited")
+// ErrCallerGone is Call's error when the caller canceled its context before
+// the call could be answered: while it waited for a running action, or while
+// a ledger call was in flight (CallerGone). There is no one to answer; the
+// action is left as it is (a claimed action runs to its end regardless, on
+// a context the caller cannot cancel, and the lease and reconciler settle
+// anything the gateway could not).
+var ErrCallerGone = errors.New("toolcall: the caller went away before its call was answered")
 
 // call is one tool call being handled, whichever front end it came through.
 type call struct {
@@ -64,6 +68,7 @@ func (s *Service) Call(ctx context.Context, p *Principal, in Input) (Answer, err
 	} else {
 		err = c.oneShot(ctx)
 	}
+	err = callerGone(ctx, err)
 	s.afterCall(c, err)
 	return c.ans, err
 }
@@ -404,9 +409,7 @@ func (c *call) existing(ctx context.Context, a *ledger.Action) error {
 			}
 			return c.afterJoin(joined)
 		case ledger.Unknown:
-			p := Errorf(CodeOutcomeUnknown, "the action's outcome is unknown until it is reconciled; nothing was sent").withAction(a, a.State)
-			p.later = true
-			return p
+			return Errorf(CodeActionUnknown, "the action's outcome is unknown until it is reconciled; nothing was sent").withAction(a, a.State)
 		case ledger.AwaitingApproval:
 			return c.awaiting(a)
 		case ledger.Pending:

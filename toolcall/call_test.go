@@ -148,7 +148,7 @@ func TestCallTable(t *testing.T) {
 				g.refund("row-key-0016", okArgs)
 			},
 			call: func(g *rig) (toolcall.Answer, error) { return g.refund("row-key-0016", okArgs) },
-			want: want{code: toolcall.CodeOutcomeUnknown, status: 409, outcome: decisionlog.OutcomeConflict, state: ledger.Unknown}},
+			want: want{code: toolcall.CodeActionUnknown, status: 409, outcome: decisionlog.OutcomeConflict, state: ledger.Unknown}},
 		{name: "a not-started status: 502, pending, attempt counted",
 			setup: func(g *rig) { g.fault(sandbox.Fault{Path: "/refunds", Fault: "status_before", Status: 503}) },
 			call:  func(g *rig) (toolcall.Answer, error) { return g.refund("row-key-0017", okArgs) },

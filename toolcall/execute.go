@@ -163,7 +163,9 @@ func (c *call) readOnly(ctx context.Context) error {
 	})
 	endDownstreamSpan(span, res)
 	if res.StatusCode == 0 || (res.Outcome != ledger.Answered && res.StatusCode < 500) {
-		return Errorf(CodeDownstreamUnreachable, "the read-only call did not get an answer: %s", errText(res)).withRetry(1)
+		// The cause tells a caller that hung up (its context canceled the
+		// call: CallerGone) from a downstream that did not answer.
+		return Errorf(CodeDownstreamUnreachable, "the read-only call did not get an answer: %s", errText(res)).withRetry(1).withCause(res.Err)
 	}
 	c.facts().Outcome, c.facts().Result = decisionlog.OutcomeExecuted, res.Body
 	c.ans.Status, c.ans.ContentType, c.ans.Body = res.StatusCode, res.ContentType, res.Body

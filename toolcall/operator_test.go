@@ -172,29 +172,41 @@ func TestResolveAndReconcile(t *testing.T) {
 }
 
 // staleStore fails every write as a lost race and can be made to fail
-// everything as an outage.
+// everything as an outage (an error matching ledger.ErrUnavailable, as every
+// store's transient failures do: storetest) or with an error that is not
+// transient (broken).
 type staleStore struct {
 	ledger.Store
-	outage bool
+	outage, broken bool
+}
+
+func (s *staleStore) fault() error {
+	switch {
+	case s.outage:
+		return fmt.Errorf("%w: connection refused", ledger.ErrUnavailable)
+	case s.broken:
+		return errors.New("no such table: actions")
+	}
+	return nil
 }
 
 func (s *staleStore) Update(ctx context.Context, a *ledger.Action) error {
-	if s.outage {
-		return errors.New("disk I/O error")
+	if err := s.fault(); err != nil {
+		return err
 	}
 	return ledger.ErrStale
 }
 
 func (s *staleStore) Get(ctx context.Context, tenant, id string) (*ledger.Action, error) {
-	if s.outage {
-		return nil, errors.New("connection refused")
+	if err := s.fault(); err != nil {
+		return nil, err
 	}
 	return s.Store.Get(ctx, tenant, id)
 }
 
 func (s *staleStore) Insert(ctx context.Context, a *ledger.Action) error {
-	if s.outage {
-		return errors.New("connection refused")
+	if err := s.fault(); err != nil {
+		return err
 	}
 	return s.Store.Insert(ctx, a)
 }
@@ -215,7 +227,12 @@ func TestErrorsMapToProblemsOnce(t *testing.T) {
 	}
 	_, err = g.svc.Ready(ctx)
 	wantProblem(t, err, toolcall.CodeLedgerUnavailable, 503, decisionlog.OutcomeUnreachable)
-	st.outage = false
+	st.outage, st.broken = false, true
+	_, err = g.refund("errors-key-0001", okArgs)
+	if p := wantProblem(t, err, toolcall.CodeInternal, 500, decisionlog.OutcomeUnreachable); p.Cause == nil || strings.Contains(p.Wire().Detail, "no such table") {
+		t.Fatalf("a store error that is not an outage: %+v", p)
+	}
+	st.broken = false
 	if d, err := g.svc.Ready(ctx); err != nil || d != nil {
 		t.Fatalf("ready: %v, durability %+v (SQLite reports none)", err, d)
 	}

@@ -28,6 +28,7 @@ const (
 	CodeKeyExpired                Code = "idempotency_key_expired"
 	CodeActionInProgress          Code = "action_in_progress"
 	CodeOutcomeUnknown            Code = "outcome_unknown"
+	CodeActionUnknown             Code = "action_unknown"
 	CodeDownstreamUnreachable     Code = "downstream_unreachable"
 	CodeAttemptsExhausted         Code = "attempts_exhausted"
 	CodeUnauthenticated           Code = "unauthenticated"
@@ -90,7 +91,9 @@ var codes = map[Code]CodeInfo{
 	CodeActionInProgress: {409, "Action in progress",
 		"Another call for this action is still running downstream and did not finish within the join timeout. Retry after the number of seconds in Retry-After; you will get its result.", conflict},
 	CodeOutcomeUnknown: {504, "Outcome unknown",
-		"The downstream did not give a clear answer (a timeout, a dropped connection or an ambiguous 5xx), so the effect may or may not have happened. The action is unknown until the gateway reconciles it against the downstream; later calls answer 409 and send nothing downstream. It is never re-run blind.", decisionlog.OutcomeUnknown},
+		"The downstream did not give a clear answer (a timeout, a dropped connection or an ambiguous 5xx), so the effect may or may not have happened. The action is unknown until the gateway reconciles it against the downstream; later calls answer 409 action_unknown and send nothing downstream. It is never re-run blind.", decisionlog.OutcomeUnknown},
+	CodeActionUnknown: {409, "Action outcome unknown",
+		"An earlier call for this action lost its outcome (it was answered 504 outcome_unknown): the effect may or may not have happened. Nothing was sent downstream for this call, nor will be for any call while the action is unknown; the gateway reconciles it against the downstream (or an operator resolves it), and a call after that gets the action's result. Retry with the same key later, or read the action (GET /v1/actions/{action_id}).", conflict},
 	CodeDownstreamUnreachable: {502, "Downstream unreachable",
 		"The downstream was not reached, or answered a status that proves nothing was done. The action stays pending and the attempt is counted; retry with the same key after Retry-After.", unreachable},
 	CodeAttemptsExhausted: {409, "Attempts exhausted",
@@ -173,9 +176,6 @@ type Problem struct {
 	// DefaultVersion names the version to call instead (version_retired).
 	DefaultVersion string
 	Cause          error // what went wrong inside; logged, never sent
-	// later: outcome_unknown answered to a later call while the action is
-	// unknown (409, a conflict), not to the call that lost the outcome (504).
-	later bool
 
 	// ErrorsTotal is how many argument errors there are when Errors lists
 	// only the first MaxFieldErrors of them; 0 when it lists all.
@@ -224,21 +224,12 @@ func (p *Problem) withAction(a *ledger.Action, shown ledger.State) *Problem {
 	return p
 }
 
-// Status is the HTTP status the problem is answered with.
-func (p *Problem) Status() int {
-	if p.later {
-		return 409
-	}
-	return p.info().Status
-}
+// Status is the HTTP status the problem is answered with: its code's, always.
+func (p *Problem) Status() int { return p.info().Status }
 
-// Outcome is the decision-log outcome of a call refused with the problem.
-func (p *Problem) Outcome() decisionlog.Outcome {
-	if p.later {
-		return decisionlog.OutcomeConflict
-	}
-	return p.info().Outcome
-}
+// Outcome is the decision-log outcome of a call refused with the problem:
+// its code's, always.
+func (p *Problem) Outcome() decisionlog.Outcome { return p.info().Outcome }
 
 func (p *Problem) info() CodeInfo {
 	if info, ok := codes[p.Code]; ok {
@@ -266,33 +257,76 @@ func (p *Problem) Wire() api.Problem {
 	}
 }
 
-// ProblemOf is the one mapping from an error to the problem answered for it.
-// A *Problem stays itself. An error of the ledger or its store that reached
-// here unhandled is a lost race (ErrStale, ErrNotFound: 409, retry) or a
-// defect (a forbidden transition, an unexpected ErrExists: 500); any other
-// store error means the store did not answer (503 ledger_unavailable). Every
-// other error is a 500 internal_error. Only the Cause of a problem says what
-// happened inside; it is logged, never answered.
+// ProblemOf is the one mapping from an error to the problem answered for it
+// (docs/reference/problems.md). A *Problem stays itself. A ledger that
+// cannot serve (an error matching ledger.ErrUnavailable: every store wraps
+// its transient failures so) or that did not answer in time
+// (context.DeadlineExceeded) is 503 ledger_unavailable with Retry-After.
+// Every other error is a 500 internal_error: a defect, an error of the
+// store that is not transient (a constraint, a malformed row), and a
+// context.Canceled too — a caller that went away is not answered at all,
+// and only the code that holds the caller's context can tell it
+// (CallerGone; Call returns ErrCallerGone for it). Only the Cause of a
+// problem says what happened inside; it is logged, never answered.
 func ProblemOf(err error) *Problem {
 	var p *Problem
-	if errors.As(err, &p) {
+	switch {
+	case errors.As(err, &p):
 		return p
+	case errors.Is(err, ledger.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
+		return ledgerUnavailable(err)
 	}
 	return Errorf(CodeInternal, "the gateway failed; see its log").withCause(err)
 }
 
 // storeFailed maps an error of a ledger.Service or Store call that the caller
-// does not handle itself (see ProblemOf).
+// does not handle itself: a lost race (ErrStale, ErrNotFound: the action
+// changed under the call) is 409 action_in_progress, retry; everything else
+// as ProblemOf maps it (503 for an unavailable ledger or a deadline, 500
+// for the rest).
 func storeFailed(err error) *Problem {
-	var te *ledger.TransitionError
-	switch {
-	case errors.Is(err, ledger.ErrStale), errors.Is(err, ledger.ErrNotFound):
+	if errors.Is(err, ledger.ErrStale) || errors.Is(err, ledger.ErrNotFound) {
 		return Errorf(CodeActionInProgress, "the action changed while this call handled it; retry").withRetry(1).withCause(err)
-	case errors.As(err, &te), errors.Is(err, ledger.ErrExists), errors.Is(err, ledger.ErrBadCursor),
-		errors.Is(err, ledger.ErrActionMismatch), errors.Is(err, ledger.ErrNotResolvable), errors.Is(err, ledger.ErrBadOutcome):
-		return Errorf(CodeInternal, "the gateway failed; see its log").withCause(err)
 	}
-	return ledgerUnavailable(err)
+	return ProblemOf(err)
+}
+
+// CallerGone reports whether err is the end of the caller's context ctx: the
+// caller canceled (hung up) and err is that cancellation (ErrCallerGone, or
+// a context.Canceled a ledger call returned). Such a call is answered
+// nothing; it is recorded with outcome client_gone and status 499, never
+// as a 5xx (docs/reference/problems.md). A context.Canceled while ctx is
+// still live is no caller's doing: a 500.
+func CallerGone(ctx context.Context, err error) bool {
+	if err == nil || !errors.Is(ctx.Err(), context.Canceled) {
+		return false
+	}
+	return errors.Is(err, ErrCallerGone) || errors.Is(err, context.Canceled)
+}
+
+// goneError is Call's error for a call whose caller went away while a ledger
+// or downstream call was in flight: it is ErrCallerGone and keeps err, the
+// error the call would have been answered with.
+type goneError struct{ err error }
+
+// Error says what the call was waiting for when its caller left: the cause
+// of the problem it would have been answered with.
+func (e *goneError) Error() string {
+	var p *Problem
+	if errors.As(e.err, &p) && p.Cause != nil {
+		return ErrCallerGone.Error() + ": " + p.Cause.Error()
+	}
+	return ErrCallerGone.Error() + ": " + e.err.Error()
+}
+
+func (e *goneError) Unwrap() []error { return []error{ErrCallerGone, e.err} }
+
+// callerGone returns err as ErrCallerGone when CallerGone says so, else err.
+func callerGone(ctx context.Context, err error) error {
+	if !CallerGone(ctx, err) || errors.Is(err, ErrCallerGone) {
+		return err
+	}
+	return &goneError{err: err}
 }
 
 // ledgerUnavailable is the 503 of a store that did not answer. Its detail

@@ -1,13 +1,18 @@
 package toolcall
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/toolgate/toolgate/decisionlog"
+	"github.com/toolgate/toolgate/ledger"
 )
 
 // Every Code constant is a row of the table, and every row is complete.
@@ -71,11 +76,6 @@ func TestOutcomesMatchTheStatusRule(t *testing.T) {
 			t.Errorf("%s (%d): outcome %s, the status says %s", c, info.Status, info.Outcome, want)
 		}
 	}
-	later := Errorf(CodeOutcomeUnknown, "x")
-	later.later = true
-	if later.Status() != 409 || later.Outcome() != byStatus(409) {
-		t.Errorf("outcome_unknown on a later call: %d %s", later.Status(), later.Outcome())
-	}
 }
 
 func TestWireProblem(t *testing.T) {
@@ -86,5 +86,86 @@ func TestWireProblem(t *testing.T) {
 	if w.Type != "/problems/action_in_progress" || w.Title != "Action in progress" || w.Status != 409 || w.Code != "action_in_progress" ||
 		w.Detail != "wait 3" || w.RetryAfter != 3 || w.ActionID != "a-1" || w.State != "running" {
 		t.Fatalf("wire %+v", w)
+	}
+}
+
+// One contract for errors (docs/reference/problems.md): 503
+// ledger_unavailable only for a ledger that cannot serve or a deadline, 409
+// for a lost race, 500 for everything else, a context.Canceled included
+// (the caller that went away is told apart where its context is known).
+func TestStoreErrorsMapToOneContract(t *testing.T) {
+	t.Parallel()
+	plain := errors.New("sqlite: no such table: actions (code 1)")
+	for _, tc := range []struct {
+		name string
+		err  error
+		want Code
+	}{
+		{"unavailable", fmt.Errorf("get action x: %w", ledger.ErrUnavailable), CodeLedgerUnavailable},
+		{"unavailable with its cause", fmt.Errorf("%w: %w", ledger.ErrUnavailable, plain), CodeLedgerUnavailable},
+		{"a deadline", fmt.Errorf("get action x: %w", context.DeadlineExceeded), CodeLedgerUnavailable},
+		{"stale", fmt.Errorf("update action x: %w", ledger.ErrStale), CodeActionInProgress},
+		{"gone", fmt.Errorf("update action x: %w", ledger.ErrNotFound), CodeActionInProgress},
+		{"a plain store error", plain, CodeInternal},
+		{"a canceled context", fmt.Errorf("get action x: %w", context.Canceled), CodeInternal},
+		{"ErrExists", ledger.ErrExists, CodeInternal},
+		{"a bad transition", &ledger.TransitionError{From: ledger.Succeeded, To: ledger.Running}, CodeInternal},
+	} {
+		p := storeFailed(tc.err)
+		if p.Code != tc.want || !errors.Is(p, tc.err) {
+			t.Errorf("%s: %s (cause %v), want %s with the error as its cause", tc.name, p.Code, p.Cause, tc.want)
+		}
+		if p.Code == CodeLedgerUnavailable && (p.RetryAfter == 0 || p.Status() != 503) {
+			t.Errorf("%s: %d, Retry-After %d", tc.name, p.Status(), p.RetryAfter)
+		}
+		if got := ProblemOf(tc.err); tc.want != CodeActionInProgress && got.Code != tc.want {
+			t.Errorf("ProblemOf(%s): %s, want %s as storeFailed", tc.name, got.Code, tc.want)
+		}
+	}
+}
+
+// A caller that went away is its context's cancellation, and only that: a
+// context.Canceled while the call's context is live is no caller's doing
+// (a 500), and a canceled context does not turn another error into one.
+func TestCallerGone(t *testing.T) {
+	t.Parallel()
+	live := context.Background()
+	canceled, cancel := context.WithCancel(live)
+	cancel()
+	late, stop := context.WithDeadline(live, time.Unix(0, 0))
+	defer stop()
+	storeCanceled := storeFailed(fmt.Errorf("get action x: %w", context.Canceled))
+	for _, tc := range []struct {
+		name string
+		ctx  context.Context
+		err  error
+		want bool
+	}{
+		{"a ledger call canceled with the caller", canceled, storeCanceled, true},
+		{"a join the caller left", canceled, ErrCallerGone, true},
+		{"canceled while the caller is there", live, storeCanceled, false},
+		{"an outage while the caller left", canceled, ledgerUnavailable(ledger.ErrUnavailable), false},
+		{"the caller's deadline", late, storeFailed(context.DeadlineExceeded), false},
+		{"no error", canceled, nil, false},
+	} {
+		if got := CallerGone(tc.ctx, tc.err); got != tc.want {
+			t.Errorf("%s: CallerGone %v, want %v", tc.name, got, tc.want)
+		}
+		err := callerGone(tc.ctx, tc.err)
+		if errors.Is(err, ErrCallerGone) != tc.want || (tc.err != nil && !errors.Is(err, tc.err)) {
+			t.Errorf("%s: callerGone = %v", tc.name, err)
+		}
+	}
+}
+
+// One code, one status: no problem answers a status other than its code's
+// (the page /problems/{code} and docs/reference/problems.md give it).
+func TestEveryProblemAnswersItsCodesStatus(t *testing.T) {
+	t.Parallel()
+	for c, info := range codes {
+		p := Errorf(c, "x")
+		if p.Status() != info.Status || p.Wire().Status != info.Status || p.Outcome() != info.Outcome {
+			t.Errorf("%s: %d %s, its code says %d %s", c, p.Status(), p.Outcome(), info.Status, info.Outcome)
+		}
 	}
 }

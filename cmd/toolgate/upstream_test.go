@@ -163,7 +163,7 @@ func TestUpstreamTimeoutReconciledByLookup(t *testing.T) {
 		t.Fatalf("lost call: %d %s", lost.status, lost.body)
 	}
 	g.srv.Release()
-	if a := g.ticket("ticket-key-0003", "urgent"); a.status != 409 || !strings.Contains(a.body, "outcome_unknown") {
+	if a := g.ticket("ticket-key-0003", "urgent"); a.status != 409 || !strings.Contains(a.body, "action_unknown") {
 		t.Fatalf("retry while unknown: %d %s", a.status, a.body)
 	}
 	if g.srv.Calls() != 1 {

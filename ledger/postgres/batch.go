@@ -127,7 +127,9 @@ type batcher struct {
 	batches, writes atomic.Int64 // sent, for tests and benchmarks
 }
 
-var errClosed = errors.New("postgres ledger store is closed")
+// errClosed is a write's error on a closed store: unavailable, as for every
+// other call on it (translate).
+var errClosed error = &unavailableError{err: errors.New("postgres ledger store is closed")}
 
 // errWriteDone is the cause of a batch cancelled because the context of
 // one of its writes ended.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/puddle/v2"
 	"github.com/toolgate/toolgate/ledger"
 )
 
@@ -75,6 +76,11 @@ func translate(err error) error {
 			return &unavailableError{err: fmt.Errorf("%s (SQLSTATE %s)", pe.Message, pe.Code), stale: staleState(pe.Code)}
 		}
 		return fmt.Errorf("postgres: %s (SQLSTATE %s)", pe.Message, pe.Code)
+	}
+	if errors.Is(err, puddle.ErrClosedPool) {
+		// The store was closed: a gateway shutting down answers its last
+		// calls 503, and another replica takes the retry.
+		return &unavailableError{err: fmt.Errorf("postgres ledger store is closed: %w", err)}
 	}
 	if unreachable(err) {
 		var ce *pgconn.ConnectError

@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/puddle/v2"
 	"github.com/toolgate/toolgate/ledger"
 )
 
@@ -33,6 +34,9 @@ func TestTranslate(t *testing.T) {
 		{"too many connections", pg("53300"), nil, true},
 		{"connection failure", pg("08006"), nil, true},
 		{"read-only standby", pg("25006"), nil, true},
+		{"not null violation", pg("23502"), nil, false},
+		{"undefined table", pg("42P01"), nil, false},
+		{"closed pool", fmt.Errorf("acquire: %w", puddle.ErrClosedPool), nil, true},
 		{"connect error", &pgconn.ConnectError{}, nil, true},
 		{"refused", fmt.Errorf("dial: %w", syscall.ECONNREFUSED), nil, true},
 		{"reset", &net.OpError{Op: "read", Err: syscall.ECONNRESET}, nil, true},

@@ -17,6 +17,7 @@ import (
 	"github.com/toolgate/toolgate/internal/pgtest"
 	"github.com/toolgate/toolgate/ledger"
 	"github.com/toolgate/toolgate/ledger/postgres"
+	"github.com/toolgate/toolgate/ledger/storetest"
 )
 
 // freeAddr returns a loopback address nothing listens on.
@@ -440,4 +441,31 @@ func TestCallerDeadlineIsNotUnavailable(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) || postgres.IsUnavailable(err) {
 		t.Fatalf("Get with the caller's deadline passing: %v; want the deadline, not unavailable", err)
 	}
+}
+
+// The error contract of a transient failure (storetest.ExerciseOutage): the
+// server goes away under the store (the proxy in front of it closes every
+// connection and stops listening) and comes back.
+func TestConformanceOutage(t *testing.T) {
+	t.Parallel()
+	storetest.ExerciseOutage(t, func(t *testing.T) (ledger.Store, func(), func()) {
+		dsn, _ := pgtest.Schema(t)
+		p := startProxy(t, serverAddr(t, dsn))
+		s := open(t, postgres.Config{DSN: via(dsn, p.addr), ConnectTimeout: time.Second})
+		heal := func() {
+			p.up(t)
+			// Returns once the store serves again: its pooled connections
+			// died with the proxy, and are replaced as they fail.
+			for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+				err := s.Ping(t.Context())
+				if err == nil {
+					return
+				}
+				if !errors.Is(err, ledger.ErrUnavailable) || time.Now().After(deadline) {
+					t.Fatalf("after the outage: %v", err)
+				}
+			}
+		}
+		return s, p.down, heal
+	})
 }

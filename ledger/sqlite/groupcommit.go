@@ -129,7 +129,9 @@ func newCommitter(s *Store) *committer {
 	return c
 }
 
-var errClosed = errors.New("sqlite ledger store is closed")
+// errClosed is a write's error on a closed store: unavailable, as for
+// every other call on it.
+var errClosed = fmt.Errorf("%w: sqlite ledger store is closed", ledger.ErrUnavailable)
 
 // do queues w and waits until it is committed (or rejected).
 func (c *committer) do(ctx context.Context, w *write) error {
@@ -329,7 +331,7 @@ func (c *committer) inTx(ws []*write) (retryAlone bool) {
 			err = translate(err)
 			tx.Rollback()
 			fail(err, "")
-			return !errors.Is(err, ErrBusy)
+			return !errors.Is(err, ledger.ErrUnavailable)
 		}
 		if n == 1 {
 			continue
@@ -343,7 +345,7 @@ func (c *committer) inTx(ws []*write) (retryAlone bool) {
 			if err = translate(err); !errors.Is(err, ledger.ErrNotFound) {
 				tx.Rollback()
 				fail(err, "")
-				return !errors.Is(err, ErrBusy)
+				return !errors.Is(err, ledger.ErrUnavailable)
 			}
 			w.err = fmt.Errorf("update action %s: %w", w.id, err)
 			continue

@@ -283,7 +283,12 @@ func (s *Store) Pragma(ctx context.Context, name string) (string, error) {
 
 // translate turns driver errors into ledger errors or into plain errors that
 // carry the SQLite message and code, so nothing above this package needs the
-// driver. Context errors are kept so callers can tell a cancelled call.
+// driver (the ledger.Store error contract). Context errors are kept so
+// callers can tell a cancelled call; a failure that passes (the file locked
+// by another process past the busy timeout, an I/O error, a full disk, no
+// memory, a closed store) matches ledger.ErrUnavailable, with the driver's
+// error kept in the chain; anything else (a constraint, a corrupt file, a
+// defect) is a plain error.
 func translate(err error) error {
 	if err == nil {
 		return nil
@@ -294,6 +299,9 @@ func translate(err error) error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
+	if errors.Is(err, ledger.ErrUnavailable) {
+		return err // translated already (errClosed, a write's own error)
+	}
 	var se *sqlite.Error
 	if errors.As(err, &se) {
 		code := se.Code()
@@ -303,13 +311,49 @@ func translate(err error) error {
 				return ledger.ErrExists
 			}
 		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
-			return fmt.Errorf("%w: %s", ErrBusy, se.Error())
+			return fmt.Errorf("%w: %w: %w", ledger.ErrUnavailable, ErrBusy, err)
+		case sqlite3.SQLITE_INTERRUPT:
+			// The driver interrupts a statement only when its context ends.
+			return fmt.Errorf("sqlite: %s: %w", se.Error(), context.Canceled)
+		}
+		if transientCode(code) {
+			return fmt.Errorf("%w: sqlite: %w", ledger.ErrUnavailable, err)
 		}
 		return fmt.Errorf("sqlite: %s (code %d)", se.Error(), code)
+	}
+	if closedDB(err) {
+		return fmt.Errorf("%w: sqlite ledger store is closed: %w", ledger.ErrUnavailable, err)
 	}
 	return err
 }
 
+// transientCode reports the SQLite result codes of a failure that passes:
+// I/O errors, a full disk, no memory, a file that cannot be opened for now,
+// a WAL that another connection is recovering. (SQLITE_BUSY and
+// SQLITE_LOCKED are ErrBusy.)
+func transientCode(code int) bool {
+	switch code & 0xff {
+	case sqlite3.SQLITE_IOERR, sqlite3.SQLITE_FULL, sqlite3.SQLITE_NOMEM, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_PROTOCOL:
+		return true
+	}
+	return code == sqlite3.SQLITE_READONLY_RECOVERY || code == sqlite3.SQLITE_READONLY_CANTLOCK
+}
+
+// closedDB reports database/sql's errors for a pool or statement used after
+// Close (it exports only the connection's).
+func closedDB(err error) bool {
+	if errors.Is(err, sql.ErrConnDone) {
+		return true
+	}
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		switch e.Error() {
+		case "sql: database is closed", "sql: statement is closed":
+			return true
+		}
+	}
+	return false
+}
+
 // ErrBusy reports that the database stayed locked by another process past the
-// busy timeout.
+// busy timeout. It comes with ledger.ErrUnavailable: the lock passes.
 var ErrBusy = errors.New("sqlite database busy")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/toolgate/toolgate/ledger"
 	"github.com/toolgate/toolgate/ledger/sqlite"
@@ -34,4 +35,27 @@ func newDB(t *testing.T) func(*testing.T) ledger.Store {
 func TestConformance(t *testing.T) {
 	t.Parallel()
 	storetest.Exercise(t, newDB)
+}
+
+// The error contract of a transient failure: another process holds the
+// file's write lock past the busy timeout.
+func TestConformanceOutage(t *testing.T) {
+	t.Parallel()
+	storetest.ExerciseOutage(t, func(t *testing.T) (ledger.Store, func(), func()) {
+		path := filepath.Join(t.TempDir(), "ledger.db")
+		s := open(t, sqlite.Config{Path: path, BusyTimeout: 20 * time.Millisecond})
+		conn, err := rawDB(t, path).Conn(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		exec := func(q string) func() {
+			return func() {
+				if _, err := conn.ExecContext(t.Context(), q); err != nil {
+					t.Fatalf("%s: %v", q, err)
+				}
+			}
+		}
+		return s, exec("BEGIN IMMEDIATE"), exec("ROLLBACK")
+	})
 }

@@ -67,6 +67,8 @@ func Exercise(t *testing.T, newDB NewDatabase) {
 		{"Forget", testForget},
 		{"Delete", testDelete},
 		{"CloseTwice", testCloseTwice},
+		{"ClosedStoreIsUnavailable", testClosedStoreIsUnavailable},
+		{"CanceledContextIsTheCallers", testCanceledContextIsTheCallers},
 		{"RolloutRoundTrip", testRolloutRoundTrip},
 		{"RolloutCompareAndSet", testRolloutCompareAndSet},
 		{"RolloutHistory", testRolloutHistory},

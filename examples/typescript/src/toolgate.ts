@@ -42,7 +42,8 @@ function moveFor(o: Outcome): Move {
     case "action_in_progress": // 409: the first call of this action still runs: its result comes to the same key
     case "downstream_unreachable": // 502: nothing was done; the same key may try again
       return "retry";
-    case "outcome_unknown": // 504 (409 on later calls): the effect may have happened
+    case "outcome_unknown": // 504: the effect may have happened
+    case "action_unknown": // 409: a later call while the action is still unknown
       return "reconcile";
     default:
       // The downstream's answer (2xx, or 4xx such as ORDER_NOT_FOUND), 422
