@@ -23,6 +23,7 @@ import (
 
 	"github.com/toolgate/toolgate/internal/defaults"
 	"github.com/toolgate/toolgate/internal/oauth"
+	"github.com/toolgate/toolgate/internal/secret"
 	"github.com/toolgate/toolgate/internal/strictyaml"
 	"github.com/toolgate/toolgate/internal/suggest"
 )
@@ -669,22 +670,11 @@ func LedgerDSN(s string) (Ledger, error) {
 		return Ledger{Kind: "sqlite", Location: p}, nil
 	case strings.HasPrefix(s, "postgres://"), strings.HasPrefix(s, "postgresql://"):
 		if _, err := url.Parse(s); err != nil {
-			return Ledger{}, fmt.Errorf("%q is not a valid postgres URL", redact(s))
+			return Ledger{}, fmt.Errorf("%q is not a valid postgres URL", secret.RedactURL(s))
 		}
 		return Ledger{Kind: "postgres", Location: s}, nil
 	}
-	return Ledger{}, fmt.Errorf("%q is neither sqlite://PATH nor postgres://…", redact(s))
-}
-
-// redact hides a password in a URL-shaped string.
-func redact(s string) string {
-	if u, err := url.Parse(s); err == nil && u.User != nil {
-		if _, ok := u.User.Password(); ok {
-			u.User = url.UserPassword(u.User.Username(), "xxxxx")
-			return u.String()
-		}
-	}
-	return s
+	return Ledger{}, fmt.Errorf("%q is neither sqlite://PATH nor postgres://…", secret.RedactURL(s))
 }
 
 // Ledger is a parsed ledger setting.

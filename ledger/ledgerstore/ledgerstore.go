@@ -14,6 +14,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/toolgate/toolgate/internal/secret"
 	"github.com/toolgate/toolgate/ledger"
 	"github.com/toolgate/toolgate/ledger/postgres"
 	"github.com/toolgate/toolgate/ledger/sqlite"
@@ -47,11 +48,11 @@ func Parse(dsn string) (Location, error) {
 		return Location{Kind: SQLite, Path: p}, nil
 	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
 		if _, err := url.Parse(dsn); err != nil {
-			return Location{}, fmt.Errorf("%q is not a valid postgres URL", redact(dsn))
+			return Location{}, fmt.Errorf("%q is not a valid postgres URL", secret.RedactURL(dsn))
 		}
 		return Location{Kind: Postgres, Path: dsn}, nil
 	}
-	return Location{}, fmt.Errorf("%q is neither sqlite://PATH nor postgres://…", redact(dsn))
+	return Location{}, fmt.Errorf("%q is neither sqlite://PATH nor postgres://…", secret.RedactURL(dsn))
 }
 
 // SQLiteDSN is the location of the SQLite file at path.
@@ -124,34 +125,4 @@ func OpenLocation(ctx context.Context, loc Location, o Options) (ledger.Store, e
 		return s, nil
 	}
 	return nil, fmt.Errorf("ledger: no %q store in this build (sqlite, postgres)", loc.Kind)
-}
-
-// redact hides a password in a URL-shaped string, also in one that does not
-// parse as a URL.
-func redact(s string) string {
-	if u, err := url.Parse(s); err == nil {
-		if _, ok := u.User.Password(); ok {
-			u.User = url.UserPassword(u.User.Username(), "xxxxx")
-			return u.String()
-		}
-		return s
-	}
-	scheme, rest, ok := strings.Cut(s, "://")
-	if !ok {
-		return s
-	}
-	authority, path, _ := strings.Cut(rest, "/")
-	at := strings.LastIndex(authority, "@")
-	if at < 0 {
-		return s
-	}
-	user, _, hasPassword := strings.Cut(authority[:at], ":")
-	if !hasPassword {
-		return s
-	}
-	out := scheme + "://" + user + ":xxxxx" + authority[at:]
-	if path != "" || strings.Contains(rest, "/") {
-		out += "/" + path
-	}
-	return out
 }
