@@ -22,10 +22,12 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"flag"
 	"fmt"
 	"net/url"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -132,4 +134,20 @@ func execSQL(dsn, sql string) error {
 	defer conn.Close(context.Background())
 	_, err = conn.Exec(ctx, sql)
 	return err
+}
+
+// WaitBound raises -test.parallel to n unless the command line set it. Call
+// it first in the TestMain of a package whose tests spend their time waiting
+// on PostgreSQL clusters, failovers, leases and timers rather than
+// computing: -test.parallel defaults to the number of cores, which keeps
+// such a package's wall time the sum of its waits.
+func WaitBound(n int) {
+	if !flag.Parsed() {
+		flag.Parse()
+	}
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if !set {
+		flag.Set("test.parallel", strconv.Itoa(n))
+	}
 }

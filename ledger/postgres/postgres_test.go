@@ -13,7 +13,11 @@ import (
 	"github.com/toolgate/toolgate/ledger/storetest"
 )
 
-func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+// Most of these tests wait on clusters, failovers and timers: four run at once.
+func TestMain(m *testing.M) {
+	pgtest.WaitBound(4)
+	os.Exit(pgtest.Main(m))
+}
 
 // open opens a store with cfg and closes it when the test ends.
 func open(t testing.TB, cfg postgres.Config) *postgres.Store {
