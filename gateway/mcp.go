@@ -348,7 +348,7 @@ func metaKey(m mcp.Meta) string {
 // result: the output the schema promises does not exist yet.
 func (api *mcpAPI) result(tool *contract.Tool, version string, rep *reply, structured bool) *mcp.CallToolResult {
 	res := &mcp.CallToolResult{
-		Content: []mcp.Content{&mcp.TextContent{Text: rep.modelText(mcpKeyHint(tool))}},
+		Content: []mcp.Content{&mcp.TextContent{Text: rep.modelText(mcpKeyHint(tool, version))}},
 		IsError: rep.isError() || rep.status == http.StatusAccepted,
 		Meta:    mcp.Meta{"toolgate/status": rep.status},
 	}
@@ -376,8 +376,8 @@ func (api *mcpAPI) result(tool *contract.Tool, version string, rep *reply, struc
 }
 
 // mcpKeyHint tells the model (or its host) what to send when the key was missing.
-func mcpKeyHint(t *contract.Tool) string {
-	if arg := keyArgument(t); arg != "" {
+func mcpKeyHint(t *contract.Tool, version string) string {
+	if arg := keyArgument(t, version); arg != "" {
 		return fmt.Sprintf("%s changes something, so it needs an idempotency key: call again with the argument %q set to a new unique value for this one intended action (8 to 255 visible ASCII characters, e.g. a UUID), and reuse that same value if you retry this action.", t.ID, arg)
 	}
 	return fmt.Sprintf("%s changes something, so it needs an idempotency key, and its arguments have no place for one: the MCP client must send the key in the tools/call request's _meta as %q (one per intended action, the same on every retry).", t.ID, MCPKeyMeta)

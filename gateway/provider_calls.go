@@ -204,7 +204,7 @@ func (api *providerAPI) frontDoor(parse func([]byte) (provider.Call, error)) htt
 			tool = s.reg().Tool(f.ToolID)
 		}
 		rep := s.replyOf(where, &ans, err)
-		s.answerCall(w, r, c, &rep, tool)
+		s.answerCall(w, r, c, &rep, tool, f.Version)
 		s.endCall(&obs, &ans.Facts, &rep)
 	})
 }
@@ -238,15 +238,15 @@ func dropStrictNulls(v *contract.Version, args json.RawMessage) json.RawMessage 
 // should see (results, downstream errors, argument errors, conflicts, unknown
 // outcomes), and the problem itself as an HTTP error for what only the
 // integrator or an operator can fix.
-func (s *Server) answerCall(w http.ResponseWriter, r *http.Request, c provider.Call, rep *reply, tool *contract.Tool) {
+func (s *Server) answerCall(w http.ResponseWriter, r *http.Request, c provider.Call, rep *reply, tool *contract.Tool, version string) {
 	if rep.gone {
 		return // the caller went away (goneReply): nobody reads an answer
 	}
-	if !rep.forModel() || rep.integrators(r, tool) {
+	if !rep.forModel() || rep.integrators(r, tool, version) {
 		rep.write(w)
 		return
 	}
-	body, err := provider.Answer(c, provider.Result{Content: rep.modelText(providerKeyHint(tool)), IsError: rep.isError()})
+	body, err := provider.Answer(c, provider.Result{Content: rep.modelText(providerKeyHint(tool, version)), IsError: rep.isError()})
 	if err != nil {
 		writeProblem(w, problem(toolcall.CodeInternal, "the answer could not be shaped"))
 		return
@@ -260,13 +260,13 @@ func (s *Server) answerCall(w http.ResponseWriter, r *http.Request, c provider.C
 // integrators reports whether a key problem is the integrator's to fix, not
 // the model's: a missing key for a tool whose arguments have no place for one,
 // or a malformed Idempotency-Key header.
-func (rep *reply) integrators(r *http.Request, tool *contract.Tool) bool {
+func (rep *reply) integrators(r *http.Request, tool *contract.Tool, version string) bool {
 	if rep.problem == nil {
 		return false
 	}
 	switch toolcall.Code(rep.problem.Code) {
 	case toolcall.CodeKeyMissing:
-		return keyArgument(tool) == ""
+		return keyArgument(tool, version) == ""
 	case toolcall.CodeKeyInvalid:
 		return r.Header.Get("Idempotency-Key") != ""
 	}
@@ -275,8 +275,8 @@ func (rep *reply) integrators(r *http.Request, tool *contract.Tool) bool {
 
 // providerKeyHint tells the model how to name the action when the key was
 // missing and the contract lets the model carry it in an argument.
-func providerKeyHint(t *contract.Tool) string {
-	arg := keyArgument(t)
+func providerKeyHint(t *contract.Tool, version string) string {
+	arg := keyArgument(t, version)
 	if arg == "" {
 		return ""
 	}

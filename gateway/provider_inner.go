@@ -92,15 +92,21 @@ func (rep *reply) modelText(keyHint string) string {
 }
 
 // keyArgument names the argument the contract marks x-idempotency-key in the
-// tool's default version, or "".
-func keyArgument(t *contract.Tool) string {
+// version the call chose (version, from its facts: a rollout's default or a
+// canary's candidate can differ from the registry's newest), or in the tool's
+// default version when the call chose none; "" when there is none.
+func keyArgument(t *contract.Tool, version string) string {
 	if t == nil {
 		return ""
 	}
-	if v := t.Default(); v != nil {
-		return v.IdempotencyKeyProperty()
+	v := t.Version(version)
+	if v == nil {
+		v = t.Default()
 	}
-	return ""
+	if v == nil {
+		return ""
+	}
+	return v.IdempotencyKeyProperty()
 }
 
 // compactJSON encodes v for a model to read: one line, with <, > and &
