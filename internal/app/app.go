@@ -110,12 +110,14 @@ func Start(ctx context.Context, o Options) (_ *App, err error) {
 		return nil, err
 	}
 	a.ln = ln
-	a.life.start(ctx, "listener", Hooks{OnStop: func(context.Context) error {
+	if err := a.life.start(ctx, "listener", Hooks{OnStop: func(context.Context) error {
 		if err := ln.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
 			return err
 		}
 		return nil
-	}})
+	}}); err != nil {
+		return nil, err
+	}
 	if ta, ok := ln.Addr().(*net.TCPAddr); ok && cfg.Auth == nil && !ta.IP.IsLoopback() {
 		// "localhost" is a name: what counts is the address it was bound to.
 		return nil, fmt.Errorf("listen %q bound %s, which is not loopback: without an auth section toolgate serves loopback only", cfg.Listen, ta)
@@ -155,7 +157,9 @@ func Start(ctx context.Context, o Options) (_ *App, err error) {
 		return nil, fmt.Errorf("open ledger: %w", err)
 	}
 	a.store = store
-	a.life.start(ctx, "ledger store", Hooks{OnStop: func(context.Context) error { return store.Close() }})
+	if err := a.life.start(ctx, "ledger store", Hooks{OnStop: func(context.Context) error { return store.Close() }}); err != nil {
+		return nil, err
+	}
 	a.ledger = &ledger.Service{Store: store, Lease: cfg.Lease, Owner: leaseOwner(cfg.ReplicaID), Replica: cfg.ReplicaID,
 		CacheSize: cfg.ReplayCache.Entries, CacheBytes: cfg.ReplayCache.Bytes, CacheEntryBytes: cfg.ReplayCache.MaxEntryBytes}
 	if loc.Kind == ledgerstore.SQLite {
@@ -205,7 +209,9 @@ func Start(ctx context.Context, o Options) (_ *App, err error) {
 		return nil, err
 	}
 	a.up = up
-	a.life.start(ctx, "upstream sessions", up)
+	if err := a.life.start(ctx, "upstream sessions", up); err != nil {
+		return nil, err
+	}
 
 	a.calls = toolcall.New(toolcall.Config{
 		Registry: reg, Ledger: a.ledger, Invoker: &invoke.Client{}, Bindings: bindings,
@@ -216,7 +222,9 @@ func Start(ctx context.Context, o Options) (_ *App, err error) {
 		RolloutObserver: gateway.NewRolloutMetrics(prom, reg),
 		Released:        loaded.Released, Release: loaded.Release,
 	})
-	a.life.start(ctx, "call service", Hooks{OnStop: a.calls.Stop})
+	if err := a.life.start(ctx, "call service", Hooks{OnStop: a.calls.Stop}); err != nil {
+		return nil, err
+	}
 	a.metrics = gateway.NewServerMetrics(prom, a.calls, keys)
 	dlog.countDrops(a.metrics.DecisionLogDropped)
 	a.server, err = gateway.New(gateway.Config{
@@ -245,32 +253,48 @@ func Start(ctx context.Context, o Options) (_ *App, err error) {
 
 	// The background workers.
 	if up.watcher != nil {
-		a.life.start(ctx, "upstream drift watcher", &Worker{Run: up.watcher.Run})
+		if err := a.life.start(ctx, "upstream drift watcher", &Worker{Run: up.watcher.Run}); err != nil {
+			return nil, err
+		}
 	}
 	if o.Tools == nil { // the bundled examples do not change
 		srv, check := a.server, o.ReloadCheck
-		a.life.start(ctx, "tools watcher", &Worker{Run: func(ctx context.Context) { watchTools(ctx, cfg, check, srv) }})
+		if err := a.life.start(ctx, "tools watcher", &Worker{Run: func(ctx context.Context) { watchTools(ctx, cfg, check, srv) }}); err != nil {
+			return nil, err
+		}
 	}
 	if verifier != nil {
 		// The issuer's keys, now and every few minutes.
-		a.life.start(ctx, "oauth key refresh", &Worker{Run: verifier.Run})
+		if err := a.life.start(ctx, "oauth key refresh", &Worker{Run: verifier.Run}); err != nil {
+			return nil, err
+		}
 	}
 	rec := a.calls.Reconciler(cfg.ReconcileInterval)
 	a.metrics.ObserveReconciler(rec)
-	a.life.start(ctx, "reconciler", &Worker{Run: rec.Run})
+	if err := a.life.start(ctx, "reconciler", &Worker{Run: rec.Run}); err != nil {
+		return nil, err
+	}
 	cl := &ledger.Cleaner{Store: store, Retention: cfg.Retention, TombstoneRetention: cfg.TombstoneRetention, Errorf: errorf}
-	a.life.start(ctx, "ledger cleaner", &Worker{Run: cl.Run})
+	if err := a.life.start(ctx, "ledger cleaner", &Worker{Run: cl.Run}); err != nil {
+		return nil, err
+	}
 	// Joins here hear at once of completions on other replicas (PostgreSQL;
 	// on SQLite Run returns at once).
 	wk := &ledger.Wakeups{Service: a.ledger, Errorf: errorf}
-	a.life.start(ctx, "join wake-ups", &Worker{Run: wk.Run})
+	if err := a.life.start(ctx, "join wake-ups", &Worker{Run: wk.Run}); err != nil {
+		return nil, err
+	}
 	if ss, ok := store.(ledger.StreamStore); ok {
 		// Expired MCP streams go on a tick, not only when a new one opens.
 		sc := &ledger.StreamCleaner{Store: ss, Errorf: errorf}
-		a.life.start(ctx, "stream cleaner", &Worker{Run: sc.Run})
+		if err := a.life.start(ctx, "stream cleaner", &Worker{Run: sc.Run}); err != nil {
+			return nil, err
+		}
 	}
 
-	a.life.start(ctx, "http server", a.serve())
+	if err := a.life.start(ctx, "http server", a.serve()); err != nil {
+		return nil, err
+	}
 	infof("listening on http://%s (tools %s, ledger %s); dashboard http://%s/ui/", ln.Addr(), toolsName, cfg.Ledger, ln.Addr())
 	return a, nil
 }
